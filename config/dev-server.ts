@@ -1,0 +1,110 @@
+/**
+ * Starts and stops the embedded Temporal dev server (`temporal server start-dev`).
+ * One launcher for `npm run server`, the demo and the test suite, so all three run the
+ * server the same way, with Sterna's search attributes registered.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
+import { ensureTemporalCli } from './temporal-cli';
+
+export interface DevServerOptions {
+  /** gRPC frontend port; 7233 by default. */
+  port?: number;
+  /** Web UI port; omitted together with `headless`. 8233 by default. */
+  uiPort?: number;
+  headless?: boolean;
+  /** SQLite file that keeps workflows across restarts; in memory when omitted. */
+  dbFile?: string;
+  /** The server's own output goes here (it is noisy); discarded when omitted. */
+  logFile?: string;
+  namespace?: string;
+  /** How long a cold 2-core machine may take to answer; 60 s by default. */
+  readyTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const binary = await ensureTemporalCli();
+  const port = options.port ?? 7233;
+  const namespace = options.namespace ?? 'default';
+  const address = `127.0.0.1:${port}`;
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace];
+  args.push('--log-level', 'warn', ...searchAttributeFlags());
+  if (options.headless) args.push('--headless');
+  else args.push('--ui-port', String(options.uiPort ?? 8233));
+  if (options.dbFile) {
+    mkdirSync(dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  let logFd: number | 'ignore' = 'ignore';
+  if (options.logFile) {
+    mkdirSync(dirname(options.logFile), { recursive: true });
+    logFd = openSync(options.logFile, 'a');
+  }
+  const child = spawn(binary, args, { stdio: ['ignore', logFd, logFd], detached: true });
+  if (typeof logFd === 'number') closeSync(logFd);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await waitUntilReady(address, namespace, child, options.readyTimeoutMs ?? 60_000);
+  } catch (err) {
+    await stopProcess(child, exited);
+    throw err;
+  }
+  return {
+    address,
+    namespace,
+    uiUrl: options.headless ? undefined : `http://127.0.0.1:${options.uiPort ?? 8233}`,
+    pid: child.pid!,
+    stop: () => stopProcess(child, exited),
+  };
+}
+
+async function waitUntilReady(address: string, namespace: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`temporal server start-dev exited with code ${child.exitCode} (is port ${address} taken?)`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      try {
+        // Ready means the namespace answers and our search attributes are registered.
+        const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+        if (sternaSearchAttributes.every((key) => customAttributes && key.name in customAttributes)) return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`Temporal dev server at ${address} not ready after ${timeoutMs} ms: ${String(lastError)}`);
+}
+
+async function stopProcess(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid!, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const killTimer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }, 10_000);
+  await exited;
+  clearTimeout(killTimer);
+}

@@ -1,0 +1,34 @@
+import { strict as assert } from 'node:assert';
+import { Worker } from '@temporalio/worker';
+import { parseCliVersion } from '../config/temporal-cli';
+import { sternaSearchAttributes } from '../workflows/search-attributes';
+import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+
+describe('foundation', () => {
+  it('runs a workflow with one activity to completion on a real dev server', async () => {
+    const env = await testEnv();
+    const taskQueue = uniqueTaskQueue('echo');
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace,
+      taskQueue,
+      workflowBundle: await workflowBundle(require.resolve('./workflows/echo')),
+      activities: { shout: async (text: string) => text.toUpperCase() },
+    });
+    const result = await worker.runUntil(
+      env.client.workflow.execute('echo', { taskQueue, workflowId: taskQueue, args: ['tern'] }),
+    );
+    assert.equal(result, 'TERN!');
+  });
+
+  it('registers every Sterna search attribute on the dev server', async () => {
+    const env = await testEnv();
+    const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace: env.namespace });
+    for (const key of sternaSearchAttributes) assert.ok(customAttributes?.[key.name] !== undefined, `${key.name} is registered`);
+  });
+
+  it('reads the Temporal CLI version line', () => {
+    assert.deepEqual(parseCliVersion('temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)'), [1, 5]);
+    assert.equal(parseCliVersion('command not found'), undefined);
+  });
+});

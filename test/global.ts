@@ -1,0 +1,16 @@
+/** Mocha global fixtures (loaded through .mocharc.json `require`). */
+import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { stopTestEnv } from './helpers/temporal';
+
+// Keep the SDK's logs to warnings so the test output reads as the behaviour under test.
+Runtime.install({
+  logger: new DefaultLogger('WARN'),
+  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+});
+
+// The Google client libraries must never go looking for credentials off this machine.
+process.env.METADATA_SERVER_DETECTION = 'none';
+
+export async function mochaGlobalTeardown(): Promise<void> {
+  await stopTestEnv();
+}

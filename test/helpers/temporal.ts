@@ -1,0 +1,74 @@
+/**
+ * One real Temporal dev server for the whole test run, started on first use (tests that
+ * need no Temporal, like the emulator's, never pay for it) and stopped by the global
+ * teardown in test/global.ts.
+ */
+import { createServer } from 'node:net';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { startDevServer, type DevServer } from '../../config/dev-server';
+
+let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
+const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The SDK's `createLocal` waits only ~5 s for the server, too short on a cold 2-core
+ * machine, so we start the server ourselves and attach with `createFromExistingServer`.
+ */
+export async function testEnv(): Promise<TestWorkflowEnvironment> {
+  started ??= (async () => {
+    const server = await startDevServer({ port: await freePort(), headless: true });
+    const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: server.namespace });
+    return { server, env };
+  })();
+  return (await started).env;
+}
+
+export async function testServerAddress(): Promise<string> {
+  await testEnv();
+  return (await started!).server.address;
+}
+
+/** Bundling takes seconds; every worker of the run shares one bundle per workflows file. */
+export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
+  let bundle = bundles.get(workflowsPath);
+  if (!bundle) {
+    bundle = bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+    bundles.set(workflowsPath, bundle);
+  }
+  return bundle;
+}
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
+
+let taskQueueCounter = 0;
+export function uniqueTaskQueue(prefix = 'test'): string {
+  taskQueueCounter += 1;
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${taskQueueCounter}`;
+}
+
+export async function stopTestEnv(): Promise<void> {
+  if (!started) return;
+  const { server, env } = await started;
+  started = undefined;
+  await env.teardown();
+  await server.stop();
+}
