@@ -1,0 +1,170 @@
+#!/bin/bash
+# The Sterna agent: runs as the VM's startup script (or a GKE Job's entrypoint).
+#
+# It reads everything it needs from instance metadata attributes, never from its own
+# text, so nothing from a run spec ever reaches a shell unquoted. Lists arrive
+# base64-encoded and NUL-separated, and are read into bash arrays.
+#
+#   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
+#
+# Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/checkpoint,
+# sterna/exit, sterna/staged-bytes, sterna/total-bytes), GCE's own way for a VM to
+# report without SSH. A checkpoint is published only after it is fully uploaded.
+# SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
+# checkpoint; the agent uploads it before the notice period ends.
+set -u -o pipefail
+
+MD="http://${GCE_METADATA_HOST:-metadata.google.internal}/computeMetadata/v1"
+WORK="${STERNA_WORK_DIR:-$PWD/sterna-work}"
+STATE="$WORK/.sterna"
+CKPT_DIR="$WORK/checkpoints"
+mkdir -p "$STATE" "$CKPT_DIR" || exit 70
+
+log() { printf '%s sterna-agent: %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
+
+attr() { # attr NAME -> value of instance/attributes/NAME, empty when absent
+  curl -sf -H 'Metadata-Flavor: Google' "$MD/instance/attributes/$1" 2>/dev/null || true
+}
+
+publish() { # publish KEY VALUE
+  if [ "${STERNA_PUBLISH_MODE:-gce}" = file ]; then
+    # Where no metadata server exists (a GKE pod), the value lands in a status file
+    # that the provider reads (see activities/providers/gke.ts).
+    printf '%s' "$2" >"$STATE/status.$1.tmp" && mv -f "$STATE/status.$1.tmp" "$STATE/status.$1"
+    return
+  fi
+  local try
+  for try in 1 2 3 4 5; do
+    curl -sf -X PUT -H 'Metadata-Flavor: Google' --data-binary "$2" \
+      "$MD/instance/guest-attributes/sterna/$1" >/dev/null && return 0
+    sleep "$try"
+  done
+  log "could not publish $1"
+}
+
+decode_list() { # decode_list NAME -> fills array LIST from a base64 NUL-separated attribute
+  LIST=()
+  local raw
+  raw="$(attr "$1")"
+  [ -n "$raw" ] || return 0
+  mapfile -d '' -t LIST < <(printf '%s' "$raw" | base64 -d)
+}
+
+copy() { # copy SRC DEST, where either may be file:// or gs://
+  local src="$1" dest="$2"
+  case "$src$dest" in
+    *gs://*) gcloud storage cp --recursive "$src" "$dest" ;;
+    *) mkdir -p "$(dirname "${dest#file://}")" && cp -R "${src#file://}" "${dest#file://}" ;;
+  esac
+}
+
+size_of() { # size_of URI -> bytes
+  case "$1" in
+    gs://*) gcloud storage du --summarize "$1" | awk '{s+=$1} END {print s+0}' ;;
+    *) du -sb "${1#file://}" 2>/dev/null | awk '{print $1+0}' ;;
+  esac
+}
+
+RUN_ID="$(attr sterna-run-id)"
+ATTEMPT="$(attr sterna-attempt)"
+CKPT_URI="$(attr sterna-checkpoint-uri)"
+CKPT_URI="${CKPT_URI%/}"
+POLL="$(attr sterna-poll-seconds)"
+POLL="${POLL:-1}"
+publish phase starting
+
+# --- stage the datasets -------------------------------------------------------------
+decode_list sterna-datasets   # uri, path, uri, path, ...
+DATASETS=("${LIST[@]}")
+publish phase staging
+total=0
+for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
+  total=$((total + $(size_of "${DATASETS[i]}")))
+done
+publish total-bytes "$total"
+staged=0
+for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
+  uri="${DATASETS[i]}" dest="$WORK/${DATASETS[i + 1]}"
+  case "${DATASETS[i + 1]}" in /* | *..*) log "dataset path must be relative: ${DATASETS[i + 1]}"; publish phase failed; publish exit 65; exit 65 ;; esac
+  if ! copy "$uri" "$dest"; then
+    log "staging $uri failed"; publish phase failed; publish exit 66; exit 66
+  fi
+  staged=$((staged + $(size_of "$uri")))
+  publish staged-bytes "$staged"
+done
+
+# --- resume from the last verified checkpoint ---------------------------------------
+RESUME_FROM=""
+resume="$(attr sterna-resume-from)"   # "<sha256> <uri>"
+if [ -n "$resume" ]; then
+  want="${resume%% *}" uri="${resume#* }"
+  RESUME_FROM="$STATE/resume-$(basename "$uri")"
+  if ! copy "$uri" "$RESUME_FROM" || [ "$(sha256sum "$RESUME_FROM" | cut -d' ' -f1)" != "$want" ]; then
+    log "checkpoint $uri is missing or does not match its sha256"; publish phase failed; publish exit 67; exit 67
+  fi
+fi
+
+# --- checkpoints: upload each complete one, then publish it --------------------------
+# The trainer writes checkpoints atomically (write, then rename) as step-<N>[.<ext>]
+# in STERNA_CHECKPOINT_DIR, so a file that exists under that name is complete.
+last_uploaded=-1
+upload_new_checkpoints() {
+  local newest="" step=-1 f n sum dest
+  for f in "$CKPT_DIR"/step-*; do
+    [ -f "$f" ] || continue
+    n="$(basename "$f")"; n="${n#step-}"; n="${n%%.*}"
+    case "$n" in '' | *[!0-9]*) continue ;; esac
+    if [ "$n" -gt "$step" ]; then step="$n" newest="$f"; fi
+  done
+  [ -n "$newest" ] && [ "$step" -gt "$last_uploaded" ] || return 0
+  dest="$CKPT_URI/$(basename "$newest")"
+  sum="$(sha256sum "$newest" | cut -d' ' -f1)"
+  if copy "$newest" "$dest"; then
+    last_uploaded="$step"
+    publish checkpoint "$step $sum $dest"
+  else
+    log "upload of $newest failed; will retry"
+  fi
+}
+
+publish_progress() {
+  local step
+  step="$(cat "$STATE/progress" 2>/dev/null || true)"
+  case "$step" in '' | *[!0-9]*) ;; *) publish step "$step" ;; esac
+}
+
+# --- run the trainer ---------------------------------------------------------------
+decode_list sterna-argv
+ARGV=("${LIST[@]}")
+decode_list sterna-env
+ENVS=("${LIST[@]}")
+if [ ${#ARGV[@]} -eq 0 ]; then log "no command"; publish phase failed; publish exit 64; exit 64; fi
+
+publish phase training
+cd "$WORK" || exit 70
+env "${ENVS[@]}" \
+  STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
+  STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
+  "${ARGV[@]}" &
+TRAINER=$!
+stopping=0
+trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
+
+while kill -0 "$TRAINER" 2>/dev/null; do
+  publish_progress
+  upload_new_checkpoints
+  sleep "$POLL" &
+  wait $! 2>/dev/null
+done
+wait "$TRAINER"
+code=$?
+# A trap can interrupt the first wait; the trainer's status is final only once it is gone.
+while kill -0 "$TRAINER" 2>/dev/null; do wait "$TRAINER"; code=$?; done
+
+publish phase uploading
+publish_progress
+upload_new_checkpoints
+[ "$stopping" = 1 ] && log "stopped by SIGTERM; trainer exited $code"
+publish exit "$code"
+publish phase exited
+exit 0

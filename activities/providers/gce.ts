@@ -1,0 +1,305 @@
+/**
+ * GCE: training attempts as Compute Engine VMs, through the real
+ * `@google-cloud/compute` client. The same code talks to real GCE and to the local
+ * emulator; only the client options differ (see `gceClientOptions`).
+ *
+ * Errors are translated here, once, into Sterna's failure types:
+ *   ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] -> Stockout
+ *   QUOTA_EXCEEDED                              -> QuotaExceeded
+ *   TERMINATED before RUNNING                   -> Preempted
+ *   409 on insert, labels not ours              -> ResourceConflict
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  AcceleratorTypesClient,
+  InstancesClient,
+  RegionsClient,
+  ZoneOperationsClient,
+  ZonesClient,
+  type protos,
+} from '@google-cloud/compute';
+import { failure, FailureType } from '../../workflows/failures';
+import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
+import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
+import type { CapacityRequest, ComputeProvider, ProvisionRequest, ProvisionResult } from './provider';
+
+type IInstance = protos.google.cloud.compute.v1.IInstance;
+type IOperation = protos.google.cloud.compute.v1.IOperation;
+
+/** Prices and shapes, from config/catalog.ts (kept as an interface so tests can vary it). */
+export interface PriceBook {
+  /** The machine type to use for `count` x `accelerator`, unless the spec names one. */
+  machineTypeFor(accelerator: string, count: number): string | undefined;
+  /** Whole-instance USD/hour in a region, or undefined when the region does not sell it. */
+  pricePerHour(query: { region: string; machineType: string; accelerator: string; count: number; spot: boolean }): number | undefined;
+  /** GCE quota metric for the accelerator, e.g. NVIDIA_L4_GPUS. */
+  quotaMetric(accelerator: string): string | undefined;
+  /** True when the machine type has the GPUs built in (a2, a3, g2); false for n1 + guestAccelerators. */
+  hasBuiltInAccelerators(machineType: string): boolean;
+}
+
+export interface GceProviderOptions {
+  project: string;
+  prices: PriceBook;
+  /** Options for every Compute client: endpoint, auth, transport. */
+  clientOptions: ConstructorParameters<typeof InstancesClient>[0];
+  /** Boot image for VMs; on real GCE a Deep Learning VM image with CUDA drivers. */
+  sourceImage?: string;
+  /** Service account the VM uses to read datasets and write checkpoints. */
+  serviceAccountEmail?: string;
+  /** How often to look while waiting for an operation or a status; 1 s by default. */
+  pollIntervalMs?: number;
+  /** Maps storage URIs for the VM (the emulator serves gs:// buckets from a directory). */
+  storageUriForVm?: (uri: string) => string;
+}
+
+const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS', 'RESOURCE_POOL_EXHAUSTED']);
+const QUOTA_CODES = new Set(['QUOTA_EXCEEDED']);
+const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
+
+export function isNotFound(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 5 || e?.code === 404 || /was not found|notFound/i.test(e?.message ?? '');
+}
+
+function isAlreadyExists(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 6 || e?.code === 409 || /already exists|alreadyExists/i.test(e?.message ?? '');
+}
+
+export function regionOf(zone: string): string {
+  return zone.replace(/-[a-z]$/, '');
+}
+
+function within(value: string, rule?: { allow?: string[]; deny?: string[] }): boolean {
+  if (!rule) return true;
+  if (rule.deny?.includes(value)) return false;
+  return !rule.allow || rule.allow.includes(value);
+}
+
+export class GceProvider implements ComputeProvider {
+  readonly backend = 'gce' as const;
+  private readonly instances: InstancesClient;
+  private readonly operations: ZoneOperationsClient;
+  private readonly regions: RegionsClient;
+  private readonly zones: ZonesClient;
+  private readonly acceleratorTypes: AcceleratorTypesClient;
+  private readonly pollMs: number;
+
+  constructor(private readonly options: GceProviderOptions) {
+    this.instances = new InstancesClient(options.clientOptions);
+    this.operations = new ZoneOperationsClient(options.clientOptions);
+    this.regions = new RegionsClient(options.clientOptions);
+    this.zones = new ZonesClient(options.clientOptions);
+    this.acceleratorTypes = new AcceleratorTypesClient(options.clientOptions);
+    this.pollMs = options.pollIntervalMs ?? 1000;
+  }
+
+  async findOffers(request: CapacityRequest): Promise<Offer[]> {
+    const { project, prices } = this.options;
+    const zonesByAccelerator = new Map<string, string[]>();
+    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project })) {
+      const zone = scope.replace(/^zones\//, '');
+      for (const type of list.acceleratorTypes ?? []) {
+        if (!type.name) continue;
+        zonesByAccelerator.set(type.name, [...(zonesByAccelerator.get(type.name) ?? []), zone]);
+      }
+    }
+    const quotaCache = new Map<string, Promise<protos.google.cloud.compute.v1.IQuota[]>>();
+    const quotasOf = (region: string) => {
+      let quotas = quotaCache.get(region);
+      if (!quotas) {
+        quotas = this.regions.get({ project, region }).then(([r]) => r.quotas ?? []);
+        quotaCache.set(region, quotas);
+      }
+      return quotas;
+    };
+    const offers: Offer[] = [];
+    for (const { type, count } of request.accelerators) {
+      const machineType = request.machineType ?? prices.machineTypeFor(type, count);
+      if (!machineType) continue;
+      for (const zone of zonesByAccelerator.get(type) ?? []) {
+        const region = regionOf(zone);
+        if (!within(zone, request.zones) || !within(region, request.regions)) continue;
+        const onDemand = prices.pricePerHour({ region, machineType, accelerator: type, count, spot: false });
+        for (const model of request.provisioningModels) {
+          const spot = model === 'SPOT';
+          const price = prices.pricePerHour({ region, machineType, accelerator: type, count, spot });
+          if (price === undefined || onDemand === undefined) continue;
+          const metric = prices.quotaMetric(type);
+          const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
+          const quotaAvailable = !quota || (quota.limit ?? 0) - (quota.usage ?? 0) >= count;
+          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable });
+        }
+      }
+    }
+    return offers;
+  }
+
+  private instanceResource(request: ProvisionRequest): IInstance {
+    const { offer } = request;
+    const mapUri = this.options.storageUriForVm ?? ((uri: string) => uri);
+    const agent = {
+      ...request.agent,
+      datasets: request.agent.datasets.map((d) => ({ ...d, uri: mapUri(d.uri) })),
+      checkpointUri: mapUri(request.agent.checkpointUri),
+      resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
+    };
+    const metadata = { 'startup-script': agentScript(), ...agentAttributes(agent) };
+    const spot = offer.provisioningModel === 'SPOT';
+    return {
+      name: request.name,
+      machineType: `zones/${offer.zone}/machineTypes/${offer.machineType}`,
+      labels: request.labels,
+      metadata: { items: Object.entries(metadata).map(([key, value]) => ({ key, value })) },
+      // GPUs cannot live-migrate: GCE rejects GPU VMs without onHostMaintenance TERMINATE.
+      // Spot VMs STOP on preemption (not DELETE) so the ledger can read lastStopTimestamp.
+      scheduling: spot
+        ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false }
+        : { provisioningModel: 'STANDARD', onHostMaintenance: 'TERMINATE', automaticRestart: false },
+      guestAccelerators: this.options.prices.hasBuiltInAccelerators(offer.machineType)
+        ? []
+        : [{ acceleratorType: `zones/${offer.zone}/acceleratorTypes/${offer.accelerator}`, acceleratorCount: offer.acceleratorCount }],
+      disks: [
+        {
+          boot: true,
+          autoDelete: true,
+          initializeParams: { sourceImage: this.options.sourceImage ?? DEFAULT_IMAGE, diskSizeGb: String(request.diskSizeGb) },
+        },
+      ],
+      networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ name: 'External NAT', type: 'ONE_TO_ONE_NAT' }] }],
+      serviceAccounts: [{ email: this.options.serviceAccountEmail ?? 'default', scopes: ['https://www.googleapis.com/auth/cloud-platform'] }],
+    };
+  }
+
+  async provision(request: ProvisionRequest, onProgress: (status: string) => void): Promise<ProvisionResult> {
+    const { project } = this.options;
+    const { zone } = request.offer;
+    const ref: ResourceRef = { backend: 'gce', name: request.name, zone };
+    let adopted = false;
+    try {
+      const [op] = await this.instances.insert({ project, zone, instanceResource: this.instanceResource(request) });
+      onProgress('inserting');
+      await this.waitForOperation(zone, operationName(op), onProgress);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      // A retried create (the worker died after the insert): adopt our own VM.
+      const existing = await this.getInstance(ref);
+      if (!existing || existing.labels?.['sterna-run'] !== request.labels['sterna-run'] || existing.labels?.['sterna-attempt'] !== request.labels['sterna-attempt']) {
+        throw failure(FailureType.ResourceConflict, `instance ${request.name} in ${zone} exists but is not this run's attempt ${request.labels['sterna-attempt']}`);
+      }
+      adopted = true;
+    }
+    for (;;) {
+      const instance = await this.getInstance(ref);
+      if (!instance) throw failure(FailureType.Preempted, `instance ${request.name} disappeared in ${zone} before it ran`);
+      onProgress(instance.status ?? 'unknown');
+      if (instance.status === 'RUNNING') return { ref, adopted, window: { startedAt: instance.lastStartTimestamp ?? undefined } };
+      if (instance.status === 'TERMINATED' || instance.status === 'STOPPING' || instance.status === 'SUSPENDED') {
+        throw failure(FailureType.Preempted, `instance ${request.name} in ${zone} stopped (${instance.status}) before it ran`);
+      }
+      await sleep(this.pollMs);
+    }
+  }
+
+  /** Waits for a zone operation and throws its error, translated, if it failed. */
+  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void): Promise<IOperation> {
+    const { project } = this.options;
+    for (;;) {
+      // `wait` returns when the operation is DONE or after a bounded time, whichever first.
+      const [op] = await this.operations.wait({ project, zone, operation });
+      onProgress(`operation ${String(op.status)}`);
+      if (op.status === 'DONE' || (op.status as unknown) === 2104194) {
+        const errors = op.error?.errors ?? [];
+        if (errors.length > 0) throw translateOperationErrors(zone, errors);
+        return op;
+      }
+    }
+  }
+
+  private async getInstance(ref: ResourceRef): Promise<IInstance | undefined> {
+    try {
+      const [instance] = await this.instances.get({ project: this.options.project, zone: ref.zone, instance: ref.name });
+      return instance;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async observe(ref: ResourceRef): Promise<AgentSnapshot> {
+    const instance = await this.getInstance(ref);
+    if (!instance) return { lifecycle: 'gone', preempted: false };
+    const status = instance.status ?? '';
+    const lifecycle =
+      status === 'RUNNING' ? 'running' : status === 'STOPPING' || status === 'SUSPENDING' ? 'stopping' : status === 'TERMINATED' || status === 'SUSPENDED' ? 'terminated' : 'pending';
+    const values = lifecycle === 'pending' ? {} : await this.guestAttributes(ref);
+    const preempted = lifecycle === 'stopping' || lifecycle === 'terminated' ? await this.wasPreempted(ref, instance) : false;
+    return { lifecycle, preempted, ...parseAgentValues(values) };
+  }
+
+  private async guestAttributes(ref: ResourceRef): Promise<Record<string, string>> {
+    try {
+      const [attrs] = await this.instances.getGuestAttributes({ project: this.options.project, zone: ref.zone, instance: ref.name, queryPath: 'sterna/' });
+      const values: Record<string, string> = {};
+      for (const item of attrs.queryValue?.items ?? []) if (item.key) values[item.key] = item.value ?? '';
+      return values;
+    } catch (err) {
+      // GCE answers 404 while the guest has written nothing under the path yet.
+      if (isNotFound(err)) return {};
+      throw err;
+    }
+  }
+
+  private async wasPreempted(ref: ResourceRef, instance: IInstance): Promise<boolean> {
+    const target = instance.selfLink ?? `projects/${this.options.project}/zones/${ref.zone}/instances/${ref.name}`;
+    const [ops] = await this.operations.list({
+      project: this.options.project,
+      zone: ref.zone,
+      filter: `(operationType = "compute.instances.preempted") AND (targetLink = "${target}")`,
+    });
+    return ops.length > 0;
+  }
+
+  async release(ref: ResourceRef): Promise<RunningWindow> {
+    const instance = await this.getInstance(ref);
+    if (!instance) return {};
+    const window: RunningWindow = { startedAt: instance.lastStartTimestamp ?? undefined };
+    const alreadyStopped = instance.status === 'TERMINATED' || instance.status === 'SUSPENDED';
+    try {
+      const [op] = await this.instances.delete({ project: this.options.project, zone: ref.zone, instance: ref.name });
+      const done = await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+      window.stoppedAt = alreadyStopped ? (instance.lastStopTimestamp ?? done.endTime ?? undefined) : (done.endTime ?? new Date().toISOString());
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      window.stoppedAt = instance.lastStopTimestamp ?? new Date().toISOString();
+    }
+    return window;
+  }
+
+  async listRunResources(runId: string): Promise<ResourceRef[]> {
+    const { project } = this.options;
+    const refs: ResourceRef[] = [];
+    for await (const zone of this.zones.listAsync({ project })) {
+      if (!zone.name) continue;
+      for await (const instance of this.instances.listAsync({ project, zone: zone.name, filter: `labels.sterna-run = "${runId}"` })) {
+        if (instance.name) refs.push({ backend: 'gce', name: instance.name, zone: zone.name });
+      }
+    }
+    return refs;
+  }
+}
+
+function operationName(op: unknown): string {
+  const name = (op as { latestResponse?: { name?: string }; name?: string }).latestResponse?.name ?? (op as { name?: string }).name;
+  if (!name) throw new Error('GCE returned an operation without a name');
+  return name;
+}
+
+function translateOperationErrors(zone: string, errors: { code?: string | null; message?: string | null }[]): Error {
+  const codes = errors.map((e) => e.code ?? '');
+  const message = errors.map((e) => `${e.code}: ${e.message}`).join('; ');
+  if (codes.some((c) => STOCKOUT_CODES.has(c))) return failure(FailureType.Stockout, `no capacity in ${zone}: ${message}`, { zone, codes });
+  if (codes.some((c) => QUOTA_CODES.has(c))) return failure(FailureType.QuotaExceeded, `quota exceeded for ${zone}: ${message}`, { zone, codes });
+  return new Error(`GCE operation failed in ${zone}: ${message}`);
+}

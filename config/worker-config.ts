@@ -1,0 +1,76 @@
+/**
+ * Worker configuration, from the environment, validated once at start-up so a typo
+ * fails with a message that names the variable instead of a failed run later.
+ *
+ * Temporal: the standard TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TLS / API-key variables
+ * and profiles (`@temporalio/envconfig`), default the local dev server.
+ * GCE: STERNA_GCE_PROJECT with Application Default Credentials for real GCE, or
+ * STERNA_GCE_ENDPOINT=http://127.0.0.1:<port> for the local emulator.
+ */
+import { join } from 'node:path';
+import { z } from 'zod';
+
+const EnvSchema = z.object({
+  STERNA_TASK_QUEUE: z.string().min(1).default('sterna'),
+  STERNA_GCE_PROJECT: z.string().regex(/^[a-z][-a-z0-9]{4,28}[a-z0-9]$/, 'a GCP project id such as my-project-123').optional(),
+  STERNA_GCE_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  STERNA_GCE_IMAGE: z.string().optional(),
+  STERNA_GCE_SERVICE_ACCOUNT: z.string().optional(),
+  STERNA_LOCAL_BUCKETS: z.string().optional(),
+  STERNA_GKE_KUBECONFIG: z.string().optional(),
+  STERNA_GKE_NAMESPACE: z.string().default('default'),
+  STERNA_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(200),
+});
+
+export interface GceConfig {
+  project: string;
+  /** Set for the emulator: plain HTTP on loopback, no credentials. */
+  emulatorEndpoint?: { host: string; port: number; protocol: 'http' | 'https' };
+  sourceImage?: string;
+  serviceAccountEmail?: string;
+  /** The emulator stands in for GCS with a directory: gs://bucket/x -> <dir>/bucket/x. */
+  localBucketsDir?: string;
+}
+
+export interface WorkerConfig {
+  taskQueue: string;
+  gce?: GceConfig;
+  gke?: { kubeconfig?: string; namespace: string };
+  maxConcurrentActivities: number;
+}
+
+export class WorkerConfigError extends Error {
+  override name = 'WorkerConfigError';
+}
+
+export function defaultLocalBucketsDir(repoRoot: string): string {
+  return join(repoRoot, '.state', 'buckets');
+}
+
+export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot = join(__dirname, '..', '..')): WorkerConfig {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('\n  ');
+    throw new WorkerConfigError(`invalid worker configuration:\n  ${problems}`);
+  }
+  const e = parsed.data;
+  let gce: GceConfig | undefined;
+  if (e.STERNA_GCE_ENDPOINT) {
+    const url = new URL(e.STERNA_GCE_ENDPOINT);
+    gce = {
+      project: e.STERNA_GCE_PROJECT ?? 'sterna-local',
+      emulatorEndpoint: { host: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)), protocol: url.protocol === 'https:' ? 'https' : 'http' },
+      localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
+    };
+  } else if (e.STERNA_GCE_PROJECT) {
+    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT };
+  }
+  const gke = e.STERNA_GKE_KUBECONFIG ? { kubeconfig: e.STERNA_GKE_KUBECONFIG, namespace: e.STERNA_GKE_NAMESPACE } : undefined;
+  if (!gce && !gke) {
+    throw new WorkerConfigError(
+      'no compute backend configured: set STERNA_GCE_ENDPOINT=http://127.0.0.1:<port> for the local emulator (npm run emulator), ' +
+        'STERNA_GCE_PROJECT=<project> for real GCE (with Application Default Credentials), or STERNA_GKE_KUBECONFIG for GKE',
+    );
+  }
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES };
+}

@@ -1,0 +1,50 @@
+/**
+ * The closed set of ways a run or one of its steps can fail. Each provider translates
+ * its API's own errors into these once, at its boundary; the workflow and the retry
+ * policies speak only these names.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+
+export const FailureType = {
+  /** The run spec is wrong; nothing was created. Never retried. */
+  InvalidSpec: 'InvalidSpec',
+  /** The zone has no capacity of that kind right now; try the next offer. */
+  Stockout: 'Stockout',
+  /** The project's quota does not allow the request in that region; try another region. */
+  QuotaExceeded: 'QuotaExceeded',
+  /** The provider reclaimed the spot capacity; resume elsewhere from the last checkpoint. */
+  Preempted: 'Preempted',
+  /** The training command exited non-zero. */
+  UserCodeFailed: 'UserCodeFailed',
+  /** Spending more would exceed the run's budget. */
+  BudgetExceeded: 'BudgetExceeded',
+  /** The run can no longer finish before its deadline (or its maximum duration). */
+  DeadlineMissed: 'DeadlineMissed',
+  /** Every acceptable offer failed and retrying cannot help (e.g. nothing matches). */
+  NoCapacity: 'NoCapacity',
+  /** A resource with our idempotent name exists but belongs to another run or attempt. */
+  ResourceConflict: 'ResourceConflict',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/** Failure types an activity retry can never fix: listed in every retry policy. */
+export const nonRetryableFailureTypes: FailureType[] = [
+  FailureType.InvalidSpec,
+  FailureType.Stockout,
+  FailureType.QuotaExceeded,
+  FailureType.Preempted,
+  FailureType.ResourceConflict,
+];
+
+export function failure(type: FailureType, message: string, details?: unknown): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, details: details === undefined ? undefined : [details] });
+}
+
+export function isFailureOfType(err: unknown, type: FailureType): boolean {
+  let cause: unknown = err;
+  while (cause instanceof Error) {
+    if (cause instanceof ApplicationFailure && cause.type === type) return true;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return false;
+}

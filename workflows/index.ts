@@ -1,0 +1,6 @@
+/**
+ * The workflow bundle's entry: every workflow type the `sterna` task queue runs.
+ * Start a run with `temporal workflow start --type trainingRun --task-queue sterna
+ * --input-file examples/run.json`, or through `client/`.
+ */
+export { trainingRun, type ContinuedRun } from './training-run';

@@ -1,0 +1,513 @@
+/**
+ * trainingRun: one training run, from spec to released resources.
+ *
+ *   validate -> loop { find capacity -> rank offers -> provision (next offer on stockout)
+ *                      -> stage data -> train (record each verified checkpoint)
+ *                      -> Completed | Preempted (resume elsewhere) | Failed (restart or stop) }
+ *   finally, non-cancellable: release every resource this run created.
+ *
+ * Decisions are pure functions (placement, pricing); every side effect is an activity.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  ContinueAsNew,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+  allHandlersFinished,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { MonitorResult, SternaActivities } from '../activities/contract';
+import { failure, FailureType, nonRetryableFailureTypes } from './failures';
+import { preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
+import { resourceLabels, resourceName, runKey } from './naming';
+import { rankOffers, ZoneEventKind } from './placement';
+import { chooseModels, deadlineMs } from './pricing';
+import {
+  AttemptOutcome,
+  currentAttempt,
+  ledger,
+  Phase,
+  record,
+  resultOf,
+  statusOf,
+  type Attempt,
+  type RunResult,
+  type RunState,
+} from './run-state';
+import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from './search-attributes';
+import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
+import type { Offer } from './types';
+
+/** The input of a run continued as new: the validated spec and the state so far. */
+export interface ContinuedRun {
+  continued: true;
+  spec: RunSpec;
+  state: RunState;
+}
+
+/** Continue as new after this many attempts even if the server does not suggest it. */
+const ATTEMPTS_PER_RUN = 50;
+/** A monitor call returns at least this often, so the workflow can re-plan. */
+const MONITOR_RETURN_SECONDS = 300;
+/** Wait between rounds when every acceptable offer failed: capacity comes back. */
+const NO_CAPACITY_BACKOFF_MS = 30_000;
+
+const nonRetryableErrorTypes = [...nonRetryableFailureTypes];
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+
+function activities(pollSeconds: number) {
+  // Heartbeats arrive every poll; a worker that dies is noticed after a few missed ones.
+  const heartbeatTimeout = Math.max(10, Math.ceil(4 * pollSeconds)) * SECOND;
+  const retry = { initialInterval: SECOND, maximumInterval: 30 * SECOND, nonRetryableErrorTypes };
+  const base: ActivityOptions = { startToCloseTimeout: MINUTE, retry: { ...retry, maximumAttempts: 10 } };
+  return {
+    quick: proxyActivities<SternaActivities>(base),
+    long: proxyActivities<SternaActivities>({ ...base, startToCloseTimeout: 6 * 60 * MINUTE, heartbeatTimeout }),
+    monitor: proxyActivities<SternaActivities>({ ...base, startToCloseTimeout: (MONITOR_RETURN_SECONDS + 600) * SECOND, heartbeatTimeout }),
+    // Release must happen, whatever the API does meanwhile: retried without limit.
+    release: proxyActivities<SternaActivities>({ startToCloseTimeout: 10 * MINUTE, heartbeatTimeout, retry: { ...retry, maximumInterval: MINUTE } }),
+  };
+}
+
+export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<RunResult> {
+  const continued = isContinuedRun(input) ? input : undefined;
+  // A bad spec fails here, before anything exists: InvalidSpec, never retried.
+  const spec = continued ? continued.spec : parseSpec(input);
+  const state = continued ? continued.state : initialState(spec);
+  const run = new Run(spec, state);
+  run.installHandlers();
+  let continuing = false;
+  try {
+    return await run.execute();
+  } catch (err) {
+    if (err instanceof ContinueAsNew) {
+      continuing = true;
+    } else {
+      run.setPhase(isCancellation(err) ? Phase.Cancelled : Phase.Failed);
+      run.note(isCancellation(err) ? 'cancelled' : `failed: ${describe(err)}`);
+    }
+    throw err;
+  } finally {
+    // Runs on success, failure and cancellation alike, and cannot itself be cancelled.
+    // A continue-as-new hands the live resource over to the next run instead.
+    if (!continuing) await CancellationScope.nonCancellable(() => run.releaseAll());
+  }
+}
+
+function isContinuedRun(input: unknown): input is ContinuedRun {
+  return typeof input === 'object' && input !== null && (input as ContinuedRun).continued === true;
+}
+
+function initialState(spec: RunSpec): RunState {
+  const now = Date.now();
+  const deadline = deadlineMs(spec, now);
+  const state: RunState = {
+    runId: workflowInfo().workflowId,
+    phase: Phase.Validating,
+    startedAt: new Date(now).toISOString(),
+    attempts: [],
+    zoneEvents: [],
+    preemptions: 0,
+    restarts: 0,
+    budgetUsd: spec.pricing.budgetUsd,
+    deadline: deadline === undefined ? undefined : new Date(deadline).toISOString(),
+    timeline: [],
+  };
+  record(state, now, 'run started');
+  return state;
+}
+
+function describe(err: unknown): string {
+  const root = err instanceof ActivityFailure && err.cause ? err.cause : err;
+  return root instanceof Error ? root.message : String(root);
+}
+
+function failureTypeOf(err: unknown): string | undefined {
+  const root = err instanceof ActivityFailure ? err.cause : err;
+  return root instanceof ApplicationFailure ? (root.type ?? undefined) : undefined;
+}
+
+type AttemptEnd = { kind: 'completed' } | { kind: 'preempted' } | { kind: 'failed'; exitCode: number; reason: string };
+
+class Run {
+  private readonly acts: ReturnType<typeof activities>;
+  /** Bumped by every update that moves a limit, so waits re-evaluate their timers. */
+  private limitsVersion = 0;
+  private noticeFor: string | undefined;
+  private readonly attemptsAtStart: number;
+
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly state: RunState,
+  ) {
+    this.acts = activities(spec.recovery.pollSeconds);
+    this.attemptsAtStart = state.attempts.length;
+  }
+
+  installHandlers(): void {
+    setHandler(statusQuery, () => statusOf(this.state, Date.now()));
+    setHandler(
+      setBudgetUpdate,
+      (budgetUsd) => {
+        this.state.budgetUsd = budgetUsd;
+        this.limitsVersion++;
+        this.note(`budget set to $${budgetUsd.toFixed(2)}`);
+        return statusOf(this.state, Date.now());
+      },
+      {
+        validator: (budgetUsd) => {
+          const spent = ledger(this.state, Date.now()).totalCostUsd;
+          if (!(typeof budgetUsd === 'number' && Number.isFinite(budgetUsd) && budgetUsd > 0)) {
+            throw failure(FailureType.InvalidSpec, `budget must be a positive number of USD, got ${String(budgetUsd)}`);
+          }
+          if (budgetUsd < spent) throw failure(FailureType.InvalidSpec, `budget $${budgetUsd} is below the $${spent.toFixed(4)} already spent`);
+        },
+      },
+    );
+    setHandler(
+      setDeadlineUpdate,
+      (deadline) => {
+        this.state.deadline = new Date(Date.parse(deadline)).toISOString();
+        this.limitsVersion++;
+        this.note(`deadline set to ${this.state.deadline}`);
+        return statusOf(this.state, Date.now());
+      },
+      {
+        validator: (deadline) => {
+          const at = typeof deadline === 'string' ? Date.parse(deadline) : NaN;
+          if (Number.isNaN(at)) throw failure(FailureType.InvalidSpec, `deadline must be an ISO 8601 time, got ${String(deadline)}`);
+          if (at <= Date.now()) throw failure(FailureType.InvalidSpec, `deadline ${deadline} is not in the future`);
+        },
+      },
+    );
+    setHandler(preemptionNoticeSignal, (notice) => {
+      const live = currentAttempt(this.state);
+      if (live && notice.name === live.ref.name) {
+        this.noticeFor = notice.name;
+        this.note(`preemption notice for ${notice.name}${notice.reason ? `: ${notice.reason}` : ''}`);
+      }
+    });
+  }
+
+  async execute(): Promise<RunResult> {
+    this.setPhase(Phase.FindingCapacity);
+    // A continued run may hand over an attempt that is already training.
+    const handedOver = currentAttempt(this.state);
+    if (handedOver) {
+      const end = await this.train(handedOver);
+      const result = await this.settle(handedOver, end);
+      if (result) return result;
+    }
+    for (;;) {
+      this.enforceLimits();
+      await this.maybeContinueAsNew();
+      const attempt = await this.place();
+      if (!attempt) {
+        await sleep(NO_CAPACITY_BACKOFF_MS);
+        continue;
+      }
+      const staged = await this.stage(attempt);
+      const end = staged ?? (await this.train(attempt));
+      const result = await this.settle(attempt, end);
+      if (result) return result;
+    }
+  }
+
+  /** Tries the ranked offers in order until one provisions; undefined if all failed. */
+  private async place(): Promise<Attempt | undefined> {
+    this.setPhase(Phase.FindingCapacity);
+    const offers = await this.acts.quick.findCapacity({
+      backend: this.spec.backend,
+      request: {
+        accelerators: this.spec.resources.accelerators,
+        machineType: this.spec.resources.machineType,
+        regions: this.spec.placement.regions,
+        zones: this.spec.placement.zones,
+        provisioningModels: ['SPOT', 'STANDARD'],
+      },
+    });
+    if (offers.length === 0) {
+      throw failure(
+        FailureType.NoCapacity,
+        `no zone offers ${this.spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints`,
+      );
+    }
+    const now = Date.now();
+    const models = chooseModels({
+      mode: this.spec.pricing.mode,
+      nowMs: now,
+      deadlineMs: this.state.deadline ? Date.parse(this.state.deadline) : undefined,
+      remainingWorkSeconds: this.remainingWorkSeconds(),
+      changeoverSeconds: 120,
+    });
+    const ranked = rankOffers(offers, this.state.zoneEvents, {
+      nowMs: now,
+      cooldownSeconds: this.spec.recovery.zoneCooldown,
+      expectedHours: (this.remainingWorkSeconds() ?? 3600) / 3600,
+      maxPricePerHour: this.spec.pricing.maxPricePerHour,
+      models,
+    });
+    // Within the same preference, the first model listed wins (spot before on-demand).
+    ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
+    if (ranked.length === 0) {
+      this.note(`no acceptable offer now (${offers.length} offers, all over price, out of quota or cooling down); waiting`);
+      return undefined;
+    }
+    for (const offer of ranked) {
+      const attempt = this.beginAttempt(offer);
+      try {
+        const result = await this.acts.long.provision.executeWithOptions(
+          { summary: `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} in ${offer.zone}` },
+          [
+            {
+              name: attempt.ref.name,
+              offer,
+              labels: resourceLabels(this.state.runId, attempt.attempt, this.spec.labels),
+              diskSizeGb: this.spec.resources.diskSizeGb,
+              image: this.spec.image,
+              agent: {
+                runId: this.state.runId,
+                attempt: attempt.attempt,
+                argv: this.spec.command,
+                env: { ...this.spec.env, STERNA_CHECKPOINT_INTERVAL: String(this.spec.checkpoint.interval) },
+                datasets: this.spec.datasets,
+                // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
+                checkpointUri: `${this.spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(this.state.runId)}`,
+                resumeFrom: this.state.lastCheckpoint,
+                pollSeconds: this.spec.recovery.pollSeconds,
+              },
+            },
+          ],
+        );
+        attempt.ref = result.ref;
+        attempt.startedAt = result.window.startedAt;
+        this.note(`attempt ${attempt.attempt} running in ${offer.zone}${result.adopted ? ' (adopted after a retried create)' : ''}`);
+        return attempt;
+      } catch (err) {
+        const type = failureTypeOf(err);
+        const kind =
+          type === FailureType.Stockout ? ZoneEventKind.Stockout : type === FailureType.QuotaExceeded ? ZoneEventKind.Quota : type === FailureType.Preempted ? ZoneEventKind.Preempted : undefined;
+        if (!kind) throw err;
+        attempt.outcome = kind === ZoneEventKind.Quota ? AttemptOutcome.QuotaExceeded : kind === ZoneEventKind.Stockout ? AttemptOutcome.Stockout : AttemptOutcome.Preempted;
+        this.state.zoneEvents.push({ zone: offer.zone, region: offer.region, provisioningModel: offer.provisioningModel, kind, at: Date.now() });
+        this.note(`${offer.zone} ${kind}: ${describe(err)}`);
+        await this.release(attempt);
+      }
+    }
+    return undefined;
+  }
+
+  private beginAttempt(offer: Offer): Attempt {
+    const number = this.state.attempts.length + 1;
+    // Recorded before the create, so the finally block releases it even if the worker
+    // dies between the API call and the activity's result.
+    const attempt: Attempt = {
+      attempt: number,
+      ref: { backend: offer.backend, name: resourceName(this.state.runId, number), zone: offer.zone },
+      offer,
+      outcome: AttemptOutcome.Running,
+      resumedFromStep: this.state.lastCheckpoint?.step,
+      released: false,
+    };
+    this.state.attempts.push(attempt);
+    this.setPhase(Phase.Provisioning);
+    return attempt;
+  }
+
+  /** Stages the datasets; returns how the attempt ended if it ended during staging. */
+  private async stage(attempt: Attempt): Promise<AttemptEnd | undefined> {
+    this.setPhase(Phase.Staging);
+    const staged = await this.acts.long.stageData.executeWithOptions({ summary: `stage ${this.spec.datasets.length} dataset(s) on ${attempt.ref.name}` }, [
+      { ref: attempt.ref, pollSeconds: this.spec.recovery.pollSeconds },
+    ]);
+    if (staged.kind === 'preempted') return { kind: 'preempted' };
+    if (staged.kind === 'failed') return { kind: 'failed', exitCode: staged.exitCode, reason: staged.reason };
+    this.note(`staged ${staged.stagedBytes} bytes`);
+    return undefined;
+  }
+
+  /** Follows training until the attempt ends, recording each verified checkpoint. */
+  private async train(attempt: Attempt): Promise<AttemptEnd> {
+    this.setPhase(Phase.Training);
+    for (;;) {
+      const draining = this.noticeFor === attempt.ref.name;
+      const scope = new CancellationScope();
+      const settled: { done: boolean; result?: MonitorResult; error?: unknown } = { done: false };
+      const call = scope
+        .run(() =>
+          this.acts.monitor.monitorTraining.executeWithOptions({ summary: `train on ${attempt.ref.name} in ${attempt.ref.zone}` }, [
+            {
+              ref: attempt.ref,
+              knownCheckpointStep: this.state.lastCheckpoint?.step ?? -1,
+              returnAfterSeconds: MONITOR_RETURN_SECONDS,
+              pollSeconds: this.spec.recovery.pollSeconds,
+            },
+          ]),
+        )
+        .then(
+          (result) => Object.assign(settled, { done: true, result }),
+          (error: unknown) => Object.assign(settled, { done: true, error }),
+        );
+      const version = this.limitsVersion;
+      const limitMs = this.msUntilLimit(attempt);
+      const wake = () => settled.done || (!draining && this.noticeFor === attempt.ref.name) || this.limitsVersion !== version;
+      if (limitMs === undefined) await condition(wake);
+      else await condition(wake, Math.max(limitMs, 1));
+      if (!settled.done) {
+        // Woken by a notice, a moved limit or the limit's timer: stop this call first.
+        scope.cancel();
+        await call;
+        if (!settled.result) {
+          this.enforceLimits(); // throws once a limit is reached
+          continue; // otherwise follow the attempt again: through its notice, or with the new limits
+        }
+      }
+      if (!settled.result) throw settled.error;
+      const result = settled.result;
+      this.observe(result);
+      if (result.kind === 'exited') {
+        return result.exitCode === 0 ? { kind: 'completed' } : { kind: 'failed', exitCode: result.exitCode, reason: `exit code ${result.exitCode}` };
+      }
+      if (result.kind === 'preempted') return { kind: 'preempted' };
+      await this.maybeContinueAsNew();
+    }
+  }
+
+  private observe(result: MonitorResult): void {
+    if (result.step !== undefined) this.state.step = result.step;
+    if (result.checkpoint && result.checkpoint.step > (this.state.lastCheckpoint?.step ?? -1)) {
+      this.state.lastCheckpoint = result.checkpoint;
+      this.note(`checkpoint at step ${result.checkpoint.step}`);
+    }
+  }
+
+  /** Releases the attempt and decides what comes next; returns the result when done. */
+  private async settle(attempt: Attempt, end: AttemptEnd): Promise<RunResult | undefined> {
+    this.setPhase(end.kind === 'completed' ? Phase.Releasing : Phase.Recovering);
+    attempt.outcome = end.kind === 'completed' ? AttemptOutcome.Completed : end.kind === 'preempted' ? AttemptOutcome.Preempted : AttemptOutcome.Failed;
+    if (end.kind === 'failed') attempt.exitCode = end.exitCode;
+    await this.release(attempt);
+    if (this.noticeFor === attempt.ref.name) this.noticeFor = undefined;
+    switch (end.kind) {
+      case 'completed':
+        this.note(`completed at step ${this.state.step ?? '?'}`);
+        this.setPhase(Phase.Completed);
+        return resultOf(this.state, Date.now());
+      case 'preempted': {
+        this.state.preemptions++;
+        const { zone, region, provisioningModel } = attempt.offer;
+        this.state.zoneEvents.push({ zone, region, provisioningModel, kind: ZoneEventKind.Preempted, at: Date.now() });
+        this.note(`preempted in ${zone}; resuming from step ${this.state.lastCheckpoint?.step ?? 0}`);
+        if (this.state.preemptions > this.spec.recovery.maxPreemptions) {
+          throw failure(FailureType.Preempted, `preempted ${this.state.preemptions} times, more than recovery.maxPreemptions = ${this.spec.recovery.maxPreemptions}`);
+        }
+        return undefined;
+      }
+      case 'failed': {
+        const noRetry = this.spec.recovery.noRetryExitCodes.includes(end.exitCode);
+        if (noRetry || this.state.restarts >= this.spec.recovery.maxRestartsOnError) {
+          const why = noRetry ? `exit code ${end.exitCode} is listed in recovery.noRetryExitCodes` : `after ${this.state.restarts} restarts (recovery.maxRestartsOnError)`;
+          throw failure(FailureType.UserCodeFailed, `training failed with ${end.reason}; not retried: ${why}`, { exitCode: end.exitCode });
+        }
+        this.state.restarts++;
+        this.note(`training failed with ${end.reason}; restart ${this.state.restarts} of ${this.spec.recovery.maxRestartsOnError}`);
+        return undefined;
+      }
+    }
+  }
+
+  private async release(attempt: Attempt): Promise<void> {
+    if (attempt.released) return;
+    const window = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [{ ref: attempt.ref }]);
+    attempt.startedAt ??= window.startedAt;
+    attempt.stoppedAt = window.stoppedAt ?? (attempt.startedAt ? new Date(Date.now()).toISOString() : undefined);
+    attempt.released = true;
+    if (attempt.outcome === AttemptOutcome.Running) attempt.outcome = AttemptOutcome.Stopped;
+    this.upsertSearchAttributes();
+  }
+
+  async releaseAll(): Promise<void> {
+    const pending = this.state.attempts.filter((a) => !a.released);
+    if (pending.length === 0) return;
+    const phase = this.state.phase;
+    this.state.phase = Phase.Releasing;
+    await Promise.all(pending.map((a) => this.release(a)));
+    this.note(`released ${pending.map((a) => a.ref.name).join(', ')}`);
+    this.setPhase(phase === Phase.Releasing ? Phase.Failed : phase);
+  }
+
+  /** Milliseconds until the budget, deadline or maximum duration stops the attempt. */
+  private msUntilLimit(attempt: Attempt): number | undefined {
+    const now = Date.now();
+    const limits: number[] = [];
+    if (this.state.budgetUsd !== undefined) {
+      const remaining = this.state.budgetUsd - ledger(this.state, now).totalCostUsd;
+      limits.push((remaining / attempt.offer.pricePerHour) * 3_600_000);
+    }
+    if (this.state.deadline) limits.push(Date.parse(this.state.deadline) - now);
+    if (this.spec.time.maxRunDuration !== undefined) limits.push(Date.parse(this.state.startedAt) + this.spec.time.maxRunDuration * 1000 - now);
+    return limits.length ? Math.min(...limits) : undefined;
+  }
+
+  /** Stops the run with a clear failure once a limit is reached; checkpoints are kept. */
+  private enforceLimits(): void {
+    const now = Date.now();
+    const spent = ledger(this.state, now).totalCostUsd;
+    const checkpoint = this.state.lastCheckpoint ? `; last checkpoint ${this.state.lastCheckpoint.uri} (step ${this.state.lastCheckpoint.step}) is kept` : '';
+    if (this.state.budgetUsd !== undefined && spent >= this.state.budgetUsd - 1e-9) {
+      throw failure(FailureType.BudgetExceeded, `spent $${spent.toFixed(4)} of a $${this.state.budgetUsd.toFixed(4)} budget${checkpoint}`);
+    }
+    if (this.state.deadline && now >= Date.parse(this.state.deadline)) {
+      throw failure(FailureType.DeadlineMissed, `deadline ${this.state.deadline} passed before training finished${checkpoint}`);
+    }
+    if (this.spec.time.maxRunDuration !== undefined && now >= Date.parse(this.state.startedAt) + this.spec.time.maxRunDuration * 1000) {
+      throw failure(FailureType.DeadlineMissed, `run exceeded time.maxRunDuration (${this.spec.time.maxRunDuration} s)${checkpoint}`);
+    }
+  }
+
+  /** Accelerator seconds still to run: the estimate minus the time attempts have trained. */
+  private remainingWorkSeconds(): number | undefined {
+    const expected = this.spec.time.expectedDuration;
+    if (expected === undefined) return undefined;
+    const trained = this.state.attempts.reduce((sum, a) => sum + (a.startedAt && a.stoppedAt ? (Date.parse(a.stoppedAt) - Date.parse(a.startedAt)) / 1000 : 0), 0);
+    return Math.max(0, expected - trained);
+  }
+
+  private async maybeContinueAsNew(): Promise<void> {
+    const attemptsThisRun = this.state.attempts.length - this.attemptsAtStart;
+    if (!workflowInfo().continueAsNewSuggested && attemptsThisRun < ATTEMPTS_PER_RUN) return;
+    await condition(allHandlersFinished);
+    this.note('continuing as new to keep the history short');
+    await continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
+  }
+
+  note(event: string): void {
+    record(this.state, Date.now(), event);
+  }
+
+  setPhase(phase: Phase): void {
+    this.state.phase = phase;
+    this.upsertSearchAttributes();
+  }
+
+  private upsertSearchAttributes(): void {
+    const live = this.state.attempts[this.state.attempts.length - 1];
+    upsertSearchAttributes([
+      { key: SternaPhase, value: this.state.phase },
+      { key: SternaPreemptions, value: this.state.preemptions },
+      { key: SternaCostUsd, value: Math.round(ledger(this.state, Date.now()).totalCostUsd * 1e6) / 1e6 },
+      ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }] : []),
+      ...(this.spec.labels.team ? [{ key: SternaTeam, value: this.spec.labels.team }] : []),
+    ]);
+  }
+}
+

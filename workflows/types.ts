@@ -1,0 +1,68 @@
+/**
+ * Plain data shared by the workflow and the activities. Everything here is JSON-plain
+ * (no Map, Set, Date or class) because it crosses Temporal's payload boundary and is
+ * carried through continue-as-new.
+ */
+
+export const ProvisioningModel = { Spot: 'SPOT', OnDemand: 'STANDARD' } as const;
+export type ProvisioningModel = (typeof ProvisioningModel)[keyof typeof ProvisioningModel];
+
+export const Backend = { Gce: 'gce', Gke: 'gke' } as const;
+export type Backend = (typeof Backend)[keyof typeof Backend];
+
+/** One place a run could go: a zone, a machine shape, a pricing model, and its price. */
+export interface Offer {
+  backend: Backend;
+  zone: string;
+  region: string;
+  /** GCE accelerator type name, e.g. `nvidia-l4`. */
+  accelerator: string;
+  acceleratorCount: number;
+  machineType: string;
+  provisioningModel: ProvisioningModel;
+  /** Whole-instance price in USD per hour. */
+  pricePerHour: number;
+  /** The on-demand price of the same shape in the same zone, for the savings ledger. */
+  onDemandPricePerHour: number;
+  /** False when the region's quota cannot fit the request; kept so the status can say why. */
+  quotaAvailable: boolean;
+}
+
+/** Where a created resource lives; enough to observe and release it. */
+export interface ResourceRef {
+  backend: Backend;
+  /** Idempotent name: derived from the workflow id and attempt number. */
+  name: string;
+  zone: string;
+  /** GKE only: the namespace of the Job. */
+  namespace?: string;
+}
+
+/** What the VM-side agent and the provider say about a running attempt. */
+export interface AgentSnapshot {
+  /** The resource's lifecycle as the provider sees it. */
+  lifecycle: 'pending' | 'running' | 'stopping' | 'terminated' | 'gone';
+  /** The provider reclaimed the capacity (GCE `instance/preempted`, GKE DisruptionTarget). */
+  preempted: boolean;
+  /** The agent's `sterna/phase`: starting, staging, training, uploading, exited. */
+  phase?: string;
+  stagedBytes?: number;
+  totalBytes?: number;
+  step?: number;
+  /** The last complete checkpoint the agent uploaded. */
+  checkpoint?: CheckpointRef;
+  /** The trainer's exit code, once it exited and the agent finished uploading. */
+  exitCode?: number;
+}
+
+export interface CheckpointRef {
+  uri: string;
+  sha256: string;
+  step: number;
+}
+
+/** When a resource started and stopped running, for the cost ledger (ISO 8601 times). */
+export interface RunningWindow {
+  startedAt?: string;
+  stoppedAt?: string;
+}
