@@ -1,0 +1,102 @@
+/** Runs the optimum and every online policy on the same seeded windows of one trace. */
+import { type JobSettings, ticksFor, windowOf } from './problem';
+import { OPTIMAL, onlinePolicies } from './policies';
+import { optimal } from './optimal';
+import { simulate } from './simulate';
+import type { Trace } from './trace';
+import { windowStarts } from './windows';
+
+export interface PolicyResult {
+  cost: number;
+  deadlineMet: boolean;
+  finishTick: number;
+  schedule: string;
+}
+
+export interface WindowResult {
+  startTick: number;
+  optimalCost: number;
+  policies: Record<string, PolicyResult>;
+}
+
+export interface PolicySummary {
+  meanCostRatio: number;
+  p95CostRatio: number;
+  deadlinesMet: number;
+  windows: number;
+  /** Mean over windows of 1 - cost / on-demand cost. */
+  meanSavingsVsOnDemand: number;
+}
+
+export interface BenchResult {
+  trace: string;
+  instanceGroup: string;
+  instanceGroups: string[];
+  gridSeconds: number;
+  jobHours: number;
+  deadlineHours: number;
+  changeoverHours: number;
+  changeoverTicks: number;
+  zones: string[];
+  windows: WindowResult[];
+  summary: Record<string, PolicySummary>;
+}
+
+export interface BenchOptions extends JobSettings {
+  windows: number;
+  seed: number;
+}
+
+function runWindow(trace: Trace, startTick: number, settings: JobSettings): WindowResult {
+  const p = windowOf(trace, startTick, settings);
+  const best = optimal(p);
+  if (best === undefined) throw new Error(`window at ${startTick}: the job cannot finish even on on-demand`);
+  const policies: Record<string, PolicyResult> = {
+    [OPTIMAL]: { cost: best.cost, deadlineMet: true, finishTick: best.finishTick, schedule: best.schedule },
+  };
+  for (const policy of onlinePolicies) {
+    const { cost, deadlineMet, finishTick, schedule } = simulate(p, policy);
+    policies[policy.name] = { cost, deadlineMet, finishTick, schedule };
+  }
+  return { startTick, optimalCost: best.cost, policies };
+}
+
+/** Nearest-rank percentile. */
+function percentile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+}
+
+function summarise(windows: WindowResult[], name: string): PolicySummary {
+  const ratios = windows.map((w) => w.policies[name].cost / w.optimalCost);
+  const savings = windows.map((w) => 1 - w.policies[name].cost / w.policies['on-demand'].cost);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return {
+    meanCostRatio: mean(ratios),
+    p95CostRatio: percentile(ratios, 0.95),
+    deadlinesMet: windows.filter((w) => w.policies[name].deadlineMet).length,
+    windows: windows.length,
+    meanSavingsVsOnDemand: mean(savings),
+  };
+}
+
+export function runBench(trace: Trace, options: BenchOptions): BenchResult {
+  const tickHours = trace.gapSeconds / 3600;
+  const { deadlineTicks, changeoverTicks } = ticksFor(options, tickHours);
+  const starts = windowStarts(trace.ticks, deadlineTicks, options.windows, options.seed);
+  const windows = starts.map((start) => runWindow(trace, start, options));
+  const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name)];
+  return {
+    trace: trace.name,
+    instanceGroup: trace.group,
+    instanceGroups: trace.groups,
+    gridSeconds: trace.gapSeconds,
+    jobHours: options.jobHours,
+    deadlineHours: options.deadlineHours,
+    changeoverHours: options.changeoverHours,
+    changeoverTicks,
+    zones: trace.zones.map((z) => z.zone),
+    windows,
+    summary: Object.fromEntries(names.map((n) => [n, summarise(windows, n)])),
+  };
+}

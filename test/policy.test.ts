@@ -1,0 +1,97 @@
+import { strict as assert } from 'node:assert';
+import { optimal } from '../bench/optimal';
+import { onlinePolicies } from '../bench/policies';
+import { IDLE, type Problem, modeCount, priceAt, windowOf } from '../bench/problem';
+import { evaluate, evaluateSchedule } from '../bench/schedule';
+import { simulate } from '../bench/simulate';
+import { loadTrace } from '../bench/trace';
+import { seededRandom, windowStarts } from '../bench/windows';
+import { sternaPolicy } from '../workflows/policy';
+
+const TRACE_DIR = `${__dirname}/../../../shared/traces`;
+
+function randomProblem(random: () => number, zones: number, deadlineTicks: number, workTicks: number, changeoverTicks: number): Problem {
+  const names = Array.from({ length: zones }, (_, z) => `zone-${z}`);
+  return {
+    zones: names,
+    available: names.map(() => Uint8Array.from({ length: deadlineTicks }, () => (random() < 0.6 ? 1 : 0))),
+    spotPrice: names.map(() => Float64Array.from({ length: deadlineTicks }, () => 0.5 + random())),
+    onDemandPrice: names.map(() => 2 + 2 * random()),
+    tickHours: 0.25,
+    deadlineTicks,
+    workTicks,
+    changeoverTicks,
+  };
+}
+
+/** The cheapest cost over every feasible mode sequence of the window's length. */
+function bruteForce(p: Problem): number {
+  const modes = modeCount(p);
+  const seq: number[] = new Array(p.deadlineTicks).fill(IDLE);
+  let best = Infinity;
+  const visit = (t: number): void => {
+    if (t === p.deadlineTicks) {
+      const o = evaluate(p, seq);
+      if (o.deadlineMet) best = Math.min(best, o.cost);
+      return;
+    }
+    for (let m = 0; m < modes; m++) {
+      if (!Number.isFinite(priceAt(p, m, t))) continue; // spot without capacity
+      seq[t] = m;
+      visit(t + 1);
+    }
+  };
+  visit(0);
+  return best;
+}
+
+describe('policy benchmark', () => {
+  it('finds the same optimum as brute force on tiny random windows', () => {
+    const random = seededRandom(7);
+    for (let i = 0; i < 60; i++) {
+      const zones = i % 4 === 3 ? 3 : 2;
+      const T = zones === 3 ? 6 : 6 + (i % 3);
+      const p = randomProblem(random, zones, T, 2 + (i % 4), i % 3);
+      const expected = bruteForce(p);
+      const got = optimal(p);
+      if (!Number.isFinite(expected)) {
+        assert.equal(got, undefined, `case ${i}: infeasible`);
+        continue;
+      }
+      assert.ok(got !== undefined, `case ${i}: feasible`);
+      assert.ok(Math.abs(got.cost - expected) < 1e-9, `case ${i}: dp ${got.cost} vs brute ${expected}`);
+      const replay = evaluateSchedule(p, got.schedule);
+      assert.ok(Math.abs(replay.cost - got.cost) < 1e-9 && replay.deadlineMet, `case ${i}: schedule ${got.schedule} replays to the cost`);
+    }
+  });
+
+  it('never lets an online policy beat the optimum, and every schedule replays to its cost', () => {
+    const random = seededRandom(11);
+    for (let i = 0; i < 60; i++) {
+      const p = randomProblem(random, 1 + (i % 4), 40, 20 + (i % 15), i % 4);
+      const best = optimal(p);
+      assert.ok(best !== undefined);
+      for (const policy of onlinePolicies) {
+        const run = simulate(p, policy);
+        const replay = evaluateSchedule(p, run.schedule);
+        assert.ok(Math.abs(replay.cost - run.cost) < 1e-9, `${policy.name} case ${i}: replayed cost`);
+        assert.equal(replay.finishTick, run.finishTick, `${policy.name} case ${i}: replayed finish`);
+        if (run.deadlineMet) assert.ok(run.cost >= best.cost - 1e-9, `${policy.name} case ${i}: ${run.cost} < optimum ${best.cost}`);
+      }
+    }
+  });
+
+  for (const [file, settings] of [
+    ['aws-v100-9zone-2023-02.json', { jobHours: 8, deadlineHours: 9, changeoverHours: 0.2 }],
+    ['aws-gpu-2zone-2022-10.json', { jobHours: 8, deadlineHours: 9, changeoverHours: 0.2 }],
+  ] as const) {
+    it(`sterna meets every deadline on windows of ${file}`, () => {
+      const trace = loadTrace(`${TRACE_DIR}/${file}`);
+      const deadlineTicks = Math.floor(settings.deadlineHours / (trace.gapSeconds / 3600));
+      for (const start of windowStarts(trace.ticks, deadlineTicks, 20, 3)) {
+        const run = simulate(windowOf(trace, start, settings), sternaPolicy);
+        assert.ok(run.deadlineMet, `window at tick ${start}: ${run.schedule}`);
+      }
+    });
+  }
+});

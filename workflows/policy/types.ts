@@ -1,0 +1,62 @@
+/**
+ * The online decision problem shared by the trainingRun workflow and the trace-replay
+ * benchmark. Everything is JSON-plain so it can cross Temporal payloads and be carried
+ * through continue-as-new.
+ */
+
+export const ActionKind = { Idle: 'idle', Spot: 'spot', OnDemand: 'on-demand' } as const;
+export type ActionKind = (typeof ActionKind)[keyof typeof ActionKind];
+
+/** What to run until the next decision point. */
+export type Action =
+  | { kind: typeof ActionKind.Idle }
+  | { kind: typeof ActionKind.Spot; zone: string }
+  | { kind: typeof ActionKind.OnDemand; zone: string };
+
+/** `unknown` when the zone was not probed since the last decision (the real system learns by trying). */
+export type SpotAvailability = boolean | 'unknown';
+
+export interface ZoneObservation {
+  zone: string;
+  spotAvailable: SpotAvailability;
+  /** USD per hour for the whole instance, now. */
+  spotPrice: number;
+  /** USD per hour for the whole instance; on-demand capacity is assumed always launchable. */
+  onDemandPrice: number;
+}
+
+/** What the caller knows at a decision point. Times are hours. */
+export interface Observation {
+  /** Hours since the run started; only differences matter. */
+  nowHours: number;
+  remainingWorkHours: number;
+  hoursUntilDeadline: number;
+  /** Paid time without progress after every start or switch. */
+  changeoverHours: number;
+  /** Hours until the caller will ask again (a trace tick, or the workflow's polling interval). */
+  stepHours: number;
+  /** What is running right now; `idle` after a preemption. */
+  current: Action;
+  /** Changeover still to pay on the current instance before it makes progress. */
+  changeoverRemainingHours: number;
+  zones: ZoneObservation[];
+}
+
+export interface Decision<S> {
+  action: Action;
+  state: S;
+}
+
+/** An online policy: a pure function of its own JSON-plain state and what it can see now. */
+export interface OnlinePolicy<S> {
+  name: string;
+  initialState(): S;
+  decide(state: S, obs: Observation): Decision<S>;
+}
+
+export const idle: Action = { kind: ActionKind.Idle };
+
+export function sameAction(a: Action, b: Action): boolean {
+  if (a.kind === ActionKind.Idle || b.kind === ActionKind.Idle) return a.kind === b.kind;
+  return a.kind === b.kind && a.zone === b.zone;
+}
