@@ -1,0 +1,23 @@
+/** Human-readable lines for the CLI and the demo. */
+import type { RunResult, RunStatus } from '../workflows/run-state';
+
+export function usd(amount: number): string {
+  return amount < 0.01 ? `$${amount.toFixed(5)}` : `$${amount.toFixed(2)}`;
+}
+
+export function progressLine(s: RunStatus): string {
+  const where = s.zone ? `${s.zone} ${s.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'}` : '-';
+  const ckpt = s.lastCheckpoint ? ` ckpt ${s.lastCheckpoint.step}` : '';
+  return `${s.phase.padEnd(16)} attempt ${s.attempt ?? '-'}  ${where.padEnd(26)} step ${String(s.step ?? 0).padStart(5)}${ckpt}  cost ${usd(s.costUsd)}  preemptions ${s.preemptions}`;
+}
+
+export function summaryLines(r: RunResult): string[] {
+  const lines = [`run ${r.runId}: ${r.status} at step ${r.finalStep ?? '?'}`];
+  for (const a of r.attempts) {
+    lines.push(`  attempt ${a.attempt}: ${a.zone.padEnd(18)} ${(a.provisioningModel === 'SPOT' ? 'spot' : 'on-demand').padEnd(10)} ${a.outcome.padEnd(15)} ${a.runningSeconds.toFixed(1).padStart(7)} s  ${usd(a.costUsd)}`);
+  }
+  const saved = r.onDemandCostUsd > 0 ? ` (${Math.round((1 - r.totalCostUsd / r.onDemandCostUsd) * 100)}% less)` : '';
+  lines.push(`  preemptions ${r.preemptions}, restarts ${r.restarts}`);
+  lines.push(`  cost ${usd(r.totalCostUsd)} against ${usd(r.onDemandCostUsd)} on demand${saved}`);
+  return lines;
+}

@@ -1,0 +1,32 @@
+/**
+ * `npm run worker`: one Sterna worker on task queue `sterna` (STERNA_TASK_QUEUE),
+ * connected with the standard Temporal environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+ * TLS and API-key variables or a profile), default the local dev server.
+ */
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { NativeConnection } from '@temporalio/worker';
+import { catalogPriceBook } from '../config/price-book';
+import { loadWorkerConfig } from '../config/worker-config';
+import { buildProviders } from './providers';
+import { createSternaWorker } from './worker';
+
+async function main(): Promise<void> {
+  const config = loadWorkerConfig();
+  const { connectionOptions, namespace } = loadClientConnectConfig();
+  const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
+  const worker = await createSternaWorker({
+    connection,
+    namespace: namespace ?? 'default',
+    taskQueue: config.taskQueue,
+    providers: await buildProviders(config, catalogPriceBook()),
+    maxConcurrentActivities: config.maxConcurrentActivities,
+  });
+  console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
+  await worker.run();
+  await connection.close();
+}
+
+main().catch((err: Error) => {
+  console.error(err.message);
+  process.exit(1);
+});

@@ -1,0 +1,49 @@
+/**
+ * The composition root for providers: the only place that builds cloud clients.
+ * Real GCE uses Application Default Credentials; the emulator gets plain HTTP on
+ * loopback and a pass-through auth client, so no credential lookup leaves the machine.
+ */
+import { PassThroughClient } from 'google-auth-library';
+import { GceProvider, type PriceBook } from '../activities/providers/gce';
+import type { Providers } from '../activities';
+import type { GceConfig, WorkerConfig } from '../config/worker-config';
+
+export function gceClientOptions(gce: GceConfig): ConstructorParameters<typeof GceProvider>[0]['clientOptions'] {
+  if (!gce.emulatorEndpoint) return { fallback: true };
+  process.env.METADATA_SERVER_DETECTION = 'none';
+  return {
+    apiEndpoint: gce.emulatorEndpoint.host,
+    port: gce.emulatorEndpoint.port,
+    protocol: gce.emulatorEndpoint.protocol,
+    authClient: new PassThroughClient(),
+    fallback: true,
+  };
+}
+
+/** gs://bucket/path -> file://<dir>/bucket/path, for VMs of the emulator. */
+export function localBucketMapper(dir: string): (uri: string) => string {
+  return (uri) => (uri.startsWith('gs://') ? `file://${dir.replace(/\/+$/, '')}/${uri.slice('gs://'.length)}` : uri);
+}
+
+export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollIntervalMs?: number): GceProvider {
+  return new GceProvider({
+    project: gce.project,
+    prices,
+    clientOptions: gceClientOptions(gce),
+    sourceImage: gce.sourceImage,
+    serviceAccountEmail: gce.serviceAccountEmail,
+    storageUriForVm: gce.localBucketsDir ? localBucketMapper(gce.localBucketsDir) : undefined,
+    pollIntervalMs,
+  });
+}
+
+export async function buildProviders(config: WorkerConfig, prices: PriceBook): Promise<Providers> {
+  const providers: Providers = {};
+  if (config.gce) providers.gce = buildGceProvider(config.gce, prices);
+  if (config.gke) {
+    // Loaded lazily: a GCE-only worker never needs the Kubernetes client.
+    const { createGkeProviderFromConfig } = await import('../activities/providers/gke');
+    providers.gke = await createGkeProviderFromConfig(config.gke, prices);
+  }
+  return providers;
+}
