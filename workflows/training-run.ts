@@ -24,11 +24,13 @@ import {
   allHandlersFinished,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { MonitorResult, SternaActivities } from '../activities/contract';
+import type { MonitorResult, ProvisionRequest, SternaActivities } from '../activities/contract';
+import { actionOf, decideAuto, offersFor } from './auto-policy';
 import { failure, FailureType, nonRetryableFailureTypes } from './failures';
 import { preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
 import { resourceLabels, resourceName, runKey } from './naming';
-import { rankOffers, ZoneEventKind } from './placement';
+import { inCooldown, rankOffers, ZoneEventKind, type PlacementPolicy } from './placement';
+import { ActionKind, idle, type Action } from './policy';
 import { chooseModels, deadlineMs } from './pricing';
 import {
   AttemptOutcome,
@@ -43,8 +45,8 @@ import {
   type RunState,
 } from './run-state';
 import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from './search-attributes';
-import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
-import type { Offer } from './types';
+import { parseSpec, PricingMode, type RunSpec, type RunSpecInput } from './spec';
+import { ProvisioningModel, type Offer } from './types';
 
 /** The input of a run continued as new: the validated spec and the state so far. */
 export interface ContinuedRun {
@@ -57,6 +59,8 @@ export interface ContinuedRun {
 const ATTEMPTS_PER_RUN = 50;
 /** A monitor call returns at least this often, so the workflow can re-plan. */
 const MONITOR_RETURN_SECONDS = 300;
+/** Provision + stage + resume: paid time without progress after each start or switch. */
+const CHANGEOVER_SECONDS = 120;
 /** Wait between rounds when every acceptable offer failed: capacity comes back. */
 const NO_CAPACITY_BACKOFF_MS = 30_000;
 
@@ -136,13 +140,15 @@ function failureTypeOf(err: unknown): string | undefined {
   return root instanceof ApplicationFailure ? (root.type ?? undefined) : undefined;
 }
 
-type AttemptEnd = { kind: 'completed' } | { kind: 'preempted' } | { kind: 'failed'; exitCode: number; reason: string };
+type AttemptEnd = { kind: 'completed' } | { kind: 'preempted' } | { kind: 'switched' } | { kind: 'failed'; exitCode: number; reason: string };
 
 class Run {
   private readonly acts: ReturnType<typeof activities>;
   /** Bumped by every update that moves a limit, so waits re-evaluate their timers. */
   private limitsVersion = 0;
   private noticeFor: string | undefined;
+  /** The offers of the last capacity search, for policy decisions while training. */
+  private lastOffers: Offer[] | undefined;
   private readonly attemptsAtStart: number;
 
   constructor(
@@ -241,52 +247,15 @@ class Run {
         `no zone offers ${this.spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints`,
       );
     }
-    const now = Date.now();
-    const models = chooseModels({
-      mode: this.spec.pricing.mode,
-      nowMs: now,
-      deadlineMs: this.state.deadline ? Date.parse(this.state.deadline) : undefined,
-      remainingWorkSeconds: this.remainingWorkSeconds(),
-      changeoverSeconds: 120,
-    });
-    const ranked = rankOffers(offers, this.state.zoneEvents, {
-      nowMs: now,
-      cooldownSeconds: this.spec.recovery.zoneCooldown,
-      expectedHours: (this.remainingWorkSeconds() ?? 3600) / 3600,
-      maxPricePerHour: this.spec.pricing.maxPricePerHour,
-      models,
-    });
-    // Within the same preference, the first model listed wins (spot before on-demand).
-    ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
-    if (ranked.length === 0) {
-      this.note(`no acceptable offer now (${offers.length} offers, all over price, out of quota or cooling down); waiting`);
-      return undefined;
-    }
-    for (const offer of ranked) {
+    this.lastOffers = offers;
+    const candidates = this.autoPolicyApplies() ? this.policyCandidates(offers) : this.rankedCandidates(offers);
+    for (let next = candidates.next(); !next.done; next = candidates.next()) {
+      const offer = next.value;
       const attempt = this.beginAttempt(offer);
       try {
         const result = await this.acts.long.provision.executeWithOptions(
           { summary: `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} in ${offer.zone}` },
-          [
-            {
-              name: attempt.ref.name,
-              offer,
-              labels: resourceLabels(this.state.runId, attempt.attempt, this.spec.labels),
-              diskSizeGb: this.spec.resources.diskSizeGb,
-              image: this.spec.image,
-              agent: {
-                runId: this.state.runId,
-                attempt: attempt.attempt,
-                argv: this.spec.command,
-                env: { ...this.spec.env, STERNA_CHECKPOINT_INTERVAL: String(this.spec.checkpoint.interval) },
-                datasets: this.spec.datasets,
-                // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
-                checkpointUri: `${this.spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(this.state.runId)}`,
-                resumeFrom: this.state.lastCheckpoint,
-                pollSeconds: this.spec.recovery.pollSeconds,
-              },
-            },
-          ],
+          [this.provisionRequest(attempt)],
         );
         attempt.ref = result.ref;
         attempt.startedAt = result.window.startedAt;
@@ -304,6 +273,93 @@ class Run {
       }
     }
     return undefined;
+  }
+
+  private placementPolicy(models: readonly ProvisioningModel[]): PlacementPolicy {
+    return {
+      nowMs: Date.now(),
+      cooldownSeconds: this.spec.recovery.zoneCooldown,
+      expectedHours: (this.remainingWorkSeconds() ?? 3600) / 3600,
+      maxPricePerHour: this.spec.pricing.maxPricePerHour,
+      models,
+    };
+  }
+
+  /** spot / on-demand / auto without a deadline: ranked offers, preferred model first. */
+  private *rankedCandidates(offers: Offer[]): Generator<Offer> {
+    const models = chooseModels({
+      mode: this.spec.pricing.mode,
+      nowMs: Date.now(),
+      deadlineMs: this.state.deadline ? Date.parse(this.state.deadline) : undefined,
+      remainingWorkSeconds: this.remainingWorkSeconds(),
+      changeoverSeconds: CHANGEOVER_SECONDS,
+    });
+    const ranked = rankOffers(offers, this.state.zoneEvents, this.placementPolicy(models));
+    ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
+    if (ranked.length === 0) this.note(`no acceptable offer now (${offers.length} offers, all over price, out of quota or cooling down); waiting`);
+    yield* ranked;
+  }
+
+  /**
+   * auto with a deadline: the deadline-aware policy picks the zone and model; after each
+   * failed try it is asked again, now knowing that zone is out.
+   */
+  private *policyCandidates(offers: Offer[]): Generator<Offer> {
+    for (let round = 0; round < offers.length; round++) {
+      const ranked = rankOffers(offers, [], this.placementPolicy([ProvisioningModel.Spot, ProvisioningModel.OnDemand]));
+      const decision = this.decide(offers, idle);
+      if (decision.kind === ActionKind.Idle) {
+        this.note('policy: wait for cheaper capacity');
+        return;
+      }
+      const chosen = offersFor(decision, ranked).find((o) => !inCooldown(o, this.state.zoneEvents, this.placementPolicy([o.provisioningModel])));
+      if (!chosen) return;
+      this.note(`policy: ${decision.kind} in ${decision.zone}`);
+      yield chosen;
+    }
+  }
+
+  private decide(offers: readonly Offer[], current: Action): Action {
+    const now = Date.now();
+    const { action, state } = decideAuto(this.state.policyState, {
+      offers,
+      events: this.state.zoneEvents,
+      placement: this.placementPolicy([ProvisioningModel.Spot, ProvisioningModel.OnDemand]),
+      nowMs: now,
+      runStartMs: Date.parse(this.state.startedAt),
+      deadlineMs: Date.parse(this.state.deadline!),
+      remainingWorkSeconds: this.remainingWorkSeconds() ?? 0,
+      changeoverSeconds: CHANGEOVER_SECONDS,
+      stepSeconds: MONITOR_RETURN_SECONDS,
+      current,
+    });
+    this.state.policyState = state;
+    return action;
+  }
+
+  private autoPolicyApplies(): boolean {
+    return this.spec.pricing.mode === PricingMode.Auto && this.state.deadline !== undefined && this.spec.time.expectedDuration !== undefined;
+  }
+
+  private provisionRequest(attempt: Attempt): ProvisionRequest {
+    return {
+      name: attempt.ref.name,
+      offer: attempt.offer,
+      labels: resourceLabels(this.state.runId, attempt.attempt, this.spec.labels),
+      diskSizeGb: this.spec.resources.diskSizeGb,
+      image: this.spec.image,
+      agent: {
+        runId: this.state.runId,
+        attempt: attempt.attempt,
+        argv: this.spec.command,
+        env: { ...this.spec.env, STERNA_CHECKPOINT_INTERVAL: String(this.spec.checkpoint.interval) },
+        datasets: this.spec.datasets,
+        // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
+        checkpointUri: `${this.spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(this.state.runId)}`,
+        resumeFrom: this.state.lastCheckpoint,
+        pollSeconds: this.spec.recovery.pollSeconds,
+      },
+    };
   }
 
   private beginAttempt(offer: Offer): Attempt {
@@ -378,6 +434,14 @@ class Run {
         return result.exitCode === 0 ? { kind: 'completed' } : { kind: 'failed', exitCode: result.exitCode, reason: `exit code ${result.exitCode}` };
       }
       if (result.kind === 'preempted') return { kind: 'preempted' };
+      if (this.autoPolicyApplies() && this.lastOffers && attempt.offer.provisioningModel === ProvisioningModel.Spot) {
+        // The deadline can force a move from spot to on-demand while spot still runs.
+        const action = this.decide(this.lastOffers, actionOf(attempt.offer));
+        if (action.kind === ActionKind.OnDemand) {
+          this.note(`policy: switch to on-demand in ${action.zone} to meet the deadline`);
+          return { kind: 'switched' };
+        }
+      }
       await this.maybeContinueAsNew();
     }
   }
@@ -393,7 +457,7 @@ class Run {
   /** Releases the attempt and decides what comes next; returns the result when done. */
   private async settle(attempt: Attempt, end: AttemptEnd): Promise<RunResult | undefined> {
     this.setPhase(end.kind === 'completed' ? Phase.Releasing : Phase.Recovering);
-    attempt.outcome = end.kind === 'completed' ? AttemptOutcome.Completed : end.kind === 'preempted' ? AttemptOutcome.Preempted : AttemptOutcome.Failed;
+    attempt.outcome = ({ completed: AttemptOutcome.Completed, preempted: AttemptOutcome.Preempted, switched: AttemptOutcome.Stopped, failed: AttemptOutcome.Failed } as const)[end.kind];
     if (end.kind === 'failed') attempt.exitCode = end.exitCode;
     await this.release(attempt);
     if (this.noticeFor === attempt.ref.name) this.noticeFor = undefined;
@@ -402,6 +466,8 @@ class Run {
         this.note(`completed at step ${this.state.step ?? '?'}`);
         this.setPhase(Phase.Completed);
         return resultOf(this.state, Date.now());
+      case 'switched':
+        return undefined;
       case 'preempted': {
         this.state.preemptions++;
         const { zone, region, provisioningModel } = attempt.offer;
