@@ -1,2 +1,19 @@
+/**
+ * Placement policy for the trainingRun workflow's `auto` mode and the trace benchmark.
+ * Pure and deterministic: no I/O, clock or randomness, JSON-plain state.
+ *
+ * ```ts
+ * import { decide, initialState } from '../workflows/policy';
+ * let state = initialState();
+ * // at each decision point:
+ * const decision = decide(state, observation); // { action, state }
+ * state = decision.state;                      // carry it (also through continue-as-new)
+ * ```
+ */
+import type { OnlinePolicy } from './types';
+import { type PolicyState, decide, initialState } from './sterna';
+
 export * from './types';
-export { sternaPolicy } from './sterna';
+export { type PolicyState, decide, initialState } from './sterna';
+
+export const sternaPolicy: OnlinePolicy<PolicyState> = { name: 'sterna', initialState, decide };

@@ -1,0 +1,91 @@
+/**
+ * What the policy has learned about each zone's spot capacity from its own observations:
+ * exposure (hours seen available / unavailable) and transitions. Estimates are
+ * exposure-over-events (the exponential maximum-likelihood rate) with one extra event
+ * pooled from all zones, so a zone seen briefly borrows the others' behaviour and no
+ * estimate is infinite. No constant here comes from a particular trace.
+ */
+import type { Observation, ZoneObservation } from './types';
+
+export interface ZoneStats {
+  upHours: number;
+  downHours: number;
+  /** Transitions available -> unavailable (a running spot instance would be preempted). */
+  preemptions: number;
+  /** Transitions unavailable -> available. */
+  recoveries: number;
+  /** Last known availability and when it was seen. */
+  last: boolean | null;
+  lastSeenHours: number;
+}
+
+export interface StatsTable {
+  zones: Record<string, ZoneStats>;
+  /** Hours during which no observed zone had spot capacity, and hours observed at all. */
+  allDownHours: number;
+  observedHours: number;
+  /** Whether every known zone was down at the previous decision. */
+  allDownBefore: boolean;
+  lastNowHours: number | null;
+}
+
+export function emptyStats(): StatsTable {
+  return { zones: {}, allDownHours: 0, observedHours: 0, allDownBefore: false, lastNowHours: null };
+}
+
+function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number): ZoneStats {
+  const s: ZoneStats = previous ?? { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours };
+  if (z.spotAvailable === 'unknown') return s;
+  const elapsed = Math.max(0, nowHours - s.lastSeenHours);
+  // The interval since the last look is credited to the state seen then: the change
+  // happened somewhere inside it, and this is the unbiased choice for a step-wise probe.
+  const upHours = s.upHours + (s.last === true ? elapsed : 0);
+  const downHours = s.downHours + (s.last === false ? elapsed : 0);
+  const preemptions = s.preemptions + (s.last === true && !z.spotAvailable ? 1 : 0);
+  const recoveries = s.recoveries + (s.last === false && z.spotAvailable ? 1 : 0);
+  return { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours };
+}
+
+export function observe(table: StatsTable, obs: Observation): StatsTable {
+  const zones = { ...table.zones };
+  for (const z of obs.zones) zones[z.zone] = observeZone(zones[z.zone], z, obs.nowHours);
+  const elapsed = table.lastNowHours === null ? 0 : Math.max(0, obs.nowHours - table.lastNowHours);
+  const known = obs.zones.filter((z) => z.spotAvailable !== 'unknown');
+  const allDown = known.length > 0 && known.every((z) => z.spotAvailable === false);
+  return {
+    zones,
+    allDownHours: table.allDownHours + (table.allDownBefore ? elapsed : 0),
+    observedHours: table.observedHours + elapsed,
+    allDownBefore: allDown,
+    lastNowHours: obs.nowHours,
+  };
+}
+
+function totals(table: StatsTable): { up: number; down: number; preemptions: number; recoveries: number } {
+  const all = Object.values(table.zones);
+  const sum = (f: (s: ZoneStats) => number) => all.reduce((a, s) => a + f(s), 0);
+  return { up: sum((s) => s.upHours), down: sum((s) => s.downHours), preemptions: sum((s) => s.preemptions), recoveries: sum((s) => s.recoveries) };
+}
+
+/** Expected hours a spot instance started now in `zone` keeps running; at least `floorHours`. */
+export function expectedUptimeHours(table: StatsTable, zone: string, floorHours: number): number {
+  const t = totals(table);
+  const pooled = t.up / (t.preemptions + 1);
+  const s = table.zones[zone];
+  const estimate = s === undefined ? pooled : (s.upHours + pooled) / (s.preemptions + 1);
+  return Math.max(floorHours, estimate);
+}
+
+/** Expected hours until an unavailable `zone` has capacity again; at least `floorHours`. */
+export function expectedDowntimeHours(table: StatsTable, zone: string, floorHours: number): number {
+  const t = totals(table);
+  const pooled = t.down / (t.recoveries + 1);
+  const s = table.zones[zone];
+  const estimate = s === undefined ? pooled : (s.downHours + pooled) / (s.recoveries + 1);
+  return Math.max(floorHours, estimate);
+}
+
+/** Fraction of observed time with no spot capacity in any zone. */
+export function allDownFraction(table: StatsTable): number {
+  return table.observedHours > 0 ? table.allDownHours / table.observedHours : 0;
+}
