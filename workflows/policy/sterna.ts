@@ -11,7 +11,7 @@
  */
 import { EPS_HOURS, cheapestOnDemand, isAvailable, onDemandAction, slackHours, withSafetyNet } from './deadline';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
-import { type StatsTable, allDownFraction, emptyStats, expectedUptimeHours, observe } from './zone-stats';
+import { type StatsTable, allDownFraction, emptyStats, expectedRemainingHours, expectedUptimeHours, observe, runAgeHours } from './zone-stats';
 
 /** JSON-plain: carried through the workflow's continue-as-new. */
 export interface PolicyState {
@@ -42,8 +42,28 @@ interface Context {
   best: Candidate | undefined;
 }
 
+/** Mean spot run length in `zone`: exposure over preemptions, one preemption per horizon as the prior. */
+function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
+  return expectedUptimeHours(stats, zone, obs.stepHours, obs.hoursUntilDeadline);
+}
+
+/** Expected hours left of the capacity `zone` has now, given how long it has lasted. */
+function remainingUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
+  const age = runAgeHours(stats, zone, obs.nowHours);
+  return Math.max(obs.stepHours, expectedRemainingHours(stats.upRuns, age) ?? meanUptimeHours(stats, obs, zone));
+}
+
+/** Expected hours until some zone has capacity again; with no longer outage on record, as long again as this one (Lindy). */
+function remainingOutageHours(stats: StatsTable, obs: Observation): number {
+  const waits = obs.zones.map((z) => {
+    const age = runAgeHours(stats, z.zone, obs.nowHours);
+    return expectedRemainingHours(stats.downRuns, age) ?? age;
+  });
+  return Math.max(obs.stepHours, Math.min(...waits));
+}
+
 function candidateFor(stats: StatsTable, obs: Observation, zone: ZoneObservation, slackPrice: number): Candidate {
-  const uptimeHours = expectedUptimeHours(stats, zone.zone, obs.stepHours);
+  const uptimeHours = remainingUptimeHours(stats, obs, zone.zone);
   const d = obs.changeoverHours;
   const score = (zone.spotPrice * (uptimeHours + d) + slackPrice * d) / uptimeHours;
   return { zone, uptimeHours, score };
@@ -60,7 +80,7 @@ function bestCandidate(stats: StatsTable, obs: Observation, slackPrice: number):
 function contextFor(stats: StatsTable, obs: Observation): Context {
   const onDemand = cheapestOnDemand(obs.zones);
   const unpriced = bestCandidate(stats, obs, 0);
-  const uptime = unpriced?.uptimeHours ?? Math.max(...obs.zones.map((z) => expectedUptimeHours(stats, z.zone, obs.stepHours)));
+  const uptime = Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone)));
   // Each preemption costs one changeover to recover, two when no zone has capacity.
   const reserveHours = (obs.remainingWorkHours / uptime) * obs.changeoverHours * (1 + allDownFraction(stats));
   const slack = Math.max(slackHours(obs), EPS_HOURS);
@@ -78,15 +98,19 @@ function spot(c: Candidate): Action {
   return { kind: ActionKind.Spot, zone: c.zone.zone };
 }
 
-/** On spot with capacity: move only when the saving pays for the changeover and its slack. */
+/**
+ * On spot with capacity: move only when the saving, over the time both would run, pays
+ * for two changeovers and their slack: this one, and the likely move back (hysteresis).
+ */
 function fromSpot(ctx: Context, zone: string): Action {
   const here = ctx.obs.zones.find((z) => z.zone === zone);
   const stay: Action = { kind: ActionKind.Spot, zone };
   const c = ctx.best;
   if (here === undefined || c === undefined || c.zone.zone === zone) return stay;
-  const saving = (here.spotPrice - c.zone.spotPrice) * usefulHours(ctx, c);
+  const overlap = Math.min(usefulHours(ctx, c), remainingUptimeHours(ctx.stats, ctx.obs, zone));
+  const saving = (here.spotPrice - c.zone.spotPrice) * overlap;
   const changeover = ctx.obs.changeoverHours * (c.zone.spotPrice + ctx.slackPrice);
-  return saving > changeover ? spot(c) : stay;
+  return saving > 2 * changeover ? spot(c) : stay;
 }
 
 /**
@@ -102,12 +126,17 @@ function fromOnDemand(ctx: Context, current: Action): Action {
   return gain > 0 ? spot(c) : current;
 }
 
-/** Nothing running: spot if any zone has capacity; otherwise wait while slack is free. */
+/**
+ * Nothing running: spot if any zone has capacity. Otherwise wait while slack is free, or
+ * while the outage is expected to end sooner than a changeover (covering it with
+ * on-demand would cost two changeovers of slack against its length plus one).
+ */
 function fromIdle(ctx: Context): Action {
   if (ctx.best !== undefined) return spot(ctx.best);
   const { obs } = ctx;
   const freeAfterWaiting = slackHours(obs) - obs.stepHours - obs.changeoverHours - ctx.reserveHours;
-  return freeAfterWaiting >= 0 ? idle : onDemandAction(obs, ctx.onDemand.zone);
+  if (freeAfterWaiting >= 0 || remainingOutageHours(ctx.stats, obs) <= obs.changeoverHours + EPS_HOURS) return idle;
+  return onDemandAction(obs, ctx.onDemand.zone);
 }
 
 function choose(ctx: Context): Action {

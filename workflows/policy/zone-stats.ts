@@ -17,6 +17,10 @@ export interface ZoneStats {
   /** Last known availability and when it was seen. */
   last: boolean | null;
   lastSeenHours: number;
+  /** When the current run of `last` began (first seen). */
+  runStartHours: number;
+  /** False for the first run: it began before we looked, so its length is only a lower bound. */
+  sawRunStart: boolean;
 }
 
 export interface StatsTable {
@@ -27,14 +31,20 @@ export interface StatsTable {
   /** Whether every known zone was down at the previous decision. */
   allDownBefore: boolean;
   lastNowHours: number | null;
+  /** Lengths (hours) of completed runs of capacity and of its absence, pooled over zones, most recent last. */
+  upRuns: number[];
+  downRuns: number[];
 }
 
+/** A memory bound for the state carried through continue-as-new, not a model parameter. */
+const MAX_RUNS = 256;
+
 export function emptyStats(): StatsTable {
-  return { zones: {}, allDownHours: 0, observedHours: 0, allDownBefore: false, lastNowHours: null };
+  return { zones: {}, allDownHours: 0, observedHours: 0, allDownBefore: false, lastNowHours: null, upRuns: [], downRuns: [] };
 }
 
 function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number): ZoneStats {
-  const s: ZoneStats = previous ?? { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours };
+  const s: ZoneStats = previous ?? { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
   if (z.spotAvailable === 'unknown') return s;
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
   // The interval since the last look is credited to the state seen then: the change
@@ -43,12 +53,28 @@ function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHou
   const downHours = s.downHours + (s.last === false ? elapsed : 0);
   const preemptions = s.preemptions + (s.last === true && !z.spotAvailable ? 1 : 0);
   const recoveries = s.recoveries + (s.last === false && z.spotAvailable ? 1 : 0);
-  return { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours };
+  const same = s.last === z.spotAvailable;
+  const runStartHours = same ? s.runStartHours : nowHours;
+  const sawRunStart = same ? s.sawRunStart : s.last !== null;
+  return { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours, sawRunStart };
+}
+
+function pushRun(runs: number[], hours: number): number[] {
+  return [...runs, hours].slice(-MAX_RUNS);
 }
 
 export function observe(table: StatsTable, obs: Observation): StatsTable {
   const zones = { ...table.zones };
-  for (const z of obs.zones) zones[z.zone] = observeZone(zones[z.zone], z, obs.nowHours);
+  let { upRuns, downRuns } = table;
+  for (const z of obs.zones) {
+    const before = zones[z.zone];
+    const after = observeZone(before, z, obs.nowHours);
+    // A run is complete only when it was seen starting; the first one began before we looked.
+    const ended = before !== undefined && before.sawRunStart && after.last !== before.last;
+    if (ended && before.last === true) upRuns = pushRun(upRuns, obs.nowHours - before.runStartHours);
+    if (ended && before.last === false) downRuns = pushRun(downRuns, obs.nowHours - before.runStartHours);
+    zones[z.zone] = after;
+  }
   const elapsed = table.lastNowHours === null ? 0 : Math.max(0, obs.nowHours - table.lastNowHours);
   const known = obs.zones.filter((z) => z.spotAvailable !== 'unknown');
   const allDown = known.length > 0 && known.every((z) => z.spotAvailable === false);
@@ -58,6 +84,8 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
     observedHours: table.observedHours + elapsed,
     allDownBefore: allDown,
     lastNowHours: obs.nowHours,
+    upRuns,
+    downRuns,
   };
 }
 
@@ -67,10 +95,15 @@ function totals(table: StatsTable): { up: number; down: number; preemptions: num
   return { up: sum((s) => s.upHours), down: sum((s) => s.downHours), preemptions: sum((s) => s.preemptions), recoveries: sum((s) => s.recoveries) };
 }
 
-/** Expected hours a spot instance started now in `zone` keeps running; at least `floorHours`. */
-export function expectedUptimeHours(table: StatsTable, zone: string, floorHours: number): number {
+/**
+ * Expected hours a spot instance started now in `zone` keeps running, at least
+ * `floorHours`. Before any evidence the pooled estimate assumes one preemption per
+ * `priorHours` (the caller passes the run's own horizon): optimistic enough to try spot,
+ * and each observed preemption pulls it towards the zone's real behaviour.
+ */
+export function expectedUptimeHours(table: StatsTable, zone: string, floorHours: number, priorHours: number): number {
   const t = totals(table);
-  const pooled = t.up / (t.preemptions + 1);
+  const pooled = (t.up + priorHours) / (t.preemptions + 1);
   const s = table.zones[zone];
   const estimate = s === undefined ? pooled : (s.upHours + pooled) / (s.preemptions + 1);
   return Math.max(floorHours, estimate);
@@ -88,4 +121,26 @@ export function expectedDowntimeHours(table: StatsTable, zone: string, floorHour
 /** Fraction of observed time with no spot capacity in any zone. */
 export function allDownFraction(table: StatsTable): number {
   return table.observedHours > 0 ? table.allDownHours / table.observedHours : 0;
+}
+
+/**
+ * Expected hours left in a run that has lasted `ageHours`, from completed runs longer
+ * than that (spot capacity is bursty: most outages and most spot runs are short, and a
+ * long one tends to go on). Undefined without such evidence.
+ */
+export function expectedRemainingHours(runs: readonly number[], ageHours: number): number | undefined {
+  let sum = 0;
+  let n = 0;
+  for (const r of runs) {
+    if (r <= ageHours) continue;
+    sum += r - ageHours;
+    n++;
+  }
+  return n === 0 ? undefined : sum / n;
+}
+
+/** Hours this zone has been in its current state, as far as we have seen. */
+export function runAgeHours(table: StatsTable, zone: string, nowHours: number): number {
+  const s = table.zones[zone];
+  return s === undefined ? 0 : Math.max(0, nowHours - s.runStartHours);
 }
