@@ -3,23 +3,16 @@
  * need no Temporal, like the emulator's, never pay for it) and stopped by the global
  * teardown in test/global.ts.
  */
-import { createServer } from 'node:net';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { freePort as anyFreePort } from '../../cli/ports';
 import { startDevServer, type DevServer } from '../../config/dev-server';
 
 let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
+export async function freePort(): Promise<number> {
+  return (await anyFreePort(0))!;
 }
 
 /**

@@ -1,0 +1,146 @@
+/**
+ * `npm run demo`: one real training run on the embedded local cloud.
+ *
+ * Starts a Temporal dev server (web UI included), the GCE emulator and a Sterna worker;
+ * publishes the example trainer and dataset to a local bucket; makes the cheapest zone
+ * stock out and preempts the run once mid-training; shows live progress; prints the
+ * summary and the UI link; then stops everything it started (unless --keep).
+ *
+ *   npm run demo [-- --keep] [-- --json]
+ */
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { NativeConnection } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { startTrainingRun, getStatus } from '../client';
+import { startDevServer } from '../config/dev-server';
+import { catalogPriceBook } from '../config/price-book';
+import { startEmulator } from '../emulator/server';
+import { EmulatorAdminClient } from '../emulator/admin-client';
+import { publishExampleLocally } from '../examples/publish';
+import { buildGceProvider } from '../workers/providers';
+import { createSternaWorker } from '../workers/worker';
+import { runKey } from '../workflows/naming';
+import { rankOffers } from '../workflows/placement';
+import type { RunResult } from '../workflows/run-state';
+import type { RunSpecInput } from '../workflows/spec';
+import { progressLine, summaryLines } from './format';
+import { freePort } from './ports';
+
+const repoRoot = join(__dirname, '..', '..');
+const PROJECT = 'sterna-demo';
+
+interface DemoOptions {
+  keep?: boolean;
+  json?: boolean;
+}
+
+async function main(opts: DemoOptions): Promise<void> {
+  const say = (line: string) => (opts.json ? process.stderr : process.stdout).write(line + '\n');
+  const stateDir = join(repoRoot, '.state', 'demo');
+  rmSync(stateDir, { recursive: true, force: true });
+  mkdirSync(stateDir, { recursive: true });
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch((err: Error) => say(`cleanup: ${err.message}`));
+  };
+  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+
+  try {
+    say('starting the Temporal dev server, the GCE emulator and a worker...');
+    const uiPort = (await freePort(8233)) ?? (await freePort(0))!;
+    const server = await startDevServer({ port: (await freePort(7233)) ?? (await freePort(0))!, uiPort, logFile: join(stateDir, 'temporal.log') });
+    cleanups.push(() => server.stop());
+
+    // Emulated time runs 10x faster, so GCE's 30 s preemption notice takes 3 s.
+    const emulator = await startEmulator({ port: 0, stateDir: join(stateDir, 'emulator'), timeFactor: 10 });
+    cleanups.push(() => emulator.close({ killVms: true }));
+    const admin = new EmulatorAdminClient(emulator.endpoint);
+
+    const bucketsDir = join(stateDir, 'buckets');
+    publishExampleLocally(bucketsDir);
+    const provider = buildGceProvider({ project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, catalogPriceBook(), 250);
+
+    const connection = await NativeConnection.connect({ address: server.address });
+    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider } });
+    const running = worker.run();
+    cleanups.push(async () => {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    });
+
+    const spec = JSON.parse(readFileSync(join(repoRoot, 'examples', 'run.json'), 'utf8')) as RunSpecInput;
+    // The cheapest zone (by the workflow's own ranking) has no spot capacity today.
+    const offers = await provider.findOffers({ accelerators: spec.resources.accelerators as never, provisioningModels: ['SPOT'] });
+    const [preferred] = rankOffers(offers, [], { nowMs: Date.now(), cooldownSeconds: 1800, expectedHours: 1, models: ['SPOT'] });
+    await admin.setCapacity(preferred.zone, { accelerator: preferred.accelerator, spot: 0 });
+    say(`emulator: ${preferred.zone} has no spot ${preferred.accelerator} capacity`);
+
+    const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+    cleanups.push(() => client.connection.close());
+    const handle = await startTrainingRun(client, spec, { workflowId: `demo-${Date.now().toString(36)}` });
+    say(`started run ${handle.workflowId}; follow it at ${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}`);
+
+    let preempted = false;
+    let result: RunResult | undefined;
+    let failure: unknown;
+    void handle.result().then(
+      (r) => (result = r),
+      (e: unknown) => (failure = e),
+    );
+    while (!result && !failure) {
+      const status = await getStatus(client, handle.workflowId).catch(() => undefined);
+      if (status) {
+        if (process.stdout.isTTY && !opts.json) process.stdout.write(`\r${progressLine(status)}   `);
+        if (!preempted && status.phase === 'training' && (status.lastCheckpoint?.step ?? 0) >= 120 && status.zone) {
+          const [vm] = await provider.listRunResources(runKey(handle.workflowId));
+          if (vm) {
+            await admin.preempt(PROJECT, vm.zone, vm.name);
+            preempted = true;
+            if (process.stdout.isTTY && !opts.json) process.stdout.write('\n');
+            say(`emulator: preempting ${vm.name} in ${vm.zone} at step ${status.step}`);
+          }
+        }
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    if (process.stdout.isTTY && !opts.json) process.stdout.write('\n');
+    if (failure) throw failure;
+    for (const line of summaryLines(result!)) say(line);
+    const leftover = await provider.listRunResources(runKey(handle.workflowId));
+    say(`instances left: ${leftover.length}`);
+    say(`web UI: ${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}`);
+    if (opts.json) {
+      const r = result!;
+      console.log(
+        JSON.stringify({
+          status: r.status,
+          runId: r.runId,
+          attempts: r.attempts.map((a) => ({ zone: a.zone, provisioningModel: a.provisioningModel, outcome: a.outcome, costUsd: a.costUsd })),
+          preemptions: r.preemptions,
+          totalCostUsd: r.totalCostUsd,
+          onDemandCostUsd: r.onDemandCostUsd,
+        }),
+      );
+    }
+    if (opts.keep) {
+      say('--keep: the dev server, UI and emulator stay up; Ctrl-C stops them.');
+      await new Promise(() => undefined);
+    }
+  } finally {
+    if (!opts.keep) await cleanup();
+  }
+}
+
+new Command('demo')
+  .option('--keep', 'leave the dev server, UI and emulator running')
+  .option('--json', 'print the run result as one JSON object on the last line')
+  .action((opts: DemoOptions) =>
+    main(opts).catch((err: Error) => {
+      console.error(`demo failed: ${err.message}`);
+      process.exit(1);
+    }),
+  )
+  .parse();
