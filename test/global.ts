@@ -2,10 +2,10 @@
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { stopTestEnv } from './helpers/temporal';
 
-// Keep the SDK's logs to warnings so the test output reads as the behaviour under test.
+// Keep the SDK's logs to errors (runs fail on purpose here) so the test output reads as the behaviour under test.
 Runtime.install({
-  logger: new DefaultLogger('WARN'),
-  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+  logger: new DefaultLogger('ERROR'),
+  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }) } },
 });
 
 // The Google client libraries must never go looking for credentials off this machine.
