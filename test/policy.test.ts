@@ -6,7 +6,7 @@ import { evaluate, evaluateSchedule } from '../bench/schedule';
 import { simulate } from '../bench/simulate';
 import { loadTrace } from '../bench/trace';
 import { seededRandom, windowStarts } from '../bench/windows';
-import { sternaPolicy } from '../workflows/policy';
+import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
 
 const TRACE_DIR = `${__dirname}/../../../shared/traces`;
 
@@ -94,4 +94,42 @@ describe('policy benchmark', () => {
       }
     });
   }
+
+  describe('decide()', () => {
+    const observation = (over: Partial<Observation> = {}): Observation => ({
+      nowHours: 0,
+      remainingWorkHours: 48,
+      hoursUntilDeadline: 52,
+      changeoverHours: 0.2,
+      stepHours: 0.25,
+      current: { kind: 'idle' },
+      changeoverRemainingHours: 0,
+      zones: [
+        { zone: 'us-central1-a', spotAvailable: true, spotPrice: 0.9, onDemandPrice: 3.06 },
+        { zone: 'us-east1-b', spotAvailable: 'unknown', spotPrice: 0.8, onDemandPrice: 3.06 },
+      ],
+      ...over,
+    });
+
+    it('starts on spot where capacity is known, with JSON-plain state', () => {
+      const { action, state } = decide(initialState(), observation());
+      assert.deepEqual(action, { kind: 'spot', zone: 'us-central1-a' });
+      assert.deepEqual(JSON.parse(JSON.stringify(state)), state);
+    });
+
+    it('tries a zone of unknown availability when no probed zone has capacity', () => {
+      const zones = observation().zones.map((z) => ({ ...z, spotAvailable: z.zone === 'us-central1-a' ? false : ('unknown' as const) }));
+      assert.deepEqual(decide(initialState(), observation({ zones })).action, { kind: 'spot', zone: 'us-east1-b' });
+    });
+
+    it('goes on-demand when the deadline leaves no room for a spot start and a preemption', () => {
+      const obs = observation({ remainingWorkHours: 10, hoursUntilDeadline: 10.3 });
+      assert.equal(decide(initialState(), obs).action.kind, 'on-demand');
+    });
+
+    it('keeps a running on-demand instance rather than paying a new changeover elsewhere', () => {
+      const obs = observation({ remainingWorkHours: 10, hoursUntilDeadline: 10.1, current: { kind: 'on-demand', zone: 'us-east1-b' } });
+      assert.deepEqual(decide(initialState(), obs).action, { kind: 'on-demand', zone: 'us-east1-b' });
+    });
+  });
 });

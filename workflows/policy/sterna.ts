@@ -1,65 +1,52 @@
 /**
- * Sterna's placement policy: Uniform Progress generalised to many zones, with prices
- * and observed availability turned into expected cost per hour of progress.
+ * Sterna's placement policy: Uniform Progress ("Can't Be Late", NSDI 2024) generalised
+ * to many zones, with prices and observed availability turned into expected cost per
+ * hour of progress.
  *
- * Slack (hours until the deadline minus hours of work left) is the scarce resource:
- * idling and every changeover spend it, on-demand does not. The policy keeps a reserve
- * of slack for the changeovers it expects to need (expected preemptions over the work
- * left, from observed uptimes) and prices the rest at a shadow price that rises from 0
- * to the on-demand premium as free slack runs out. Every rule below compares money
- * with that price; the safety net guarantees the deadline whatever the estimates say.
+ * - Zone choice: the spot zone with the lowest expected USD per hour of progress, where
+ *   a changeover (paid, no progress) is amortised over the run the zone is expected to
+ *   give, estimated from its own observed history and how long its capacity has lasted.
+ * - Slack is budgeted (slack-budget.ts): a reserve for the changeovers still expected,
+ *   a shadow price for the rest, Uniform Progress's pacing when slack is tight.
+ * - Hysteresis: a move between spot zones must pay for two changeovers, and leaving
+ *   on-demand for spot must pay for the changeover there and back.
+ * - The safety net (deadline.ts) overrides all of it when the deadline is at stake.
+ *
+ * Nothing is fitted to a trace: every quantity is a price, the job's own times, or an
+ * estimate from what this run has observed.
  */
 import { EPS_HOURS, cheapestOnDemand, isAvailable, onDemandAction, slackHours, withSafetyNet } from './deadline';
+import { remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
+import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
-import { type StatsTable, allDownFraction, emptyStats, expectedRemainingHours, expectedUptimeHours, observe, runAgeHours } from './zone-stats';
+import { type StatsTable, emptyStats, observe } from './zone-stats';
 
 /** JSON-plain: carried through the workflow's continue-as-new. */
 export interface PolicyState {
   version: 1;
   stats: StatsTable;
+  /** Slack and time to the deadline at the first decision (set then), for pacing. */
+  start: RunStart | null;
 }
 
 export function initialState(): PolicyState {
-  return { version: 1, stats: emptyStats() };
+  return { version: 1, stats: emptyStats(), start: null };
 }
 
 interface Candidate {
   zone: ZoneObservation;
   /** Expected hours the instance would run before a preemption. */
   uptimeHours: number;
-  /** Expected USD per hour of progress, changeover and its slack included. */
+  /** Expected USD per hour of progress, the changeover and its slack included. */
   score: number;
 }
 
 interface Context {
   obs: Observation;
   stats: StatsTable;
+  budget: SlackBudget;
   onDemand: ZoneObservation;
-  /** USD per hour of slack spent. */
-  slackPrice: number;
-  /** Slack to keep for the changeovers still expected. */
-  reserveHours: number;
   best: Candidate | undefined;
-}
-
-/** Mean spot run length in `zone`: exposure over preemptions, one preemption per horizon as the prior. */
-function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
-  return expectedUptimeHours(stats, zone, obs.stepHours, obs.hoursUntilDeadline);
-}
-
-/** Expected hours left of the capacity `zone` has now, given how long it has lasted. */
-function remainingUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
-  const age = runAgeHours(stats, zone, obs.nowHours);
-  return Math.max(obs.stepHours, expectedRemainingHours(stats.upRuns, age) ?? meanUptimeHours(stats, obs, zone));
-}
-
-/** Expected hours until some zone has capacity again; with no longer outage on record, as long again as this one (Lindy). */
-function remainingOutageHours(stats: StatsTable, obs: Observation): number {
-  const waits = obs.zones.map((z) => {
-    const age = runAgeHours(stats, z.zone, obs.nowHours);
-    return expectedRemainingHours(stats.downRuns, age) ?? age;
-  });
-  return Math.max(obs.stepHours, Math.min(...waits));
 }
 
 function candidateFor(stats: StatsTable, obs: Observation, zone: ZoneObservation, slackPrice: number): Candidate {
@@ -77,16 +64,11 @@ function bestCandidate(stats: StatsTable, obs: Observation, slackPrice: number):
   return scored.reduce<Candidate | undefined>((best, c) => (best === undefined || c.score < best.score ? c : best), undefined);
 }
 
-function contextFor(stats: StatsTable, obs: Observation): Context {
+function contextFor(stats: StatsTable, start: RunStart, obs: Observation): Context {
   const onDemand = cheapestOnDemand(obs.zones);
-  const unpriced = bestCandidate(stats, obs, 0);
-  const uptime = Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone)));
-  // Each preemption costs one changeover to recover, two when no zone has capacity.
-  const reserveHours = (obs.remainingWorkHours / uptime) * obs.changeoverHours * (1 + allDownFraction(stats));
-  const slack = Math.max(slackHours(obs), EPS_HOURS);
-  const spot = unpriced?.zone.spotPrice ?? Math.min(...obs.zones.map((z) => z.spotPrice));
-  const slackPrice = Math.max(0, onDemand.onDemandPrice - spot) * Math.min(1, reserveHours / slack);
-  return { obs, stats, onDemand, slackPrice, reserveHours, best: bestCandidate(stats, obs, slackPrice) };
+  const spotPrice = bestCandidate(stats, obs, 0)?.zone.spotPrice ?? Math.min(...obs.zones.map((z) => z.spotPrice));
+  const budget = slackBudget(stats, start, obs, Math.max(0, onDemand.onDemandPrice - spotPrice));
+  return { obs, stats, budget, onDemand, best: bestCandidate(stats, obs, budget.slackPrice) };
 }
 
 /** Hours of progress an instance is worth counting on: its expected uptime, at most the work left. */
@@ -100,7 +82,7 @@ function spot(c: Candidate): Action {
 
 /**
  * On spot with capacity: move only when the saving, over the time both would run, pays
- * for two changeovers and their slack: this one, and the likely move back (hysteresis).
+ * for two changeovers and their slack: this one, and the likely move back.
  */
 function fromSpot(ctx: Context, zone: string): Action {
   const here = ctx.obs.zones.find((z) => z.zone === zone);
@@ -109,33 +91,48 @@ function fromSpot(ctx: Context, zone: string): Action {
   if (here === undefined || c === undefined || c.zone.zone === zone) return stay;
   const overlap = Math.min(usefulHours(ctx, c), remainingUptimeHours(ctx.stats, ctx.obs, zone));
   const saving = (here.spotPrice - c.zone.spotPrice) * overlap;
-  const changeover = ctx.obs.changeoverHours * (c.zone.spotPrice + ctx.slackPrice);
+  const changeover = ctx.obs.changeoverHours * (c.zone.spotPrice + ctx.budget.slackPrice);
   return saving > 2 * changeover ? spot(c) : stay;
 }
 
 /**
  * On on-demand: leave for spot when its expected run pays for the changeover there and
- * the likely one back ("Can't Be Late" 5.4: o > 2kd/(k-1), with o estimated).
+ * the likely one back ("Can't Be Late" 5.4: o > 2kd/(k-1), with o estimated, not known).
  */
 function fromOnDemand(ctx: Context, current: Action): Action {
   const c = ctx.best;
   if (c === undefined) return current;
   const d = ctx.obs.changeoverHours;
   const od = ctx.onDemand.onDemandPrice;
-  const gain = (od - c.zone.spotPrice) * usefulHours(ctx, c) - 2 * od * d - 2 * d * ctx.slackPrice;
+  const gain = (od - c.zone.spotPrice) * usefulHours(ctx, c) - 2 * od * d - 2 * d * ctx.budget.slackPrice;
   return gain > 0 ? spot(c) : current;
 }
 
 /**
- * Nothing running: spot if any zone has capacity. Otherwise wait while slack is free, or
- * while the outage is expected to end sooner than a changeover (covering it with
- * on-demand would cost two changeovers of slack against its length plus one).
+ * With slack to spare, waiting for a cheaper zone to come back can beat taking a dearer
+ * one now: the wait costs its expected length at the slack price, the dearer zone its
+ * premium over the run it would give.
+ */
+function worthWaiting(ctx: Context, now: Candidate): boolean {
+  const { obs, stats } = ctx;
+  const horizon = usefulHours(ctx, now) + obs.changeoverHours;
+  return obs.zones.some((z) => {
+    if (z.spotAvailable !== false || z.spotPrice >= now.zone.spotPrice) return false;
+    const wait = remainingDowntimeHours(stats, obs, z.zone);
+    return ctx.budget.slackPrice * wait < (now.zone.spotPrice - z.spotPrice) * horizon;
+  });
+}
+
+/**
+ * Nothing running: spot if a zone has capacity (or wait for a cheaper one, see above).
+ * In an outage, wait while slack is free, or while the outage is expected to end within
+ * a changeover (covering it with on-demand costs two changeovers of slack, waiting it
+ * out its length plus one); otherwise cover it with on-demand.
  */
 function fromIdle(ctx: Context): Action {
-  if (ctx.best !== undefined) return spot(ctx.best);
-  const { obs } = ctx;
-  const freeAfterWaiting = slackHours(obs) - obs.stepHours - obs.changeoverHours - ctx.reserveHours;
-  if (freeAfterWaiting >= 0 || remainingOutageHours(ctx.stats, obs) <= obs.changeoverHours + EPS_HOURS) return idle;
+  const { obs, budget } = ctx;
+  if (ctx.best !== undefined) return budget.freeAfterPacedWait >= 0 && worthWaiting(ctx, ctx.best) ? idle : spot(ctx.best);
+  if (budget.freeAfterWaiting >= 0 || remainingOutageHours(ctx.stats, obs) <= obs.changeoverHours + EPS_HOURS) return idle;
   return onDemandAction(obs, ctx.onDemand.zone);
 }
 
@@ -164,8 +161,9 @@ function choose(ctx: Context): Action {
  */
 export function decide(state: PolicyState, obs: Observation): { action: Action; state: PolicyState } {
   const stats = observe(state.stats, obs);
-  const next: PolicyState = { ...state, stats };
+  const start = state.start ?? { slackHours: slackHours(obs), hoursUntilDeadline: obs.hoursUntilDeadline };
+  const next: PolicyState = { ...state, stats, start };
   if (obs.remainingWorkHours <= EPS_HOURS) return { action: idle, state: next };
-  const action = choose(contextFor(stats, obs));
+  const action = choose(contextFor(stats, start, obs));
   return { action: withSafetyNet(obs, action), state: next };
 }

@@ -118,9 +118,14 @@ export function expectedDowntimeHours(table: StatsTable, zone: string, floorHour
   return Math.max(floorHours, estimate);
 }
 
-/** Fraction of observed time with no spot capacity in any zone. */
-export function allDownFraction(table: StatsTable): number {
-  return table.observedHours > 0 ? table.allDownHours / table.observedHours : 0;
+/**
+ * Fraction of time with no spot capacity in any zone. Until `horizonHours` have been
+ * observed, the outages seen so far are taken as all there will be in that horizon, so
+ * one early outage does not read as a permanently dry market.
+ */
+export function allDownFraction(table: StatsTable, horizonHours: number): number {
+  const exposure = Math.max(table.observedHours, horizonHours);
+  return exposure > 0 ? table.allDownHours / exposure : 0;
 }
 
 /**
