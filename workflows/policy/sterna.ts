@@ -19,7 +19,7 @@ import { EPS_HOURS, cheapestOnDemand, isAvailable, onDemandAction, slackHours, w
 import { remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
-import { type StatsTable, emptyStats, observe } from './zone-stats';
+import { type StatsTable, emptyStats, observe, runAgeHours } from './zone-stats';
 
 /** JSON-plain: carried through the workflow's continue-as-new. */
 export interface PolicyState {
@@ -101,7 +101,8 @@ function fromSpot(ctx: Context, zone: string): Action {
  */
 function fromOnDemand(ctx: Context, current: Action): Action {
   const c = ctx.best;
-  if (c === undefined) return current;
+  // Capacity that has just appeared is most often a blip: wait to see it hold one step.
+  if (c === undefined || runAgeHours(ctx.stats, c.zone.zone, ctx.obs.nowHours) < ctx.obs.stepHours - EPS_HOURS) return current;
   const d = ctx.obs.changeoverHours;
   const od = ctx.onDemand.onDemandPrice;
   const gain = (od - c.zone.spotPrice) * usefulHours(ctx, c) - 2 * od * d - 2 * d * ctx.budget.slackPrice;
