@@ -48,4 +48,9 @@ function main(): void {
   if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(result)}\n`);
 }
 
-main();
+try {
+  main();
+} catch (err) {
+  console.error(`bench:policy: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 2;
+}
