@@ -55,11 +55,27 @@ export interface GceProviderOptions {
 
 const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS', 'RESOURCE_POOL_EXHAUSTED']);
 const QUOTA_CODES = new Set(['QUOTA_EXCEEDED']);
+// Async iterators page lazily anyway; saying so silences gax's AutopaginateTrueWarning.
+const NO_AUTOPAGINATE = { autoPaginate: false };
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
   const e = err as { code?: number; message?: string };
   return e?.code === 5 || e?.code === 404 || /was not found|notFound/i.test(e?.message ?? '');
+}
+
+function isInvalidArgument(err: unknown): boolean {
+  return (err as { code?: number })?.code === 400 || (err as { code?: number })?.code === 3;
+}
+
+/** gax puts GCE's JSON error body in the message; its `error.message` is the readable part. */
+function errorMessage(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  try {
+    return (JSON.parse(message) as { error?: { message?: string } }).error?.message ?? message;
+  } catch {
+    return message;
+  }
 }
 
 function isAlreadyExists(err: unknown): boolean {
@@ -98,7 +114,7 @@ export class GceProvider implements ComputeProvider {
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
     const { project, prices } = this.options;
     const zonesByAccelerator = new Map<string, string[]>();
-    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project })) {
+    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project }, NO_AUTOPAGINATE)) {
       const zone = scope.replace(/^zones\//, '');
       for (const type of list.acceleratorTypes ?? []) {
         if (!type.name) continue;
@@ -182,6 +198,9 @@ export class GceProvider implements ComputeProvider {
       onProgress('inserting');
       await this.waitForOperation(zone, operationName(op), onProgress);
     } catch (err) {
+      // A 400 means the request itself is wrong (machine type, image, accelerator):
+      // no retry can fix it, so fail the attempt with GCE's own words.
+      if (isInvalidArgument(err)) throw failure(FailureType.InvalidSpec, `GCE rejected instance ${request.name}: ${errorMessage(err)}`);
       if (!isAlreadyExists(err)) throw err;
       // A retried create (the worker died after the insert): adopt our own VM.
       const existing = await this.getInstance(ref);
@@ -209,7 +228,7 @@ export class GceProvider implements ComputeProvider {
       // `wait` returns when the operation is DONE or after a bounded time, whichever first.
       const [op] = await this.operations.wait({ project, zone, operation });
       onProgress(`operation ${String(op.status)}`);
-      if (op.status === 'DONE' || (op.status as unknown) === 2104194) {
+      if (op.status === 'DONE') {
         const errors = op.error?.errors ?? [];
         if (errors.length > 0) throw translateOperationErrors(zone, errors);
         return op;
@@ -280,9 +299,9 @@ export class GceProvider implements ComputeProvider {
   async listRunResources(runId: string): Promise<ResourceRef[]> {
     const { project } = this.options;
     const refs: ResourceRef[] = [];
-    for await (const zone of this.zones.listAsync({ project })) {
+    for await (const zone of this.zones.listAsync({ project }, NO_AUTOPAGINATE)) {
       if (!zone.name) continue;
-      for await (const instance of this.instances.listAsync({ project, zone: zone.name, filter: `labels.sterna-run = "${runId}"` })) {
+      for await (const instance of this.instances.listAsync({ project, zone: zone.name, filter: `labels.sterna-run = "${runId}"` }, NO_AUTOPAGINATE)) {
         if (instance.name) refs.push({ backend: 'gce', name: instance.name, zone: zone.name });
       }
     }
