@@ -1,6 +1,17 @@
 /** The catalog as the GCE provider's PriceBook: shapes, prices and quota metrics. */
-import type { PriceBook } from '../activities/providers/gce';
 import { defaultCatalog, hasBuiltInAccelerators, machineTypeFor, pricePerHour, quotaMetric, type Catalog } from './catalog';
+
+/** Prices and shapes for the providers (an interface, so a trace replay can bring its own). */
+export interface PriceBook {
+  /** The machine type to use for `count` x `accelerator`, unless the spec names one. */
+  machineTypeFor(accelerator: string, count: number): string | undefined;
+  /** Whole-instance USD/hour in a region, or undefined when the region does not sell it. */
+  pricePerHour(query: { region: string; machineType: string; accelerator: string; count: number; spot: boolean }): number | undefined;
+  /** GCE quota metric for the accelerator, e.g. NVIDIA_L4_GPUS. */
+  quotaMetric(accelerator: string): string | undefined;
+  /** True when the machine type has the GPUs built in (a2, a3, g2); false for n1 + guestAccelerators. */
+  hasBuiltInAccelerators(machineType: string): boolean;
+}
 
 export function catalogPriceBook(catalog: Catalog = defaultCatalog): PriceBook {
   return {

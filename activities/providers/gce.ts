@@ -18,6 +18,7 @@ import {
   ZonesClient,
   type protos,
 } from '@google-cloud/compute';
+import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType } from '../../workflows/failures';
 import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
@@ -25,18 +26,6 @@ import type { CapacityRequest, ComputeProvider, ProvisionRequest, ProvisionResul
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
-
-/** Prices and shapes, from config/catalog.ts (kept as an interface so tests can vary it). */
-export interface PriceBook {
-  /** The machine type to use for `count` x `accelerator`, unless the spec names one. */
-  machineTypeFor(accelerator: string, count: number): string | undefined;
-  /** Whole-instance USD/hour in a region, or undefined when the region does not sell it. */
-  pricePerHour(query: { region: string; machineType: string; accelerator: string; count: number; spot: boolean }): number | undefined;
-  /** GCE quota metric for the accelerator, e.g. NVIDIA_L4_GPUS. */
-  quotaMetric(accelerator: string): string | undefined;
-  /** True when the machine type has the GPUs built in (a2, a3, g2); false for n1 + guestAccelerators. */
-  hasBuiltInAccelerators(machineType: string): boolean;
-}
 
 export interface GceProviderOptions {
   project: string;
