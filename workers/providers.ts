@@ -4,7 +4,8 @@
  * loopback and a pass-through auth client, so no credential lookup leaves the machine.
  */
 import { PassThroughClient } from 'google-auth-library';
-import { GceProvider, type PriceBook } from '../activities/providers/gce';
+import { GceProvider } from '../activities/providers/gce';
+import type { PriceBook } from '../config/price-book';
 import type { Providers } from '../activities';
 import type { GceConfig, WorkerConfig } from '../config/worker-config';
 
