@@ -39,12 +39,8 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
 }
 
 export async function buildProviders(config: WorkerConfig, prices: PriceBook): Promise<Providers> {
+  // GKE (config.gke) is wired here once activities/providers/gke.ts lands.
   const providers: Providers = {};
   if (config.gce) providers.gce = buildGceProvider(config.gce, prices);
-  if (config.gke) {
-    // Loaded lazily: a GCE-only worker never needs the Kubernetes client.
-    const { createGkeProviderFromConfig } = await import('../activities/providers/gke');
-    providers.gke = await createGkeProviderFromConfig(config.gke, prices);
-  }
   return providers;
 }
