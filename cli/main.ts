@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { cancel, getStatus, InvalidSpecError, listRuns, result, setBudget, setDeadline, startTrainingRun } from '../client';
+import { searchAttributeCreateCommands } from '../workflows/search-attributes';
 import { checkSpec } from '../workflows/spec';
 import { connectClient } from './connect';
 import { progressLine, summaryLines, usd } from './format';
@@ -101,6 +102,12 @@ program
       console.log(`${r.workflowId.padEnd(40)} ${r.status.padEnd(12)} ${(r.phase ?? '').padEnd(16)} ${(r.zone ?? '').padEnd(18)} ${r.costUsd !== undefined ? usd(r.costUsd) : ''}`);
     }
   });
+
+program
+  .command('search-attributes')
+  .description('print the commands that register Sterna\'s search attributes on a namespace')
+  .option('--namespace <namespace>', 'the namespace', '<namespace>')
+  .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 program.parseAsync().catch((err: Error) => {
   console.error(err instanceof InvalidSpecError ? err.message : `sterna: ${err.message}`);

@@ -1,7 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { Worker } from '@temporalio/worker';
 import { parseCliVersion } from '../config/temporal-cli';
-import { sternaSearchAttributes } from '../workflows/search-attributes';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { searchAttributeCreateCommands, sternaSearchAttributes } from '../workflows/search-attributes';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 
 describe('foundation', () => {
@@ -25,6 +27,11 @@ describe('foundation', () => {
     const env = await testEnv();
     const { customAttributes } = await env.connection.operatorService.listSearchAttributes({ namespace: env.namespace });
     for (const key of sternaSearchAttributes) assert.ok(customAttributes?.[key.name] !== undefined, `${key.name} is registered`);
+  });
+
+  it('documents in the README the exact commands that register the attributes on a cluster', () => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+    for (const line of searchAttributeCreateCommands()) assert.ok(readme.includes(line), `README has: ${line}`);
   });
 
   it('reads the Temporal CLI version line', () => {

@@ -25,3 +25,17 @@ export const sternaSearchAttributes = [
 export function searchAttributeFlags(): string[] {
   return sternaSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=${key.type}`]);
 }
+
+const CLI_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', DOUBLE: 'Double', INT: 'Int', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
+
+/**
+ * The `temporal operator search-attribute create` lines that register the list on a
+ * production namespace (the CLI takes one --type per call, so one line per type).
+ */
+export function searchAttributeCreateCommands(namespace = '<namespace>'): string[] {
+  const byType = new Map<string, string[]>();
+  for (const key of sternaSearchAttributes) byType.set(key.type, [...(byType.get(key.type) ?? []), key.name]);
+  return [...byType].map(
+    ([type, names]) => `temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n}`).join(' ')} --type ${CLI_TYPE_NAMES[type]}`,
+  );
+}
