@@ -150,7 +150,8 @@ export class GceProvider implements ComputeProvider {
       checkpointUri: mapUri(request.agent.checkpointUri),
       resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
     };
-    const metadata = { 'startup-script': agentScript(), ...agentAttributes(agent) };
+    // Guest attributes are how the agent reports; GCE enables them per instance.
+    const metadata = { 'startup-script': agentScript(), 'enable-guest-attributes': 'TRUE', ...agentAttributes(agent) };
     const spot = offer.provisioningModel === 'SPOT';
     return {
       name: request.name,
