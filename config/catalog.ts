@@ -1,0 +1,315 @@
+/**
+ * The GPU catalog: machine types, accelerator types, regions and zones, prices and
+ * default quotas. The emulator serves it as Compute Engine resources; the provider
+ * prices offers from it (GCE has no price API in the Compute surface).
+ *
+ * Prices are USD per hour for the whole instance, from Google Cloud's public list
+ * prices (cloud.google.com/compute/vm-instance-pricing, /compute/gpus-pricing and
+ * /spot-vms/pricing) as read in January 2025, rounded. us-central1 is the base; other
+ * regions apply one multiplier approximating the published regional differences.
+ * Spot prices are variable on GCE (they may change daily); these are a snapshot.
+ * Sustained-use and committed-use discounts are not modelled.
+ */
+
+export const PRICES_AS_OF = '2025-01-15';
+
+export const ProvisioningModel = { Spot: 'SPOT', Standard: 'STANDARD' } as const;
+export type ProvisioningModel = (typeof ProvisioningModel)[keyof typeof ProvisioningModel];
+
+export interface AcceleratorType {
+  /** GCE accelerator type name, e.g. nvidia-l4. */
+  name: string;
+  description: string;
+  /** Regional quota metric; spot VMs use `PREEMPTIBLE_` + this. */
+  quotaMetric: string;
+  maximumCardsPerInstance: number;
+  /** Counts GCE allows when the GPU is attached to an N1 VM (undefined: not attachable). */
+  attachableCounts?: readonly number[];
+  /** USD/hour per attached GPU (N1 only), in us-central1. */
+  attachedUsdPerHour?: { onDemand: number; spot: number };
+}
+
+export interface MachineType {
+  name: string;
+  guestCpus: number;
+  memoryMb: number;
+  /** Accelerators that come with the machine type (A2, A3, G2). */
+  builtIn?: { type: string; count: number };
+  /** True for N1: GPUs are attached with `guestAccelerators`. */
+  acceptsAttachedGpus: boolean;
+  /** Whole-machine USD/hour in us-central1 (built-in GPUs included; attached GPUs not). */
+  usdPerHour: { onDemand: number; spot: number };
+}
+
+export interface Zone {
+  name: string;
+  region: string;
+  /** Accelerator types offered in the zone. */
+  accelerators: readonly string[];
+}
+
+export interface Region {
+  name: string;
+  description: string;
+  /** Price multiplier relative to us-central1 (1 = same price). */
+  priceMultiplier: number;
+  zones: readonly Zone[];
+  /**
+   * Whole-instance prices that replace the computed ones, keyed by `instanceKey()`.
+   * Used by trace replay, whose prices are per instance and per region.
+   */
+  instancePrices?: Readonly<Record<string, { onDemand: number; spot: number }>>;
+}
+
+export interface Catalog {
+  pricesAsOf: string;
+  accelerators: Readonly<Record<string, AcceleratorType>>;
+  machineTypes: Readonly<Record<string, MachineType>>;
+  regions: Readonly<Record<string, Region>>;
+  /** Default regional GPU quota per project (GPUs), unless changed through the emulator's admin API. */
+  defaultQuota: { onDemandGpus: number; preemptibleGpus: number };
+  /** Default GPUs of each offered accelerator type per zone that can be allocated, per provisioning model. */
+  defaultCapacity: { spotGpus: number; onDemandGpus: number };
+}
+
+const accelerators: Record<string, AcceleratorType> = {
+  'nvidia-l4': { name: 'nvidia-l4', description: 'NVIDIA L4', quotaMetric: 'NVIDIA_L4_GPUS', maximumCardsPerInstance: 8 },
+  'nvidia-tesla-t4': {
+    name: 'nvidia-tesla-t4',
+    description: 'NVIDIA T4',
+    quotaMetric: 'NVIDIA_T4_GPUS',
+    maximumCardsPerInstance: 4,
+    attachableCounts: [1, 2, 4],
+    attachedUsdPerHour: { onDemand: 0.35, spot: 0.14 },
+  },
+  'nvidia-tesla-v100': {
+    name: 'nvidia-tesla-v100',
+    description: 'NVIDIA V100',
+    quotaMetric: 'NVIDIA_V100_GPUS',
+    maximumCardsPerInstance: 8,
+    attachableCounts: [1, 2, 4, 8],
+    attachedUsdPerHour: { onDemand: 2.48, spot: 0.992 },
+  },
+  'nvidia-tesla-p100': {
+    name: 'nvidia-tesla-p100',
+    description: 'NVIDIA P100',
+    quotaMetric: 'NVIDIA_P100_GPUS',
+    maximumCardsPerInstance: 4,
+    attachableCounts: [1, 2, 4],
+    attachedUsdPerHour: { onDemand: 1.46, spot: 0.584 },
+  },
+  // K80s reached end of life on GCE in 2024; kept so the 2022 AWS trace (K80 rows) can replay.
+  'nvidia-tesla-k80': {
+    name: 'nvidia-tesla-k80',
+    description: 'NVIDIA K80',
+    quotaMetric: 'NVIDIA_K80_GPUS',
+    maximumCardsPerInstance: 8,
+    attachableCounts: [1, 2, 4, 8],
+    attachedUsdPerHour: { onDemand: 0.45, spot: 0.18 },
+  },
+  'nvidia-tesla-a100': { name: 'nvidia-tesla-a100', description: 'NVIDIA A100 40GB', quotaMetric: 'NVIDIA_A100_GPUS', maximumCardsPerInstance: 16 },
+  'nvidia-a100-80gb': { name: 'nvidia-a100-80gb', description: 'NVIDIA A100 80GB', quotaMetric: 'NVIDIA_A100_80GB_GPUS', maximumCardsPerInstance: 8 },
+  'nvidia-h100-80gb': { name: 'nvidia-h100-80gb', description: 'NVIDIA H100 80GB', quotaMetric: 'NVIDIA_H100_GPUS', maximumCardsPerInstance: 8 },
+};
+
+function n1(vcpus: number): MachineType {
+  // N1: $0.031611/vCPU-h + $0.004237/GB-h on demand; spot $0.00698/vCPU-h + $0.000936/GB-h; 3.75 GB per vCPU.
+  const gb = vcpus * 3.75;
+  return {
+    name: `n1-standard-${vcpus}`,
+    guestCpus: vcpus,
+    memoryMb: gb * 1024,
+    acceptsAttachedGpus: true,
+    usdPerHour: { onDemand: round(vcpus * 0.031611 + gb * 0.004237), spot: round(vcpus * 0.00698 + gb * 0.000936) },
+  };
+}
+
+function builtIn(name: string, guestCpus: number, memoryGb: number, type: string, count: number, onDemand: number, spot: number): MachineType {
+  return { name, guestCpus, memoryMb: memoryGb * 1024, builtIn: { type, count }, acceptsAttachedGpus: false, usdPerHour: { onDemand, spot } };
+}
+
+const machineTypeList: MachineType[] = [
+  { name: 'e2-standard-2', guestCpus: 2, memoryMb: 8192, acceptsAttachedGpus: false, usdPerHour: { onDemand: 0.067006, spot: 0.020102 } },
+  { name: 'e2-standard-4', guestCpus: 4, memoryMb: 16384, acceptsAttachedGpus: false, usdPerHour: { onDemand: 0.134012, spot: 0.040204 } },
+  ...[2, 4, 8, 16, 32, 64].map(n1),
+  builtIn('g2-standard-4', 4, 16, 'nvidia-l4', 1, 0.70683, 0.28273),
+  builtIn('g2-standard-8', 8, 32, 'nvidia-l4', 1, 0.85354, 0.34142),
+  builtIn('g2-standard-12', 12, 48, 'nvidia-l4', 1, 1.00026, 0.4001),
+  builtIn('g2-standard-16', 16, 64, 'nvidia-l4', 1, 1.14697, 0.45879),
+  builtIn('g2-standard-24', 24, 96, 'nvidia-l4', 2, 2.00051, 0.80021),
+  builtIn('g2-standard-32', 32, 128, 'nvidia-l4', 1, 1.73381, 0.69352),
+  builtIn('g2-standard-48', 48, 192, 'nvidia-l4', 4, 4.00102, 1.60041),
+  builtIn('g2-standard-96', 96, 384, 'nvidia-l4', 8, 8.00204, 3.20082),
+  builtIn('a2-highgpu-1g', 12, 85, 'nvidia-tesla-a100', 1, 3.67338, 1.46935),
+  builtIn('a2-highgpu-2g', 24, 170, 'nvidia-tesla-a100', 2, 7.34677, 2.93871),
+  builtIn('a2-highgpu-4g', 48, 340, 'nvidia-tesla-a100', 4, 14.69354, 5.87742),
+  builtIn('a2-highgpu-8g', 96, 680, 'nvidia-tesla-a100', 8, 29.38708, 11.75483),
+  builtIn('a2-ultragpu-1g', 12, 170, 'nvidia-a100-80gb', 1, 5.06879, 2.02752),
+  builtIn('a2-ultragpu-2g', 24, 340, 'nvidia-a100-80gb', 2, 10.13759, 4.05504),
+  builtIn('a2-ultragpu-4g', 48, 680, 'nvidia-a100-80gb', 4, 20.27517, 8.11007),
+  builtIn('a2-ultragpu-8g', 96, 1360, 'nvidia-a100-80gb', 8, 40.55034, 16.22014),
+  builtIn('a3-highgpu-8g', 208, 1872, 'nvidia-h100-80gb', 8, 88.49, 29.43),
+];
+
+const L4 = 'nvidia-l4';
+const T4 = 'nvidia-tesla-t4';
+const V100 = 'nvidia-tesla-v100';
+const P100 = 'nvidia-tesla-p100';
+const A100 = 'nvidia-tesla-a100';
+const A100_80 = 'nvidia-a100-80gb';
+const H100 = 'nvidia-h100-80gb';
+
+function region(name: string, description: string, priceMultiplier: number, zones: Record<string, string[]>): Region {
+  return { name, description, priceMultiplier, zones: Object.entries(zones).map(([suffix, accs]) => ({ name: `${name}-${suffix}`, region: name, accelerators: accs })) };
+}
+
+/** A realistic subset of where GCE offers each GPU (not exhaustive). */
+const regionList: Region[] = [
+  region('us-central1', 'Council Bluffs, Iowa, North America', 1, {
+    a: [L4, T4, V100, A100, H100],
+    b: [L4, T4, V100, A100, A100_80],
+    c: [L4, T4, V100, A100, A100_80, H100],
+    f: [T4, V100, A100],
+  }),
+  region('us-east1', 'Moncks Corner, South Carolina, North America', 1, {
+    b: [L4, A100, P100],
+    c: [L4, T4, V100, P100],
+    d: [L4, T4, H100],
+  }),
+  region('us-west1', 'The Dalles, Oregon, North America', 1, {
+    a: [L4, T4, V100, H100],
+    b: [L4, T4, V100, A100],
+  }),
+  region('europe-west4', 'Eemshaven, Netherlands, Europe', 1.1, {
+    a: [L4, T4, V100, A100, A100_80, H100],
+    b: [L4, T4, V100, A100, H100],
+    c: [L4, T4, V100],
+  }),
+  region('asia-southeast1', 'Jurong West, Singapore, APAC', 1.23, {
+    a: [L4, T4, H100],
+    b: [L4, T4, A100_80],
+    c: [L4, T4, A100, A100_80, H100],
+  }),
+];
+
+export const defaultCatalog: Catalog = {
+  pricesAsOf: PRICES_AS_OF,
+  accelerators,
+  machineTypes: Object.fromEntries(machineTypeList.map((m) => [m.name, m])),
+  regions: Object.fromEntries(regionList.map((r) => [r.name, r])),
+  defaultQuota: { onDemandGpus: 16, preemptibleGpus: 64 },
+  defaultCapacity: { spotGpus: 64, onDemandGpus: 64 },
+};
+
+function round(usd: number): number {
+  return Math.round(usd * 1e6) / 1e6;
+}
+
+/** Key of a whole-instance configuration in `Region.instancePrices`. */
+export function instanceKey(machineType: string, accelerator: string | undefined, count: number): string {
+  return accelerator ? `${machineType}+${count}x${accelerator}` : machineType;
+}
+
+/** The region a zone belongs to, from the catalog (falls back to GCE's `<region>-<letter>` naming). */
+export function regionOfZone(zone: string, catalog: Catalog = defaultCatalog): string | undefined {
+  for (const r of Object.values(catalog.regions)) if (r.zones.some((z) => z.name === zone)) return r.name;
+  return undefined;
+}
+
+export function findZone(zone: string, catalog: Catalog = defaultCatalog): Zone | undefined {
+  for (const r of Object.values(catalog.regions)) {
+    const found = r.zones.find((z) => z.name === zone);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+export function allZones(catalog: Catalog = defaultCatalog): Zone[] {
+  return Object.values(catalog.regions).flatMap((r) => r.zones);
+}
+
+/** Zones offering an accelerator type. */
+export function zonesWith(accelerator: string, catalog: Catalog = defaultCatalog): string[] {
+  return allZones(catalog)
+    .filter((z) => z.accelerators.includes(accelerator))
+    .map((z) => z.name);
+}
+
+/** Machine types available in a zone: general-purpose everywhere, accelerator-optimized where their GPU is. */
+export function machineTypesInZone(zone: string, catalog: Catalog = defaultCatalog): MachineType[] {
+  const z = findZone(zone, catalog);
+  if (!z) return [];
+  return Object.values(catalog.machineTypes).filter((m) => !m.builtIn || z.accelerators.includes(m.builtIn.type));
+}
+
+export function quotaMetric(accelerator: string, catalog: Catalog = defaultCatalog): string | undefined {
+  return catalog.accelerators[accelerator]?.quotaMetric;
+}
+
+export function hasBuiltInAccelerators(machineType: string, catalog: Catalog = defaultCatalog): boolean {
+  return catalog.machineTypes[machineType]?.builtIn !== undefined;
+}
+
+/** The accelerator-optimized machine type with exactly `count` GPUs of this type, if any. */
+function builtInMachineFor(accelerator: string, count: number, catalog: Catalog): string | undefined {
+  // The smallest (cheapest) shape wins, e.g. g2-standard-4 rather than g2-standard-32 for one L4.
+  const candidates = Object.values(catalog.machineTypes).filter((m) => m.builtIn?.type === accelerator && m.builtIn.count === count);
+  candidates.sort((a, b) => a.usdPerHour.onDemand - b.usdPerHour.onDemand);
+  return candidates[0]?.name;
+}
+
+/** vCPUs of the N1 machine Sterna pairs with `count` attached GPUs (enough host CPU per GPU, within GCE's limits). */
+const N1_VCPUS_FOR_GPUS: Record<string, Record<number, number>> = {
+  'nvidia-tesla-t4': { 1: 4, 2: 8, 4: 16 },
+  'nvidia-tesla-p100': { 1: 8, 2: 16, 4: 32 },
+  'nvidia-tesla-v100': { 1: 8, 2: 16, 4: 32, 8: 64 },
+  'nvidia-tesla-k80': { 1: 4, 2: 8, 4: 16, 8: 32 },
+};
+
+/** The machine type to use for `count` x `accelerator`: a built-in shape where one exists, else N1 + attached GPUs. */
+export function machineTypeFor(accelerator: string, count: number, catalog: Catalog = defaultCatalog): string | undefined {
+  const builtInName = builtInMachineFor(accelerator, count, catalog);
+  if (builtInName) return builtInName;
+  const vcpus = N1_VCPUS_FOR_GPUS[accelerator]?.[count];
+  const name = vcpus ? `n1-standard-${vcpus}` : undefined;
+  return name && catalog.machineTypes[name] ? name : undefined;
+}
+
+export interface PriceQuery {
+  region: string;
+  machineType: string;
+  /** The GPU type; omitted (or undefined) for a VM without GPUs. */
+  accelerator?: string;
+  /** GPUs of that type (built-in or attached). */
+  count?: number;
+  spot: boolean;
+}
+
+/**
+ * Whole-instance USD/hour for a configuration in a region, or undefined when the
+ * region does not sell it (unknown region or machine type, or a GPU count the machine
+ * type cannot have).
+ */
+export function pricePerHour(query: PriceQuery, catalog: Catalog = defaultCatalog): number | undefined {
+  const r = catalog.regions[query.region];
+  const m = catalog.machineTypes[query.machineType];
+  if (!r || !m) return undefined;
+  const count = query.accelerator ? (query.count ?? 1) : 0;
+  const override = r.instancePrices?.[instanceKey(m.name, query.accelerator, count)];
+  if (override) return query.spot ? override.spot : override.onDemand;
+  const model = query.spot ? 'spot' : 'onDemand';
+  let usd = m.usdPerHour[model];
+  if (m.builtIn) {
+    if (query.accelerator && (query.accelerator !== m.builtIn.type || count !== m.builtIn.count)) return undefined;
+  } else if (query.accelerator) {
+    const acc = catalog.accelerators[query.accelerator];
+    if (!m.acceptsAttachedGpus || !acc?.attachedUsdPerHour || !acc.attachableCounts?.includes(count)) return undefined;
+    usd += count * acc.attachedUsdPerHour[model];
+  }
+  return round(usd * r.priceMultiplier);
+}
+
+/** The GPUs a VM of this machine type has, built in or attached. */
+export function gpusOf(machineType: string, attached: { type: string; count: number } | undefined, catalog: Catalog = defaultCatalog): { type: string; count: number } | undefined {
+  return catalog.machineTypes[machineType]?.builtIn ?? attached;
+}

@@ -1,0 +1,183 @@
+/**
+ * `instances.insert` request validation, with GCE's synchronous 400s: a malformed or
+ * inconsistent request is refused before any operation exists. Capacity and quota are
+ * not checked here: GCE reports those asynchronously, in the operation.
+ *
+ * Rules enforced as GCE does (documented behaviour):
+ *   - names match [a-z]([-a-z0-9]{0,61}[a-z0-9])?
+ *   - the machine type and accelerator types exist in the request's zone
+ *   - GPUs attach only to N1; A2/A3/G2 have theirs built in; counts GCE allows
+ *   - GPU VMs cannot live-migrate: onHostMaintenance must be TERMINATE (400 otherwise)
+ *   - spot / preemptible VMs: automaticRestart false, onHostMaintenance TERMINATE
+ *     (both defaulted when omitted), instanceTerminationAction STOP (default) or DELETE
+ *   - label keys/values and metadata keys in GCE's formats, 512 KB of metadata at most
+ * Fields not modelled (disks, networks, service accounts, ...) are only type-checked
+ * where the emulator reads them, and echoed back as sent.
+ */
+import { z } from 'zod';
+import { findZone, machineTypesInZone, type Catalog } from '../config/catalog';
+import { badRequest, GceError, invalidField, Reason, required } from './errors';
+import { NAME_PATTERN } from './ids';
+import type { GpuRequest } from './types';
+
+const MAX_METADATA_BYTES = 512 * 1024;
+const MAX_LABELS = 64;
+const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
+const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
+const METADATA_KEY = /^[a-zA-Z0-9_-]{1,128}$/;
+
+const Scheduling = z.looseObject({
+  provisioningModel: z.string().optional(),
+  preemptible: z.boolean().optional(),
+  onHostMaintenance: z.string().optional(),
+  automaticRestart: z.boolean().optional(),
+  instanceTerminationAction: z.string().optional(),
+});
+
+const InstanceBody = z.looseObject({
+  name: z.string().optional(),
+  machineType: z.string().optional(),
+  description: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  metadata: z
+    .looseObject({
+      items: z.array(z.looseObject({ key: z.string(), value: z.string().optional() })).optional(),
+      fingerprint: z.string().optional(),
+    })
+    .optional(),
+  scheduling: Scheduling.optional(),
+  guestAccelerators: z.array(z.looseObject({ acceleratorType: z.string(), acceleratorCount: z.number().int() })).optional(),
+  disks: z.array(z.looseObject({ boot: z.boolean().optional(), autoDelete: z.boolean().optional(), deviceName: z.string().optional() })).optional(),
+  networkInterfaces: z.array(z.looseObject({ network: z.string().optional(), subnetwork: z.string().optional() })).optional(),
+  serviceAccounts: z.array(z.looseObject({ email: z.string().optional(), scopes: z.array(z.string()).optional() })).optional(),
+  tags: z.looseObject({ items: z.array(z.string()).optional() }).optional(),
+  deletionProtection: z.boolean().optional(),
+});
+
+export interface ValidInsert {
+  name: string;
+  machineType: string;
+  gpus?: GpuRequest;
+  spot: boolean;
+  terminationAction: 'STOP' | 'DELETE';
+  labels: Record<string, string>;
+  metadata: Record<string, string>;
+  /** The body with scheduling defaults filled in, as the instance will echo it. */
+  resource: Record<string, unknown>;
+}
+
+/** The last path segment of a (partial or full) resource URL, if its zone matches. */
+function resourceName(field: string, value: string, collection: string, zone: string): string {
+  const parts = value.replace(/^https?:\/\/[^/]+\/compute\/(?:v1|beta|alpha)\//, '').split('/');
+  const name = parts[parts.length - 1];
+  if (parts.length > 1) {
+    const zi = parts.indexOf('zones');
+    const ci = parts.indexOf(collection);
+    if (ci !== parts.length - 2 || (zi >= 0 && parts[zi + 1] !== zone)) {
+      throw invalidField(field, value, `Must be a URL of a ${collection} resource in zone '${zone}'.`);
+    }
+  }
+  if (!NAME_PATTERN.test(name ?? '')) throw invalidField(field, value, 'Malformed resource name.');
+  return name;
+}
+
+function issuePath(path: PropertyKey[]): string {
+  return ['resource', ...path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))].join('.').replace(/\.\[/g, '[');
+}
+
+export function validateInsert(body: unknown, zone: string, catalog: Catalog): ValidInsert {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GceError(400, Reason.ParseError, 'Invalid JSON payload received. Expected an object (the instance resource).');
+  const parsed = InstanceBody.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new GceError(400, Reason.Invalid, `Invalid value at '${issuePath(issue.path)}': ${issue.message}`);
+  }
+  const b = parsed.data;
+  if (!b.name) throw required('resource.name');
+  if (!NAME_PATTERN.test(b.name)) throw invalidField('resource.name', b.name, `Must be a match of regex '${NAME_PATTERN.source}'`);
+  if (!b.machineType) throw required('resource.machineType');
+
+  const zoneInfo = findZone(zone, catalog);
+  if (!zoneInfo) throw invalidField('zone', zone, 'Unknown zone.');
+  const machineTypeName = resourceName('resource.machineType', b.machineType, 'machineTypes', zone);
+  const machineType = machineTypesInZone(zone, catalog).find((m) => m.name === machineTypeName);
+  if (!machineType) throw invalidField('resource.machineType', b.machineType, `Machine type with name '${machineTypeName}' does not exist in zone '${zone}'.`);
+
+  // GPUs: built into A2/A3/G2, attached to N1 with guestAccelerators.
+  const attached = b.guestAccelerators ?? [];
+  if (attached.length > 1) throw invalidField('resource.guestAccelerators', attached.length, 'Only one accelerator type per instance is supported.');
+  let gpus: GpuRequest | undefined = machineType.builtIn ? { ...machineType.builtIn } : undefined;
+  if (attached.length === 1) {
+    const [acc] = attached;
+    const type = resourceName('resource.guestAccelerators[0].acceleratorType', acc.acceleratorType, 'acceleratorTypes', zone);
+    const info = catalog.accelerators[type];
+    if (!info || !zoneInfo.accelerators.includes(type)) {
+      throw invalidField('resource.guestAccelerators[0].acceleratorType', acc.acceleratorType, `Accelerator type '${type}' does not exist in zone '${zone}'.`);
+    }
+    if (machineType.builtIn) {
+      if (machineType.builtIn.type !== type || machineType.builtIn.count !== acc.acceleratorCount) {
+        throw invalidField('resource.guestAccelerators[0]', `${acc.acceleratorCount} x ${type}`, `Machine type ${machineType.name} comes with ${machineType.builtIn.count} x ${machineType.builtIn.type} and accepts no other accelerators.`);
+      }
+    } else if (acc.acceleratorCount > 0) {
+      if (!machineType.acceptsAttachedGpus) throw badRequest(`Machine type ${machineType.name} does not support accelerators.`);
+      if (!info.attachableCounts?.includes(acc.acceleratorCount)) {
+        throw invalidField('resource.guestAccelerators[0].acceleratorCount', acc.acceleratorCount, `${type} can be attached in counts of ${(info.attachableCounts ?? []).join(', ')}.`);
+      }
+      gpus = { type, count: acc.acceleratorCount };
+    }
+  }
+
+  // Scheduling: spot/preemptible rules, then the GPU live-migration rule.
+  const s = b.scheduling ?? {};
+  const model = s.provisioningModel;
+  if (model !== undefined && model !== 'SPOT' && model !== 'STANDARD') {
+    throw invalidField('resource.scheduling.provisioningModel', model, "Must be one of 'SPOT', 'STANDARD'.");
+  }
+  if (model === 'STANDARD' && s.preemptible === true) throw invalidField('resource.scheduling.preemptible', true, 'A STANDARD provisioning model cannot be preemptible.');
+  const spot = model === 'SPOT' || s.preemptible === true;
+  if (spot && s.automaticRestart === true) throw invalidField('resource.scheduling.automaticRestart', true, 'Preemptible instances cannot be automatically restarted.');
+  const onHostMaintenance = s.onHostMaintenance ?? (spot ? 'TERMINATE' : 'MIGRATE');
+  if (onHostMaintenance !== 'TERMINATE' && onHostMaintenance !== 'MIGRATE') {
+    throw invalidField('resource.scheduling.onHostMaintenance', onHostMaintenance, "Must be one of 'MIGRATE', 'TERMINATE'.");
+  }
+  if (spot && onHostMaintenance !== 'TERMINATE') throw invalidField('resource.scheduling.onHostMaintenance', onHostMaintenance, 'Preemptible instances must have onHostMaintenance set to TERMINATE.');
+  if (gpus && onHostMaintenance !== 'TERMINATE') throw badRequest('Instances with guest accelerators do not support live migration.');
+  const action = s.instanceTerminationAction ?? 'STOP';
+  if (action !== 'STOP' && action !== 'DELETE') throw invalidField('resource.scheduling.instanceTerminationAction', action, "Must be one of 'STOP', 'DELETE'.");
+
+  const labels = b.labels ?? {};
+  if (Object.keys(labels).length > MAX_LABELS) throw invalidField('resource.labels', Object.keys(labels).length, `At most ${MAX_LABELS} labels are allowed.`);
+  for (const [k, v] of Object.entries(labels)) {
+    if (!LABEL_KEY.test(k)) throw invalidField('resource.labels', k, `Label key '${k}' violates format constraints. The key must start with a lowercase character, can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
+    if (!LABEL_VALUE.test(v)) throw invalidField('resource.labels', v, `Label value '${v}' violates format constraints. The value can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
+  }
+
+  const metadata: Record<string, string> = {};
+  let metadataBytes = 0;
+  for (const [index, item] of (b.metadata?.items ?? []).entries()) {
+    if (!METADATA_KEY.test(item.key)) throw invalidField(`resource.metadata.items[${index}].key`, item.key, 'Metadata keys are 1-128 letters, digits, underscores and hyphens.');
+    if (item.key in metadata) throw invalidField('resource.metadata', item.key, `Duplicate metadata key '${item.key}'.`);
+    metadata[item.key] = item.value ?? '';
+    metadataBytes += Buffer.byteLength(item.key) + Buffer.byteLength(item.value ?? '');
+  }
+  if (metadataBytes > MAX_METADATA_BYTES) throw invalidField('resource.metadata', `${metadataBytes} bytes`, `Metadata may total at most ${MAX_METADATA_BYTES} bytes.`);
+
+  const scheduling = {
+    ...s,
+    provisioningModel: spot ? 'SPOT' : 'STANDARD',
+    preemptible: spot,
+    onHostMaintenance,
+    automaticRestart: s.automaticRestart ?? !spot,
+    ...(spot ? { instanceTerminationAction: action } : {}),
+  };
+  return {
+    name: b.name,
+    machineType: machineType.name,
+    gpus,
+    spot,
+    terminationAction: action,
+    labels: { ...labels },
+    metadata,
+    resource: { ...(body as Record<string, unknown>), scheduling },
+  };
+}

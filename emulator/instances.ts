@@ -1,0 +1,629 @@
+/**
+ * Instances: the lifecycle of emulated VMs, as GCE runs it.
+ *
+ *   insert -> PROVISIONING -> STAGING -> RUNNING (the startup script starts; insert op DONE)
+ *   stockout / quota -> no instance; the insert operation ends DONE with the error
+ *   preemption (spot): instance/preempted TRUE, STOPPING, SIGTERM to the process group,
+ *     notice period (30 s emulated), SIGKILL, TERMINATED (or deleted with
+ *     instanceTerminationAction DELETE), a compute.instances.preempted operation
+ *   delete: STOPPING, SIGTERM, grace period, SIGKILL, gone; the delete operation DONE
+ * A startup script that exits leaves the VM RUNNING (its guest OS is still up), as on GCE.
+ *
+ * Every deadline is in the state, so after an emulator restart the timers are re-armed,
+ * live process groups are adopted and their metadata servers come back on their ports.
+ */
+import { EventEmitter } from 'node:events';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pricePerHour, type Catalog } from '../config/catalog';
+import { closeSegment, openSegment } from './billing';
+import { capacityLimit, capacityUsed, metricOf, quotaLimit, quotaUsage } from './capacity';
+import type { Clock } from './clock';
+import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
+import { compileFilter } from './filter';
+import { newId } from './ids';
+import { validateInsert } from './instance-request';
+import { MetadataServer } from './metadata-server';
+import type { Operations } from './operations';
+import { instanceSelfLink, renderInstance } from './render';
+import type { Scheduler } from './scheduler';
+import type { SpotModel } from './spot-model';
+import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type InstanceRecord, type OperationRecord } from './types';
+import { groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
+
+export interface LifecycleTimings {
+  /** Emulated seconds in PROVISIONING. */
+  provisioningSeconds: number;
+  /** Emulated seconds in STAGING. */
+  stagingSeconds: number;
+  /** Emulated seconds a failing insert takes to report its error. */
+  failureSeconds: number;
+  /** GCE's preemption notice, emulated seconds (30 on GCE). */
+  preemptionNoticeSeconds: number;
+  /** Emulated seconds a deleted or stopped guest gets between SIGTERM and SIGKILL. */
+  stopGraceSeconds: number;
+}
+
+export const DEFAULT_TIMINGS: LifecycleTimings = {
+  provisioningSeconds: 3,
+  stagingSeconds: 2,
+  failureSeconds: 2,
+  preemptionNoticeSeconds: 30,
+  stopGraceSeconds: 30,
+};
+
+/** Real milliseconds between checks whether a stopping guest has exited on its own. */
+const EXIT_POLL_MS = 100;
+/** Real milliseconds between checks whether a running guest's startup script has exited. */
+const RUNNING_POLL_MS = 1000;
+/** The emulator's project number (GCE's metadata names projects by number). */
+export const PROJECT_NUMBER = '123456789012';
+
+export interface InstancesOptions {
+  state: EmulatorState;
+  persist: () => void;
+  catalog: Catalog;
+  clock: Clock;
+  operations: Operations;
+  scheduler: Scheduler;
+  spotModel: SpotModel;
+  timings: LifecycleTimings;
+  stateDir: string;
+  log: (line: string) => void;
+}
+
+function keyOf(i: { project: string; zone: string; name: string }): string {
+  return `${i.project}/${i.zone}/${i.name}`;
+}
+
+export class Instances {
+  private readonly events = new EventEmitter();
+  private readonly metadataServers = new Map<string, MetadataServer>();
+  private readonly busy = new Set<string>();
+  private runningPoll?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly o: InstancesOptions) {
+    this.events.setMaxListeners(0);
+  }
+
+  private get state(): EmulatorState {
+    return this.o.state;
+  }
+
+  private now(): number {
+    return this.o.clock.now();
+  }
+
+  private at(emulatedSecondsFromNow: number): number {
+    return this.now() + this.o.clock.realMs(emulatedSecondsFromNow);
+  }
+
+  private changed(i: InstanceRecord): void {
+    this.o.persist();
+    this.events.emit(keyOf(i));
+  }
+
+  find(project: string, zone: string, name: string): InstanceRecord | undefined {
+    return this.state.instances.find((i) => i.name === name && i.zone === zone && i.project === project);
+  }
+
+  get(project: string, zone: string, name: string): InstanceRecord {
+    const i = this.find(project, zone, name);
+    if (!i) throw notFound(`projects/${project}/zones/${zone}/instances/${name}`);
+    return i;
+  }
+
+  list(project: string, zone: string, filter?: string): InstanceRecord[] {
+    const matches = compileFilter(filter);
+    return this.state.instances.filter((i) => i.project === project && i.zone === zone && matches(renderInstance(i)));
+  }
+
+  all(): InstanceRecord[] {
+    return this.state.instances;
+  }
+
+  // --- insert ------------------------------------------------------------------------
+
+  insert(project: string, zone: string, body: unknown): OperationRecord {
+    const { catalog } = this.o;
+    const req = validateInsert(body, zone, catalog);
+    if (this.find(project, zone, req.name)) throw alreadyExists(`projects/${project}/zones/${zone}/instances/${req.name}`);
+    const now = this.now();
+    const id = newId();
+    const region = catalog.regions[this.regionOf(zone)]?.name ?? this.regionOf(zone);
+    const op = this.o.operations.create({ project, zone, type: OperationType.Insert, targetLink: instanceSelfLink(project, zone, req.name), targetId: id, nowMs: now });
+
+    const probe = { gpus: req.gpus, provisioningModel: req.spot ? ('SPOT' as const) : ('STANDARD' as const) };
+    const failure = this.admissionFailure(project, zone, region, probe);
+    if (failure) {
+      op.failAtMs = this.at(this.o.timings.failureSeconds);
+      op.error = failure.errors;
+      op.httpErrorStatusCode = failure.httpStatus;
+      this.o.persist();
+      this.armOperationFailure(op);
+      this.o.log(`insert ${project}/${zone}/${req.name}: ${failure.errors[0].code}`);
+      return op;
+    }
+
+    const dir = join(this.o.stateDir, 'instances', project.replace(/:/g, '_'), zone, req.name);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const instance: InstanceRecord = {
+      project,
+      zone,
+      region,
+      name: req.name,
+      id,
+      creationMs: now,
+      status: InstanceStatus.Provisioning,
+      resource: req.resource,
+      machineType: req.machineType,
+      gpus: req.gpus,
+      provisioningModel: probe.provisioningModel,
+      terminationAction: req.terminationAction,
+      labels: req.labels,
+      metadata: req.metadata,
+      guestAttributesEnabled: String(req.metadata['enable-guest-attributes'] ?? '').toUpperCase() === 'TRUE',
+      guestAttributes: {},
+      preempted: false,
+      stagingAtMs: this.at(this.o.timings.provisioningSeconds),
+      runningAtMs: this.at(this.o.timings.provisioningSeconds + this.o.timings.stagingSeconds),
+      insertOperation: op.name,
+      vm: { dir },
+    };
+    this.state.instances.push(instance);
+    op.progress = 10;
+    this.changed(instance);
+    this.armBoot(instance);
+    this.o.log(`insert ${keyOf(instance)} (${instance.machineType}${instance.gpus ? `, ${instance.gpus.count} x ${instance.gpus.type}` : ''}, ${instance.provisioningModel})`);
+    return op;
+  }
+
+  private regionOf(zone: string): string {
+    for (const r of Object.values(this.o.catalog.regions)) if (r.zones.some((z) => z.name === zone)) return r.name;
+    return zone.replace(/-[a-z]$/, '');
+  }
+
+  /** Quota first, then capacity, as GCE checks them; both reported in the operation. */
+  private admissionFailure(project: string, zone: string, region: string, probe: Pick<InstanceRecord, 'gpus' | 'provisioningModel'>): { errors: OperationRecord['error'] & object; httpStatus: number } | undefined {
+    const { state } = this;
+    const { catalog } = this.o;
+    const spot = probe.provisioningModel === 'SPOT';
+    if (probe.gpus) {
+      const metric = metricOf(probe, catalog);
+      if (metric) {
+        const limit = quotaLimit(state, catalog, project, region, metric);
+        const usage = quotaUsage(state, catalog, project, region, metric);
+        if (usage + probe.gpus.count > limit) {
+          return {
+            httpStatus: 403,
+            errors: [
+              {
+                code: 'QUOTA_EXCEEDED',
+                message: `Quota '${metric}' exceeded.  Limit: ${limit.toFixed(1)} in region ${region}.`,
+                errorDetails: [
+                  {
+                    quotaInfo: { metricName: `compute.googleapis.com/${metric.toLowerCase()}`, limitName: `${metric}-per-project-region`, dimensions: { region }, limit },
+                  },
+                ],
+              },
+            ],
+          };
+        }
+      }
+    }
+    const stockout = () => ({
+      httpStatus: 503,
+      errors: [{ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', message: `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.` }],
+    });
+    if (spot && !this.o.spotModel.spotAvailable(zone, probe.gpus)) return stockout();
+    if (probe.gpus) {
+      const limit = capacityLimit(state, catalog, zone, probe.gpus.type, spot);
+      if (capacityUsed(state, zone, probe.gpus.type, spot) + probe.gpus.count > limit) return stockout();
+    }
+    return undefined;
+  }
+
+  private armOperationFailure(op: OperationRecord): void {
+    if (op.failAtMs === undefined) return;
+    const errors = op.error ?? [];
+    const httpStatus = op.httpErrorStatusCode ?? 400;
+    this.o.scheduler.at(`op:${op.name}`, op.failAtMs, () => this.o.operations.finish(op, this.now(), { errors, httpStatus }));
+  }
+
+  /** Arms the next boot step of a PROVISIONING or STAGING instance. */
+  private armBoot(i: InstanceRecord): void {
+    const key = `boot:${keyOf(i)}`;
+    if (i.status === InstanceStatus.Provisioning) {
+      this.o.scheduler.at(key, i.stagingAtMs ?? this.now(), () => {
+        if (i.status !== InstanceStatus.Provisioning || !this.state.instances.includes(i)) return;
+        i.status = InstanceStatus.Staging;
+        const op = this.o.operations.byName(i.insertOperation);
+        if (op && op.status !== OperationStatus.Done) op.progress = 50;
+        this.changed(i);
+        this.armBoot(i);
+      });
+    } else if (i.status === InstanceStatus.Staging) {
+      this.o.scheduler.at(key, i.runningAtMs ?? this.now(), () => void this.boot(i).catch((err: Error) => this.o.log(`boot ${keyOf(i)} failed: ${err.message}`)));
+    }
+  }
+
+  /** STAGING -> RUNNING: the metadata server comes up, then the guest starts. */
+  private async boot(i: InstanceRecord): Promise<void> {
+    if (i.status !== InstanceStatus.Staging || !this.state.instances.includes(i) || this.busy.has(keyOf(i))) return;
+    this.busy.add(keyOf(i));
+    try {
+      const server = await this.serveMetadata(i);
+      if (this.closed || i.status !== InstanceStatus.Staging || !this.state.instances.includes(i)) {
+        await server.close();
+        return;
+      }
+      const now = this.now();
+      i.vm.metadataPort = server.port;
+      const script = i.metadata['startup-script'];
+      if (script !== undefined) {
+        const spawned = startVm(i.vm.dir, script, this.guestEnv(i, server.port));
+        i.vm.pid = spawned.pid;
+        i.vm.pgid = spawned.pgid;
+        i.vm.startedAtMs = now;
+      }
+      i.status = InstanceStatus.Running;
+      i.lastStartMs = now;
+      openSegment(this.state, i, now, this.priceOf(i), this.o.clock.timeFactor);
+      const op = this.o.operations.byName(i.insertOperation);
+      this.changed(i);
+      if (op) this.o.operations.finish(op, now);
+      this.armRunningPoll();
+      if (i.preemptAtMs !== undefined) this.armPreemption(i);
+      this.o.log(`running ${keyOf(i)}${i.vm.pgid ? ` (pgid ${i.vm.pgid}, metadata 127.0.0.1:${server.port})` : ' (no startup-script)'}`);
+    } finally {
+      this.busy.delete(keyOf(i));
+    }
+  }
+
+  private guestEnv(i: InstanceRecord, metadataPort: number): Record<string, string> {
+    const tmp = join(i.vm.dir, 'tmp');
+    mkdirSync(tmp, { recursive: true });
+    return {
+      // The emulator's node and the usual tools; nothing else of the emulator's environment.
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
+      HOME: i.vm.dir,
+      TMPDIR: tmp,
+      LANG: 'C.UTF-8',
+      GCE_METADATA_HOST: `127.0.0.1:${metadataPort}`,
+      GCE_METADATA_IP: `127.0.0.1:${metadataPort}`,
+      STERNA_EMULATOR: '1',
+    };
+  }
+
+  private serveMetadata(i: InstanceRecord): Promise<MetadataServer> {
+    const key = keyOf(i);
+    const existing = this.metadataServers.get(key);
+    if (existing) return Promise.resolve(existing);
+    const view = {
+      instance: () => (this.state.instances.includes(i) ? i : undefined),
+      projectNumber: PROJECT_NUMBER,
+      setGuestAttribute: (namespace: string, k: string, value: string | undefined) => {
+        if (value === undefined) delete i.guestAttributes[namespace]?.[k];
+        else (i.guestAttributes[namespace] ??= {})[k] = value;
+        this.changed(i);
+      },
+      onChange: (listener: () => void) => {
+        this.events.on(key, listener);
+        return () => void this.events.off(key, listener);
+      },
+    };
+    const start = async (port: number) => {
+      const server = await MetadataServer.start(view, port);
+      this.metadataServers.set(key, server);
+      return server;
+    };
+    // An adopted VM knows its metadata server by port: get the same one back if we can.
+    return start(i.vm.metadataPort ?? 0).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE' || !i.vm.metadataPort) throw err;
+      this.o.log(`metadata port ${i.vm.metadataPort} of ${key} is taken; its guest cannot reach the metadata server any more`);
+      return start(0);
+    });
+  }
+
+  private priceOf(i: InstanceRecord): number {
+    const spot = i.provisioningModel === 'SPOT';
+    const modelPrice = spot ? this.o.spotModel.spotPrice(i.zone, i.gpus) : undefined;
+    return modelPrice ?? pricePerHour({ region: i.region, machineType: i.machineType, accelerator: i.gpus?.type, count: i.gpus?.count, spot }, this.o.catalog) ?? 0;
+  }
+
+  /** Re-prices running spot VMs (trace replay changes spot prices tick by tick). */
+  reprice(): void {
+    const now = this.now();
+    let any = false;
+    for (const i of this.state.instances) {
+      if (i.provisioningModel !== 'SPOT' || (i.status !== InstanceStatus.Running && i.status !== InstanceStatus.Stopping)) continue;
+      openSegment(this.state, i, now, this.priceOf(i), this.o.clock.timeFactor);
+      any = true;
+    }
+    if (any) this.o.persist();
+  }
+
+  /** Notices startup scripts that have exited (the VM stays RUNNING; the exit code is recorded). */
+  private armRunningPoll(): void {
+    if (this.runningPoll || this.closed) return;
+    this.runningPoll = setInterval(() => {
+      let live = false;
+      for (const i of this.state.instances) {
+        if (i.status !== InstanceStatus.Running || !i.vm.pgid || i.vm.exitedAtMs !== undefined) continue;
+        if (groupAlive(i.vm.pgid)) {
+          live = true;
+          continue;
+        }
+        i.vm.exitedAtMs = this.now();
+        i.vm.exitCode = readExitCode(i.vm.dir);
+        this.o.log(`guest of ${keyOf(i)} exited (${i.vm.exitCode ?? 'no status'}); the VM stays RUNNING`);
+        this.changed(i);
+      }
+      if (!live && this.runningPoll) {
+        clearInterval(this.runningPoll);
+        this.runningPoll = undefined;
+      }
+    }, RUNNING_POLL_MS);
+    this.runningPoll.unref();
+  }
+
+  // --- stopping: preemption and delete --------------------------------------------------
+
+  /** Preempts a spot VM now, or schedules it `afterSeconds` emulated seconds from now. */
+  preempt(i: InstanceRecord, why: string, afterSeconds?: number): { preemptAt: string } {
+    if (i.provisioningModel !== 'SPOT') throw badRequest(`Instance ${i.name} is not a spot (preemptible) VM; GCE never preempts it.`);
+    if (afterSeconds !== undefined && afterSeconds > 0) {
+      i.preemptAtMs = this.at(afterSeconds);
+      this.o.persist();
+      this.armPreemption(i, why);
+      return { preemptAt: new Date(i.preemptAtMs).toISOString() };
+    }
+    if (i.status !== InstanceStatus.Running) {
+      throw new GceError(409, Reason.ResourceNotReady, `Instance ${i.name} is ${i.status}; only a RUNNING VM can be preempted now (or pass afterSeconds).`);
+    }
+    this.beginStop(i, StopReason.Preempted, this.o.timings.preemptionNoticeSeconds);
+    this.o.log(`preempted ${keyOf(i)}: ${why}`);
+    return { preemptAt: new Date(this.now()).toISOString() };
+  }
+
+  private armPreemption(i: InstanceRecord, why = 'scheduled preemption'): void {
+    if (i.preemptAtMs === undefined) return;
+    this.o.scheduler.at(`preempt:${keyOf(i)}`, i.preemptAtMs, () => {
+      if (!this.state.instances.includes(i)) return;
+      if (i.status === InstanceStatus.Provisioning || i.status === InstanceStatus.Staging) return; // boot() re-arms it
+      i.preemptAtMs = undefined;
+      if (i.status === InstanceStatus.Running) {
+        this.beginStop(i, StopReason.Preempted, this.o.timings.preemptionNoticeSeconds);
+        this.o.log(`preempted ${keyOf(i)}: ${why}`);
+      } else {
+        this.o.persist();
+      }
+    });
+  }
+
+  /** Spot VMs the models may preempt. */
+  liveSpot(): InstanceRecord[] {
+    return this.state.instances.filter((i) => i.provisioningModel === 'SPOT' && i.status === InstanceStatus.Running);
+  }
+
+  delete(project: string, zone: string, name: string): OperationRecord {
+    const i = this.get(project, zone, name);
+    const now = this.now();
+    const op = this.o.operations.create({ project, zone, type: OperationType.Delete, targetLink: instanceSelfLink(project, zone, name), targetId: i.id, nowMs: now });
+    i.pendingOperations = [...(i.pendingOperations ?? []), op.name];
+    switch (i.status) {
+      case InstanceStatus.Provisioning:
+      case InstanceStatus.Staging: {
+        // Deleted while booting: the insert completes (the VM existed), then it is gone.
+        this.o.scheduler.cancel(`boot:${keyOf(i)}`);
+        const insert = this.o.operations.byName(i.insertOperation);
+        if (insert) this.o.operations.finish(insert, now);
+        this.remove(i, now);
+        break;
+      }
+      case InstanceStatus.Running:
+        this.beginStop(i, StopReason.Deleted, this.o.timings.stopGraceSeconds);
+        break;
+      case InstanceStatus.Stopping:
+        i.stopReason = StopReason.Deleted;
+        this.changed(i);
+        break;
+      case InstanceStatus.Terminated:
+        this.remove(i, now);
+        break;
+    }
+    this.o.log(`delete ${keyOf(i)} (was ${i.status})`);
+    return op;
+  }
+
+  /** RUNNING -> STOPPING: preempted flag first (so the guest's SIGTERM handler sees TRUE), then SIGTERM. */
+  private beginStop(i: InstanceRecord, reason: StopReason, graceSeconds: number): void {
+    const now = this.now();
+    i.status = InstanceStatus.Stopping;
+    i.stoppingSinceMs = now;
+    i.stopReason = reason;
+    i.killAtMs = this.at(graceSeconds);
+    if (reason === StopReason.Preempted) {
+      i.preempted = true;
+      const op = this.o.operations.create({
+        project: i.project,
+        zone: i.zone,
+        type: OperationType.Preempted,
+        targetLink: instanceSelfLink(i.project, i.zone, i.name),
+        targetId: i.id,
+        user: 'system',
+        nowMs: now,
+      });
+      op.statusMessage = 'Instance was preempted.';
+      this.o.operations.finish(op, now);
+    }
+    this.changed(i);
+    signalGroup(i.vm.pgid, 'SIGTERM');
+    this.armStop(i);
+  }
+
+  private armStop(i: InstanceRecord): void {
+    const key = keyOf(i);
+    this.o.scheduler.at(`kill:${key}`, i.killAtMs ?? this.now(), () => this.finishStop(i));
+    const poll = () => {
+      if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
+      if (!groupAlive(i.vm.pgid)) this.finishStop(i);
+      else this.o.scheduler.at(`exit:${key}`, this.now() + EXIT_POLL_MS, poll);
+    };
+    poll();
+  }
+
+  /** SIGKILL whatever is left, then TERMINATED (or gone). */
+  private finishStop(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
+    const key = keyOf(i);
+    this.o.scheduler.cancel(`kill:${key}`);
+    this.o.scheduler.cancel(`exit:${key}`);
+    if (groupAlive(i.vm.pgid)) {
+      signalGroup(i.vm.pgid, 'SIGKILL');
+      i.vm.killed = true;
+    }
+    const now = this.now();
+    i.vm.exitedAtMs ??= now;
+    i.vm.exitCode ??= readExitCode(i.vm.dir);
+    closeSegment(this.state, i, now);
+    i.lastStopMs = now;
+    void this.metadataServers.get(key)?.close();
+    this.metadataServers.delete(key);
+    if (i.stopReason === StopReason.Deleted || (i.stopReason === StopReason.Preempted && i.terminationAction === 'DELETE')) {
+      this.remove(i, now);
+      return;
+    }
+    i.status = InstanceStatus.Terminated;
+    i.killAtMs = undefined;
+    this.finishPending(i, now);
+    this.changed(i);
+    this.o.log(`terminated ${key}${i.preempted ? ' (preempted)' : ''}`);
+  }
+
+  private finishPending(i: InstanceRecord, now: number): void {
+    for (const name of i.pendingOperations ?? []) {
+      const op = this.o.operations.byName(name);
+      if (op) this.o.operations.finish(op, now);
+    }
+    i.pendingOperations = [];
+  }
+
+  private remove(i: InstanceRecord, now: number): void {
+    const key = keyOf(i);
+    for (const prefix of ['boot', 'kill', 'exit', 'preempt']) this.o.scheduler.cancel(`${prefix}:${key}`);
+    closeSegment(this.state, i, now);
+    void this.metadataServers.get(key)?.close();
+    this.metadataServers.delete(key);
+    this.state.instances = this.state.instances.filter((x) => x !== i);
+    this.finishPending(i, now);
+    this.o.persist();
+    this.events.emit(key);
+    this.o.log(`deleted ${key}`);
+  }
+
+  // --- guest attributes and serial port ---------------------------------------------------
+
+  guestAttributes(i: InstanceRecord, queryPath?: string, variableKey?: string): Record<string, unknown> {
+    const selfLink = `${instanceSelfLink(i.project, i.zone, i.name)}/guestAttributes/${variableKey ?? queryPath ?? ''}`;
+    const missing = () => notFound(`projects/${i.project}/zones/${i.zone}/instances/${i.name}/guestAttributes/${variableKey ?? queryPath ?? ''}`);
+    if (!i.guestAttributesEnabled) throw missing();
+    if (variableKey) {
+      const [namespace, key, ...rest] = variableKey.split('/');
+      const value = rest.length === 0 && key ? i.guestAttributes[namespace]?.[key] : undefined;
+      if (value === undefined) throw missing();
+      return { kind: 'compute#guestAttributes', variableKey, variableValue: value, selfLink };
+    }
+    const path = queryPath ?? '';
+    const [namespace, key] = path.split('/');
+    const items: { namespace: string; key: string; value: string }[] = [];
+    for (const [ns, values] of Object.entries(i.guestAttributes)) {
+      if (namespace && ns !== namespace) continue;
+      for (const [k, value] of Object.entries(values)) if (!key || k === key) items.push({ namespace: ns, key: k, value });
+    }
+    if (items.length === 0) throw missing();
+    return { kind: 'compute#guestAttributes', queryPath: path, queryValue: { items }, selfLink };
+  }
+
+  serialPort(i: InstanceRecord, start: number): Record<string, unknown> {
+    const out = readSerial(i.vm.dir, start);
+    return { kind: 'compute#serialPortOutput', contents: out.contents, start: String(out.start), next: String(out.next), selfLink: `${instanceSelfLink(i.project, i.zone, i.name)}/serialPort` };
+  }
+
+  // --- restart and shutdown ---------------------------------------------------------------
+
+  /** After a restart: re-arms every pending step and adopts live guests. */
+  async resume(): Promise<void> {
+    for (const op of this.state.operations) if (op.failAtMs !== undefined && op.status !== OperationStatus.Done) this.armOperationFailure(op);
+    for (const i of [...this.state.instances]) {
+      i.pendingOperations ??= [];
+      switch (i.status) {
+        case InstanceStatus.Provisioning:
+        case InstanceStatus.Staging:
+          this.armBoot(i);
+          break;
+        case InstanceStatus.Running:
+          if (i.vm.pgid && i.vm.exitedAtMs === undefined && groupAlive(i.vm.pgid)) {
+            await this.serveMetadata(i);
+            this.o.log(`adopted ${keyOf(i)} (pgid ${i.vm.pgid}, metadata 127.0.0.1:${i.vm.metadataPort})`);
+            this.armRunningPoll();
+          } else if (i.vm.pgid && i.vm.exitedAtMs === undefined) {
+            i.vm.exitedAtMs = this.now();
+            i.vm.exitCode = readExitCode(i.vm.dir);
+          }
+          if (i.preemptAtMs !== undefined) this.armPreemption(i);
+          break;
+        case InstanceStatus.Stopping:
+          if (groupAlive(i.vm.pgid)) await this.serveMetadata(i);
+          this.armStop(i);
+          break;
+        case InstanceStatus.Terminated:
+          break;
+      }
+    }
+    // Operations whose instance vanished while the emulator was down cannot stay RUNNING.
+    const now = this.now();
+    for (const op of this.state.operations) {
+      if (op.status === OperationStatus.Done || op.failAtMs !== undefined) continue;
+      const owner = this.state.instances.find((i) => i.insertOperation === op.name || i.pendingOperations?.includes(op.name));
+      if (!owner) this.o.operations.finish(op, now);
+    }
+    this.o.persist();
+  }
+
+  /**
+   * Stops serving. VMs keep running unless `killVms`: then every guest is SIGKILLed
+   * and its instance TERMINATED (billing closed), so tests leave nothing behind.
+   */
+  async close(killVms: boolean): Promise<void> {
+    this.closed = true;
+    if (this.runningPoll) clearInterval(this.runningPoll);
+    if (killVms) {
+      const now = this.now();
+      for (const i of this.state.instances) {
+        if (signalGroup(i.vm.pgid, 'SIGKILL')) i.vm.killed = true;
+        if (i.status === InstanceStatus.Running || i.status === InstanceStatus.Stopping) {
+          closeSegment(this.state, i, now);
+          i.status = InstanceStatus.Terminated;
+          i.lastStopMs = now;
+          i.vm.exitedAtMs ??= now;
+        }
+      }
+      await waitForGroupsGone(this.state.instances.map((i) => i.vm.pgid));
+    }
+    await Promise.all([...this.metadataServers.values()].map((s) => s.close()));
+    this.metadataServers.clear();
+    this.o.persist();
+  }
+}
+
+async function waitForGroupsGone(pgids: (number | undefined)[], timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let live = pgids.filter((p): p is number => p !== undefined && groupAlive(p));
+  while (live.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    live = live.filter((p) => groupAlive(p));
+  }
+}

@@ -1,0 +1,253 @@
+/**
+ * The emulator's HTTP server: the GCE API under /compute/v1/, the admin API under
+ * /emulator/v1/, GCE-style JSON errors everywhere else. `startEmulator` runs it
+ * in-process (tests, the demo); `emulator/main.ts` is the command line.
+ *
+ *   const emu = await startEmulator({ port: 0, stateDir, timeFactor: 10 });
+ *   // clients: { apiEndpoint: '127.0.0.1', port: emu.port, protocol: 'http', ... }
+ *   await emu.close();                  // VMs keep running, state stays on disk
+ *   await emu.close({ killVms: true }); // tests: nothing left behind
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { join, resolve } from 'node:path';
+import { allZones, defaultCatalog, type Catalog } from '../config/catalog';
+import { ADMIN_PREFIX, handleAdmin } from './admin';
+import { Clock } from './clock';
+import { handleCompute } from './compute-api';
+import { asGceError, GceError, Reason } from './errors';
+import { faultError, Faults } from './faults';
+import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
+import { DEFAULT_TIMINGS, Instances, type LifecycleTimings } from './instances';
+import { Operations } from './operations';
+import { Scheduler } from './scheduler';
+import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
+import { StateStore } from './state-store';
+import { loadTrace, traceCatalog, type Trace } from './trace';
+
+export interface EmulatorOptions {
+  /** Loopback port; 0 (the default) picks a free one. */
+  port?: number;
+  /** Interface to listen on; loopback unless you mean otherwise. */
+  host?: string;
+  /** Where state, instance directories and the log live. Reusing it resumes the emulator. */
+  stateDir: string;
+  /** Emulated time runs this many times faster than real time (default 1). */
+  timeFactor?: number;
+  /** A spot availability trace (file path or parsed) to replay. */
+  trace?: string | Trace;
+  /** Trace tick at emulated time 0 (default 0). */
+  traceStartTick?: number;
+  /** Seed of the random spot model and of fault injection (default 1). */
+  seed?: number;
+  /** Random spot model parameters; without them spot capacity is calm (always there, no preemptions). */
+  spot?: Partial<Omit<RandomSpotOptions, 'seed'>>;
+  /** Lifecycle durations (emulated seconds). */
+  timings?: Partial<LifecycleTimings>;
+  /** Longest real time `operations.wait` holds a call (default 20 s; GCE's is about 2 minutes). */
+  operationWaitSeconds?: number;
+  /** The catalog to serve (default config/catalog.ts; a trace adjusts it). */
+  catalog?: Catalog;
+  /** Log sink; by default lines go to <stateDir>/emulator.log. */
+  log?: (line: string) => void;
+}
+
+export interface EmulatorHandle {
+  /** http://127.0.0.1:<port> */
+  endpoint: string;
+  host: string;
+  port: number;
+  stateDir: string;
+  timeFactor: number;
+  /** The catalog being served (with a trace's zones, if any). */
+  catalog: Catalog;
+  spotModel: SpotModel['kind'];
+  /**
+   * Stops serving and persists the state. VMs keep running (they outlive the emulator,
+   * as real VMs do) unless `killVms`, which SIGKILLs every guest and marks it TERMINATED.
+   */
+  close(options?: { killVms?: boolean }): Promise<void>;
+}
+
+const LOCK_FILE = 'emulator.lock';
+const openStateDirs = new Set<string>();
+
+function takeLock(stateDir: string): void {
+  const file = join(stateDir, LOCK_FILE);
+  if (openStateDirs.has(stateDir)) throw new Error(`an emulator in this process already uses ${stateDir}`);
+  if (existsSync(file)) {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    let alive = false;
+    if (pid > 0 && pid !== process.pid) {
+      try {
+        process.kill(pid, 0);
+        alive = true;
+      } catch {
+        alive = false;
+      }
+    }
+    if (alive) throw new Error(`state dir ${stateDir} is in use by the emulator with pid ${pid}`);
+  }
+  writeFileSync(file, String(process.pid));
+  openStateDirs.add(stateDir);
+}
+
+function releaseLock(stateDir: string): void {
+  openStateDirs.delete(stateDir);
+  rmSync(join(stateDir, LOCK_FILE), { force: true });
+}
+
+function chooseSpotModel(options: EmulatorOptions, trace: Trace | undefined, state: ReturnType<StateStore['load']>, clock: Clock, catalog: Catalog): SpotModel {
+  if (trace) return new TraceSpotModel(trace, state, clock, options.traceStartTick ?? 0);
+  const spot = options.spot ?? {};
+  const random = (spot.meanUpHours !== undefined && Number.isFinite(spot.meanUpHours)) || (spot.preemptionsPerHour ?? 0) > 0;
+  if (!random) return new CalmSpotModel();
+  return new RandomSpotModel(
+    { seed: options.seed ?? 1, meanUpHours: spot.meanUpHours ?? Infinity, meanDownHours: spot.meanDownHours ?? 1, preemptionsPerHour: spot.preemptionsPerHour ?? 0, stepSeconds: spot.stepSeconds },
+    state,
+    clock,
+    allZones(catalog).map((z) => z.name),
+  );
+}
+
+export async function startEmulator(options: EmulatorOptions): Promise<EmulatorHandle> {
+  const stateDir = resolve(options.stateDir);
+  mkdirSync(stateDir, { recursive: true });
+  takeLock(stateDir);
+  try {
+    return await start(options, stateDir);
+  } catch (err) {
+    releaseLock(stateDir);
+    throw err;
+  }
+}
+
+async function start(options: EmulatorOptions, stateDir: string): Promise<EmulatorHandle> {
+  const logFile = join(stateDir, 'emulator.log');
+  const log = options.log ?? ((line: string) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`));
+  const clock = new Clock(options.timeFactor ?? 1);
+  const trace = typeof options.trace === 'string' ? loadTrace(options.trace, options.catalog ?? defaultCatalog) : options.trace;
+  const catalog = trace ? traceCatalog(trace, options.catalog ?? defaultCatalog) : (options.catalog ?? defaultCatalog);
+  const store = new StateStore(stateDir);
+  const state = store.load(clock.now());
+  const persist = () => store.save(state);
+  const scheduler = new Scheduler((err) => log(`timer failed: ${(err as Error)?.stack ?? String(err)}`));
+  const operations = new Operations(state, persist);
+  const spotModel = chooseSpotModel(options, trace, state, clock, catalog);
+  const instances = new Instances({ state, persist, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log });
+  const faults = new Faults(options.seed ?? 1);
+  const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
+  const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
+  const adminCtx = { state, catalog, clock, instances, faults, spotModel, persist };
+
+  const pendingHangs = new Set<() => void>();
+  const hang = (ms: number) =>
+    new Promise<void>((resolveHang) => {
+      const done = () => {
+        clearTimeout(timer);
+        pendingHangs.delete(done);
+        resolveHang();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      pendingHangs.add(done);
+    });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const method = req.method ?? 'GET';
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://emulator.local');
+    } catch {
+      throw new GceError(400, Reason.Invalid, 'Malformed request URL');
+    }
+    const pathname = url.pathname;
+    if (pathname.startsWith('/compute/v1/')) {
+      const segments = pathSegments(pathname).slice(2);
+      const fault = faults.pick(method, pathname);
+      if (fault) {
+        if (fault.hangMs) await hang(fault.hangMs);
+        if (fault.status) {
+          req.resume();
+          return sendError(res, faultError(fault.status));
+        }
+      }
+      const text = await readBody(req);
+      const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? parseJson(text) : undefined;
+      const result = await handleCompute(computeCtx, { method, segments, query: url.searchParams, body });
+      return sendJson(res, result.status, result.body);
+    }
+    if (pathname === ADMIN_PREFIX || pathname.startsWith(`${ADMIN_PREFIX}/`)) {
+      const segments = pathSegments(pathname).slice(2);
+      const body = parseJson(await readBody(req));
+      const result = await handleAdmin(adminCtx, method, segments, url.searchParams, body);
+      return sendJson(res, result.status, result.body);
+    }
+    req.resume();
+    throw new GceError(404, Reason.NotFound, `The requested URL ${pathname.slice(0, 200)} was not found on this server.`);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const gce = asGceError(err);
+      if (gce.status >= 500) log(`internal error on ${req.method} ${req.url}: ${(err as Error)?.stack ?? String(err)}`);
+      req.resume();
+      sendError(res, gce);
+    });
+  });
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolveListen();
+    });
+  });
+
+  try {
+    await instances.resume();
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  spotModel.start({
+    liveSpotInstances: () => instances.liveSpot(),
+    preempt: (i, why) => void (i.status === 'RUNNING' ? instances.preempt(i, why) : undefined),
+    repriced: () => instances.reprice(),
+    persist,
+  });
+  persist();
+  const port = (server.address() as { port: number }).port;
+  log(`listening on http://${host}:${port} (time factor ${clock.timeFactor}, spot model ${spotModel.kind}${trace ? ` ${trace.name}` : ''}, state ${stateDir})`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    endpoint: `http://${host}:${port}`,
+    host,
+    port,
+    stateDir,
+    timeFactor: clock.timeFactor,
+    catalog,
+    spotModel: spotModel.kind,
+    close(closeOptions = {}) {
+      closing ??= (async () => {
+        spotModel.stop();
+        scheduler.close();
+        operations.releaseWaiters();
+        for (const done of [...pendingHangs]) done();
+        await new Promise<void>((resolveClose) => {
+          server.close(() => resolveClose());
+          server.closeAllConnections();
+        });
+        await instances.close(closeOptions.killVms ?? false);
+        persist();
+        log(`closed${closeOptions.killVms ? ' (VMs killed)' : ' (VMs left running)'}`);
+        releaseLock(stateDir);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * The emulator's durable state: everything a restart must not lose. Times are real
+ * wall-clock epoch milliseconds (as GCE's timestamps are); emulated durations are
+ * derived with the time factor (see clock.ts).
+ */
+import type { ProvisioningModel } from '../config/catalog';
+
+export const InstanceStatus = {
+  Provisioning: 'PROVISIONING',
+  Staging: 'STAGING',
+  Running: 'RUNNING',
+  Stopping: 'STOPPING',
+  Terminated: 'TERMINATED',
+} as const;
+export type InstanceStatus = (typeof InstanceStatus)[keyof typeof InstanceStatus];
+
+export const OperationStatus = { Pending: 'PENDING', Running: 'RUNNING', Done: 'DONE' } as const;
+export type OperationStatus = (typeof OperationStatus)[keyof typeof OperationStatus];
+
+export const OperationType = {
+  Insert: 'insert',
+  Delete: 'delete',
+  Stop: 'stop',
+  Preempted: 'compute.instances.preempted',
+} as const;
+export type OperationType = (typeof OperationType)[keyof typeof OperationType];
+
+/** Why an instance is leaving RUNNING. */
+export const StopReason = { Preempted: 'preempted', Deleted: 'deleted', Stopped: 'stopped' } as const;
+export type StopReason = (typeof StopReason)[keyof typeof StopReason];
+
+export interface GpuRequest {
+  type: string;
+  count: number;
+}
+
+/** The local process group that is the VM's guest. */
+export interface VmProcess {
+  /** The instance's own directory: the startup script's cwd and HOME. */
+  dir: string;
+  pid?: number;
+  /** Process group id (= pid of the detached wrapper). */
+  pgid?: number;
+  /** The per-VM metadata server's port, kept across emulator restarts. */
+  metadataPort?: number;
+  startedAtMs?: number;
+  /** When the emulator saw the group gone. */
+  exitedAtMs?: number;
+  /** The startup script's exit status, when it exited on its own (or after SIGTERM). */
+  exitCode?: number;
+  /** Set when the emulator had to SIGKILL the group. */
+  killed?: boolean;
+}
+
+export interface InstanceRecord {
+  project: string;
+  zone: string;
+  region: string;
+  name: string;
+  id: string;
+  creationMs: number;
+  status: InstanceStatus;
+  /** The request body as accepted (fields not modelled are echoed back from here). */
+  resource: Record<string, unknown>;
+  machineType: string;
+  gpus?: GpuRequest;
+  provisioningModel: ProvisioningModel;
+  /** STOP or DELETE, for spot VMs (`scheduling.instanceTerminationAction`). */
+  terminationAction: 'STOP' | 'DELETE';
+  labels: Record<string, string>;
+  metadata: Record<string, string>;
+  guestAttributesEnabled: boolean;
+  /** namespace -> key -> value */
+  guestAttributes: Record<string, Record<string, string>>;
+  preempted: boolean;
+  /** Scheduled status changes (epoch ms): the next one is re-armed after a restart. */
+  stagingAtMs?: number;
+  runningAtMs?: number;
+  lastStartMs?: number;
+  lastStopMs?: number;
+  stoppingSinceMs?: number;
+  /** When SIGKILL is due for a STOPPING instance. */
+  killAtMs?: number;
+  stopReason?: StopReason;
+  /** A preemption asked for in the future (admin API `afterSeconds`). */
+  preemptAtMs?: number;
+  insertOperation: string;
+  /** Delete operations that finish when the instance is gone. */
+  pendingOperations?: string[];
+  vm: VmProcess;
+}
+
+export interface OperationErrorItem {
+  code: string;
+  message: string;
+  errorDetails?: unknown[];
+}
+
+export interface OperationRecord {
+  id: string;
+  name: string;
+  project: string;
+  zone: string;
+  operationType: OperationType;
+  targetLink: string;
+  targetId: string;
+  status: OperationStatus;
+  progress: number;
+  insertMs: number;
+  startMs?: number;
+  endMs?: number;
+  statusMessage?: string;
+  user: string;
+  error?: OperationErrorItem[];
+  httpErrorStatusCode?: number;
+  httpErrorMessage?: string;
+  /** An operation that fails on its own schedule (stockout, quota) completes at this time. */
+  failAtMs?: number;
+}
+
+export interface BillingSegment {
+  startMs: number;
+  endMs?: number;
+  /** Whole-instance USD/hour in force during the segment. */
+  pricePerHour: number;
+  /** The time factor in force (emulated seconds = real seconds x factor). */
+  timeFactor: number;
+}
+
+export interface BillingRecord {
+  project: string;
+  zone: string;
+  name: string;
+  instanceId: string;
+  labels: Record<string, string>;
+  machineType: string;
+  accelerator?: string;
+  acceleratorCount: number;
+  provisioningModel: ProvisioningModel;
+  segments: BillingSegment[];
+}
+
+export interface CapacityOverride {
+  spot?: number;
+  onDemand?: number;
+}
+
+export interface EmulatorState {
+  version: 1;
+  createdMs: number;
+  /** Real time at which emulated time (and trace tick 0) began. */
+  epochMs: number;
+  instances: InstanceRecord[];
+  operations: OperationRecord[];
+  billing: BillingRecord[];
+  /** zone -> accelerator -> GPUs allocatable (admin overrides of the catalog default). */
+  capacity: Record<string, Record<string, CapacityOverride>>;
+  /** project -> region -> metric -> limit (admin overrides of the catalog default). */
+  quotas: Record<string, Record<string, Record<string, number>>>;
+  /** Random spot model: zones currently without spot capacity. */
+  spotDownZones: string[];
+}
