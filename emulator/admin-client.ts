@@ -1,0 +1,113 @@
+/**
+ * A typed client for the emulator's admin API (/emulator/v1/), for tests and the demo.
+ *
+ *   const admin = new EmulatorAdminClient('http://127.0.0.1:8790');
+ *   await admin.setCapacity('us-central1-a', { accelerator: 'nvidia-l4', spot: 0 });
+ *   await admin.preempt('my-project', 'us-central1-a', 'vm-1');
+ */
+import type { AdminInstanceView, BillingResponse, CapacityView, ClockView, PriceView } from './admin';
+import type { BillingSummary } from './billing';
+import type { FaultRule, FaultSpec } from './faults';
+
+export type { AdminInstanceView, BillingResponse, BillingSummary, CapacityView, ClockView, FaultRule, FaultSpec, PriceView };
+
+export class EmulatorAdminError extends Error {
+  override name = 'EmulatorAdminError';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CapacityChange {
+  accelerator: string;
+  /** GPUs allocatable to spot VMs in the zone; null restores the catalog default. */
+  spot?: number | null;
+  onDemand?: number | null;
+  /** Preempt running spot VMs (newest first) when the new spot capacity is below what is in use. */
+  preemptRunning?: boolean;
+}
+
+export class EmulatorAdminClient {
+  private readonly base: string;
+
+  constructor(endpoint: string) {
+    this.base = `${endpoint.replace(/\/+$/, '')}/emulator/v1`;
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${this.base}/${path}`, {
+      method,
+      headers: body === undefined ? undefined : { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const json = text ? (JSON.parse(text) as unknown) : undefined;
+    if (!res.ok) {
+      const message = (json as { error?: { message?: string } } | undefined)?.error?.message ?? text;
+      throw new EmulatorAdminError(res.status, `${method} /emulator/v1/${path}: ${res.status} ${message}`);
+    }
+    return json as T;
+  }
+
+  async health(): Promise<boolean> {
+    return (await this.call<{ ok: boolean }>('GET', 'health')).ok;
+  }
+
+  clock(): Promise<ClockView> {
+    return this.call('GET', 'clock');
+  }
+
+  spotModel(): Promise<Record<string, unknown>> {
+    return this.call('GET', 'spot-model');
+  }
+
+  capacity(zone: string): Promise<CapacityView> {
+    return this.call('GET', `zones/${encodeURIComponent(zone)}/capacity`);
+  }
+
+  setCapacity(zone: string, change: CapacityChange): Promise<CapacityView> {
+    return this.call('POST', `zones/${encodeURIComponent(zone)}/capacity`, change);
+  }
+
+  /** Sets a regional quota limit (e.g. NVIDIA_L4_GPUS, PREEMPTIBLE_NVIDIA_L4_GPUS); null restores the default. */
+  async setQuota(project: string, region: string, metric: string, limit: number | null): Promise<{ metric: string; limit: number; usage: number }[]> {
+    return (await this.call<{ quotas: { metric: string; limit: number; usage: number }[] }>('POST', `projects/${encodeURIComponent(project)}/regions/${encodeURIComponent(region)}/quotas`, { metric, limit })).quotas;
+  }
+
+  /**
+   * Preempts a spot VM as GCE does (preempted flag, SIGTERM, notice, SIGKILL), now or
+   * `afterSeconds` emulated seconds from now. `project` undefined: the one instance of
+   * that name in the zone, whatever its project.
+   */
+  preempt(project: string | undefined, zone: string, name: string, options: { afterSeconds?: number } = {}): Promise<{ preemptAt: string; instance: AdminInstanceView }> {
+    const path = `${project ? `projects/${encodeURIComponent(project)}/` : ''}zones/${encodeURIComponent(zone)}/instances/${encodeURIComponent(name)}/preempt`;
+    return this.call('POST', path, options);
+  }
+
+  async instances(): Promise<AdminInstanceView[]> {
+    return (await this.call<{ instances: AdminInstanceView[] }>('GET', 'instances')).instances;
+  }
+
+  billing(project?: string): Promise<BillingResponse> {
+    return this.call('GET', `billing${project ? `?project=${encodeURIComponent(project)}` : ''}`);
+  }
+
+  async prices(zone?: string): Promise<PriceView[]> {
+    return (await this.call<{ prices: PriceView[] }>('GET', `prices${zone ? `?zone=${encodeURIComponent(zone)}` : ''}`)).prices;
+  }
+
+  injectFault(spec: FaultSpec): Promise<FaultRule> {
+    return this.call('POST', 'faults', spec);
+  }
+
+  async faults(): Promise<FaultRule[]> {
+    return (await this.call<{ faults: FaultRule[] }>('GET', 'faults')).faults;
+  }
+
+  async clearFaults(): Promise<void> {
+    await this.call('DELETE', 'faults');
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * `npm run emulator -- --port <port> --state-dir <dir> [--trace <file>] [--time-factor <n>] [--seed <n>]`
+ *
+ * Starts the GCE emulator and prints the endpoint it listens on. Ctrl-C (SIGINT) or
+ * SIGTERM stops the server and leaves the VMs running, as real VMs outlive their API
+ * clients; `--kill-vms-on-exit` stops them too.
+ */
+import { join } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { startEmulator } from './server';
+
+function number(label: string, { integer = false, min = -Infinity, exclusiveMin = false } = {}) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || (exclusiveMin ? n <= min : n < min)) {
+      throw new InvalidArgumentError(`${label} must be ${integer ? 'an integer' : 'a number'} ${exclusiveMin ? '>' : '>='} ${min}`);
+    }
+    return n;
+  };
+}
+
+interface CliOptions {
+  port: number;
+  host: string;
+  stateDir: string;
+  trace?: string;
+  traceStartTick?: number;
+  timeFactor: number;
+  seed: number;
+  spotMeanUpHours?: number;
+  spotMeanDownHours?: number;
+  preemptionsPerHour?: number;
+  killVmsOnExit?: boolean;
+  quiet?: boolean;
+}
+
+const program = new Command('emulator')
+  .description('A local Compute Engine (v1 REST) for Sterna: GPU zones, spot capacity, real VM processes.')
+  .option('--port <port>', 'port to listen on (0: any free port)', number('port', { integer: true, min: 0 }), 0)
+  .option('--host <host>', 'interface to listen on', '127.0.0.1')
+  .option('--state-dir <dir>', 'where state, VM directories and the log live (reuse it to resume)', join(process.cwd(), '.state', 'emulator'))
+  .option('--trace <file>', 'replay a spot availability trace (../shared/traces/*.json)')
+  .option('--trace-start-tick <n>', 'trace tick at emulated time 0', number('trace start tick', { integer: true, min: 0 }))
+  .option('--time-factor <n>', 'emulated time runs n times faster than real time', number('time factor', { min: 0, exclusiveMin: true }), 1)
+  .option('--seed <n>', 'seed of the random spot model and fault injection', number('seed', { integer: true }), 1)
+  .option('--spot-mean-up-hours <h>', 'random spot model: mean emulated hours a zone keeps spot capacity', number('mean up hours', { min: 0, exclusiveMin: true }))
+  .option('--spot-mean-down-hours <h>', 'random spot model: mean emulated hours a zone is without spot capacity', number('mean down hours', { min: 0, exclusiveMin: true }))
+  .option('--preemptions-per-hour <r>', 'random spot model: preemptions per running spot VM per emulated hour', number('preemption rate', { min: 0 }))
+  .option('--kill-vms-on-exit', 'kill every VM when the emulator stops')
+  .option('--quiet', 'log to <state-dir>/emulator.log only')
+  .action(async (opts: CliOptions) => {
+    const emulator = await startEmulator({
+      port: opts.port,
+      host: opts.host,
+      stateDir: opts.stateDir,
+      trace: opts.trace,
+      traceStartTick: opts.traceStartTick,
+      timeFactor: opts.timeFactor,
+      seed: opts.seed,
+      spot: { meanUpHours: opts.spotMeanUpHours, meanDownHours: opts.spotMeanDownHours, preemptionsPerHour: opts.preemptionsPerHour },
+      log: opts.quiet ? undefined : (line) => console.log(`${new Date().toISOString()} ${line}`),
+    });
+    console.log(`GCE emulator listening on ${emulator.endpoint}`);
+    console.log(`  clients: { apiEndpoint: '${emulator.host}', port: ${emulator.port}, protocol: 'http' }  or STERNA_GCE_ENDPOINT=${emulator.endpoint}`);
+    console.log(`  admin:   ${emulator.endpoint}/emulator/v1/  (state: ${emulator.stateDir}, time factor ${emulator.timeFactor}, spot model ${emulator.spotModel})`);
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      console.log(`${signal}: stopping the emulator${opts.killVmsOnExit ? ' and its VMs' : '; VMs keep running'}`);
+      emulator.close({ killVms: opts.killVmsOnExit ?? false }).then(
+        () => process.exit(0),
+        (err: Error) => {
+          console.error(`emulator: ${err.message}`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
+
+program.parseAsync().catch((err: Error) => {
+  console.error(`emulator: ${err.message}`);
+  process.exit(1);
+});
