@@ -20,13 +20,13 @@ export interface TestEmulatorOptions extends Partial<EmulatorOptions> {
   keepStateDir?: boolean;
 }
 
-export interface ComputeClientOptions {
+export type ComputeClientOptions = {
   apiEndpoint: string;
   port: number;
   protocol: 'http';
   authClient: PassThroughClient;
   fallback: true;
-}
+};
 
 export interface TestEmulator {
   port: number;
@@ -80,6 +80,8 @@ export async function startTestEmulator(options: TestEmulatorOptions = {}): Prom
     instances: () => emulator.admin.instances(),
     async restart() {
       await handle.close({ killVms: false });
+      // Let this process's HTTP agents see the closed keep-alive sockets before the next request.
+      await new Promise((r) => setTimeout(r, 50));
       // Clients were built with this port: ask for it again (it was just released).
       handle = await startEmulator({ ...startOptions, port: emulator.port }).catch(() => startEmulator({ ...startOptions, port: 0 }));
       emulator.handle = handle;
