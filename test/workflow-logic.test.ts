@@ -60,7 +60,7 @@ describe('trainingRun decisions (scripted cloud)', function () {
     await withWorker(provider, async (start) => {
       const run = await start(spec());
       const result = await run.result();
-      assert.deepEqual(result.attempts.map((a) => [a.zone, a.outcome]), [
+      assert.deepEqual(result.attempts.map((a: { zone: string; outcome: string }) => [a.zone, a.outcome]), [
         ['us-central1-a', 'quota-exceeded'],
         ['us-east1-b', 'completed'],
       ]);

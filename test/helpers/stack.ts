@@ -1,0 +1,118 @@
+/**
+ * The whole local stack for lifecycle tests: the real Temporal dev server, the GCE
+ * emulator with real VM processes, the example published to a local bucket, and a
+ * Sterna worker — in-process, or as a separate process the test can SIGKILL.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { catalogPriceBook } from '../../config/price-book';
+import type { GceConfig } from '../../config/worker-config';
+import { publishExampleLocally } from '../../examples/publish';
+import type { GceProvider } from '../../activities/providers/gce';
+import { buildGceProvider } from '../../workers/providers';
+import { createSternaWorker } from '../../workers/worker';
+import type { RunSpecInput } from '../../workflows/spec';
+import type { trainingRun } from '../../workflows/training-run';
+import { startTestEmulator, type TestEmulator } from './emulator';
+import { spawnLogged, type Spawned } from './processes';
+import { testEnv, testServerAddress, uniqueTaskQueue, workflowBundle } from './temporal';
+
+export const PROJECT = 'sterna-test';
+const repoRoot = join(__dirname, '..', '..', '..');
+
+export interface Stack {
+  env: TestWorkflowEnvironment;
+  emulator: TestEmulator;
+  provider: GceProvider;
+  taskQueue: string;
+  dir: string;
+  bucketsDir: string;
+  gce: GceConfig;
+  /** Starts a training run on this stack's task queue. */
+  start(spec: RunSpecInput, workflowId?: string): Promise<WorkflowHandle<typeof trainingRun>>;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  /** A worker in its own process, to be killed with SIGKILL like a crashed machine. */
+  spawnWorker(): Spawned;
+  stop(): Promise<void>;
+}
+
+let counter = 0;
+
+export async function startStack(options: { timeFactor?: number; trace?: string; taskQueue?: string } = {}): Promise<Stack> {
+  const env = await testEnv();
+  const dir = mkdtempSync(join(tmpdir(), 'sterna-stack-'));
+  const bucketsDir = join(dir, 'buckets');
+  publishExampleLocally(bucketsDir);
+  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace: options.trace });
+  const gce: GceConfig = { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir };
+  const provider = buildGceProvider(gce, catalogPriceBook(), 200);
+  const taskQueue = options.taskQueue ?? uniqueTaskQueue('stack');
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  const spawned: Spawned[] = [];
+  const address = await testServerAddress();
+
+  const stack: Stack = {
+    env,
+    emulator,
+    provider,
+    taskQueue,
+    dir,
+    bucketsDir,
+    gce,
+    async start(spec, workflowId) {
+      counter += 1;
+      return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
+    },
+    async startWorker() {
+      worker = await createSternaWorker({
+        connection: env.nativeConnection,
+        namespace: env.namespace,
+        taskQueue,
+        providers: { gce: provider },
+        workflowBundle: await workflowBundle(require.resolve('../../workflows')),
+      });
+      running = worker.run();
+    },
+    async stopWorker() {
+      if (!worker) return;
+      worker.shutdown();
+      await running;
+      worker = undefined;
+    },
+    spawnWorker() {
+      const child = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'main.js')], {
+        logFile: join(dir, 'worker.log'),
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: address,
+          TEMPORAL_NAMESPACE: env.namespace,
+          STERNA_TASK_QUEUE: taskQueue,
+          STERNA_GCE_PROJECT: PROJECT,
+          STERNA_GCE_ENDPOINT: `http://127.0.0.1:${emulator.port}`,
+          STERNA_LOCAL_BUCKETS: bucketsDir,
+        },
+      });
+      spawned.push(child);
+      return child;
+    },
+    async stop() {
+      await stack.stopWorker();
+      await Promise.all(spawned.map((c) => c.kill('SIGKILL')));
+      await emulator.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}
+
+/** The example run spec, shortened for tests; every test run gets its own checkpoint prefix. */
+export function exampleSpec(overrides: Partial<RunSpecInput> = {}): RunSpecInput {
+  const spec = JSON.parse(readFileSync(join(repoRoot, 'examples', 'run.json'), 'utf8')) as RunSpecInput;
+  return { ...spec, recovery: { ...spec.recovery, pollSeconds: 0.3 }, ...overrides };
+}
