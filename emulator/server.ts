@@ -155,13 +155,17 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const method = req.method ?? 'GET';
-    let url: URL;
+    // The raw path, not URL's: `new URL` would resolve "..", "." and "%2e%2e" segments away.
+    const rawUrl = req.url ?? '/';
+    const queryAt = rawUrl.indexOf('?');
+    const pathname = queryAt >= 0 ? rawUrl.slice(0, queryAt) : rawUrl;
+    let query: URLSearchParams;
     try {
-      url = new URL(req.url ?? '/', 'http://emulator.local');
+      query = new URLSearchParams(queryAt >= 0 ? rawUrl.slice(queryAt + 1) : '');
     } catch {
-      throw new GceError(400, Reason.Invalid, 'Malformed request URL');
+      throw new GceError(400, Reason.Invalid, 'Malformed query string');
     }
-    const pathname = url.pathname;
+    if (!pathname.startsWith('/')) throw new GceError(400, Reason.Invalid, 'Malformed request URL');
     if (pathname.startsWith('/compute/v1/')) {
       const segments = pathSegments(pathname).slice(2);
       const fault = faults.pick(method, pathname);
@@ -174,13 +178,13 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       }
       const text = await readBody(req);
       const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? parseJson(text) : undefined;
-      const result = await handleCompute(computeCtx, { method, segments, query: url.searchParams, body });
+      const result = await handleCompute(computeCtx, { method, segments, query, body });
       return sendJson(res, result.status, result.body);
     }
     if (pathname === ADMIN_PREFIX || pathname.startsWith(`${ADMIN_PREFIX}/`)) {
       const segments = pathSegments(pathname).slice(2);
       const body = parseJson(await readBody(req));
-      const result = await handleAdmin(adminCtx, method, segments, url.searchParams, body);
+      const result = await handleAdmin(adminCtx, method, segments, query, body);
       return sendJson(res, result.status, result.body);
     }
     req.resume();
@@ -195,8 +199,12 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       sendError(res, gce);
     });
   });
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // Requests Node's HTTP parser cannot read still get GCE's error shape.
+    if (!socket.writable) return;
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const body = JSON.stringify(new GceError(status, Reason.BadRequest, `Malformed HTTP request (${err.code ?? 'parse error'})`).toJSON());
+    socket.end(`HTTP/1.1 ${status} Bad Request\r\nContent-Type: application/json; charset=UTF-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolveListen, reject) => {
