@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { startTrainingRun, getStatus } from '../client';
 import { startDevServer } from '../config/dev-server';
@@ -37,6 +37,8 @@ interface DemoOptions {
 }
 
 async function main(opts: DemoOptions): Promise<void> {
+  // Stockouts and preemptions are the point of the demo; the SDK need not log them.
+  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }) } } });
   const say = (line: string) => (opts.json ? process.stderr : process.stdout).write(line + '\n');
   const stateDir = join(repoRoot, '.state', 'demo');
   rmSync(stateDir, { recursive: true, force: true });
@@ -84,6 +86,8 @@ async function main(opts: DemoOptions): Promise<void> {
     say(`started run ${handle.workflowId}; follow it at ${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}`);
 
     let preempted = false;
+    let lastPhase: string | undefined;
+    let lastAttempt: number | undefined;
     let result: RunResult | undefined;
     let failure: unknown;
     void handle.result().then(
@@ -93,7 +97,11 @@ async function main(opts: DemoOptions): Promise<void> {
     while (!result && !failure) {
       const status = await getStatus(client, handle.workflowId).catch(() => undefined);
       if (status) {
-        if (process.stdout.isTTY && !opts.json) process.stdout.write(`\r${progressLine(status)}   `);
+        const line = progressLine(status);
+        if (process.stdout.isTTY && !opts.json) process.stdout.write(`\r${line}   `);
+        else if (status.phase !== lastPhase || status.attempt !== lastAttempt) say(line);
+        lastPhase = status.phase;
+        lastAttempt = status.attempt;
         if (!preempted && status.phase === 'training' && (status.lastCheckpoint?.step ?? 0) >= 120 && status.zone) {
           const [vm] = await provider.listRunResources(runKey(handle.workflowId));
           if (vm) {
