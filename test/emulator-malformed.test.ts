@@ -5,9 +5,10 @@
  * the server keeps serving.
  */
 import { strict as assert } from 'node:assert';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { request } from 'node:http';
-import { dirname } from 'node:path';
+import { join } from 'node:path';
 import { InstancesClient, ZonesClient } from '@google-cloud/compute';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
@@ -145,11 +146,15 @@ function malformed(): { label: string; req: Raw; status?: number }[] {
 describe('GCE emulator: malformed requests', function () {
   this.timeout(120_000);
   let emu: TestEmulator;
-  before(async () => (emu = await startTestEmulator({ timeFactor: 20 })));
-  after(async () => emu?.stop());
+  // The state dir sits alone in a private directory, so a file escaping it would show.
+  const root = mkdtempSync(join(tmpdir(), 'sterna-malformed-'));
+  before(async () => (emu = await startTestEmulator({ timeFactor: 20, stateDir: join(root, 'state') })));
+  after(async () => {
+    await emu?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
 
   it('answers each of 200 malformed requests with a GCE-style 4xx and keeps serving', async () => {
-    const outside = readdirSync(dirname(emu.stateDir)).sort();
     const cases = malformed();
     assert.ok(cases.length >= 200, `${cases.length} cases`);
     const failures: string[] = [];
@@ -177,6 +182,6 @@ describe('GCE emulator: malformed requests', function () {
     assert.deepEqual(list.map((i) => i.name), []);
     const [op] = await instances.insert({ project: 'malformed-test', zone: 'us-central1-a', instanceResource: valid });
     assert.equal(op.latestResponse.name?.startsWith('operation-'), true);
-    assert.deepEqual(readdirSync(dirname(emu.stateDir)).sort(), outside, 'no file appeared next to the state dir');
+    assert.deepEqual(readdirSync(root), ['state'], 'no file appeared next to the state dir');
   });
 });
