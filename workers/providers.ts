@@ -5,6 +5,7 @@
  */
 import { PassThroughClient } from 'google-auth-library';
 import { GceProvider } from '../activities/providers/gce';
+import { createGkeProviderFromConfig } from '../activities/providers/gke';
 import type { PriceBook } from '../config/price-book';
 import type { Providers } from '../activities';
 import type { GceConfig, WorkerConfig } from '../config/worker-config';
@@ -39,8 +40,8 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
 }
 
 export async function buildProviders(config: WorkerConfig, prices: PriceBook): Promise<Providers> {
-  // GKE (config.gke) is wired here once activities/providers/gke.ts lands.
   const providers: Providers = {};
   if (config.gce) providers.gce = buildGceProvider(config.gce, prices);
+  if (config.gke) providers.gke = await createGkeProviderFromConfig(config.gke, prices);
   return providers;
 }

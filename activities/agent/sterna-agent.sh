@@ -22,18 +22,43 @@ mkdir -p "$STATE" "$CKPT_DIR" || exit 70
 
 log() { printf '%s sterna-agent: %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
 
-attr() { # attr NAME -> value of instance/attributes/NAME, empty when absent
+attr() { # attr NAME -> the run input NAME, empty when absent
+  if [ "${STERNA_PUBLISH_MODE:-gce}" = k8s ]; then
+    # In a pod the inputs are environment variables: sterna-run-id -> STERNA_ATTR_sterna_run_id.
+    local var="STERNA_ATTR_${1//-/_}"
+    printf '%s' "${!var:-}"
+    return
+  fi
   curl -sf -H 'Metadata-Flavor: Google' "$MD/instance/attributes/$1" 2>/dev/null || true
 }
 
+json_string() { # json_string VALUE -> VALUE as a JSON string literal
+  local v="${1//\\/\\\\}"
+  v="${v//\"/\\\"}"
+  printf '"%s"' "$v"
+}
+
 publish() { # publish KEY VALUE
-  if [ "${STERNA_PUBLISH_MODE:-gce}" = file ]; then
-    # Where no metadata server exists (a GKE pod), the value lands in a status file
-    # that the provider reads (see activities/providers/gke.ts).
-    printf '%s' "$2" >"$STATE/status.$1.tmp" && mv -f "$STATE/status.$1.tmp" "$STATE/status.$1"
+  local try
+  if [ "${STERNA_PUBLISH_MODE:-gce}" = k8s ]; then
+    # In a pod, progress goes to the pod's own annotations (sterna/<key>) through the
+    # API server, with the pod's service-account token (RBAC: patch on its pod).
+    local api="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}"
+    local token_file="${STERNA_K8S_TOKEN_FILE:-/var/run/secrets/kubernetes.io/serviceaccount/token}"
+    local ca="${STERNA_K8S_CA_FILE:-/var/run/secrets/kubernetes.io/serviceaccount/ca.crt}"
+    local tls=(--cacert "$ca")
+    [ -f "$ca" ] || tls=(-k)
+    local body
+    body="{\"metadata\":{\"annotations\":{\"sterna/$1\":$(json_string "$2")}}}"
+    for try in 1 2 3 4 5; do
+      curl -sf "${tls[@]}" -X PATCH -H "Authorization: Bearer $(cat "$token_file")" \
+        -H 'Content-Type: application/merge-patch+json' --data-binary "$body" \
+        "$api/api/v1/namespaces/${POD_NAMESPACE}/pods/${POD_NAME}" >/dev/null && return 0
+      sleep "$try"
+    done
+    log "could not publish $1"
     return
   fi
-  local try
   for try in 1 2 3 4 5; do
     curl -sf -X PUT -H 'Metadata-Flavor: Google' --data-binary "$2" \
       "$MD/instance/guest-attributes/sterna/$1" >/dev/null && return 0

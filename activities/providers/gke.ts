@@ -1,0 +1,287 @@
+/**
+ * GKE: training attempts as Kubernetes Jobs on spot (or on-demand) GPU node pools,
+ * through the real `@kubernetes/client-node`.
+ *
+ *   new GkeProvider({ kubeConfig, namespace, prices })
+ *
+ * Offers come from the cluster's nodes (zone x accelerator x spot label, allocatable
+ * `nvidia.com/gpu`), priced from the same catalog as GCE. An attempt is one Job whose
+ * single pod runs the Sterna agent; the agent reads its inputs from the environment
+ * and reports progress into its own pod's annotations (`sterna/phase`, `sterna/step`,
+ * `sterna/checkpoint`, `sterna/exit`), which this provider follows with the Watch API.
+ * On real GKE the Job's service account needs `patch` on pods in the namespace (see the
+ * Role in the README).
+ *
+ * Failure translation:
+ *   pod Pending (unschedulable) past pendingTimeout -> Stockout for that zone
+ *   pod condition DisruptionTarget, or its node gone  -> Preempted
+ */
+import {
+  BatchV1Api,
+  CoreV1Api,
+  KubeConfig,
+  Watch,
+  type V1Job,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import type { PriceBook } from '../../config/price-book';
+import { failure, FailureType } from '../../workflows/failures';
+import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
+import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
+import type { CapacityRequest, ComputeProvider, ProvisionRequest, ProvisionResult } from './provider';
+
+export interface GkeProviderOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  prices: PriceBook;
+  /** Image for the training container; it must have bash, curl and the trainer's runtime. */
+  defaultImage?: string;
+  /** A pod that stays unschedulable this long means the zone has no capacity. */
+  pendingTimeoutSeconds?: number;
+  /** GKE gives spot nodes 30 s of notice; the pod's grace period must fit within it. */
+  terminationGracePeriodSeconds?: number;
+  pollIntervalMs?: number;
+  storageUriForVm?: (uri: string) => string;
+}
+
+const DISRUPTION_REASONS = new Set(['TerminationByKubelet', 'PreemptionByScheduler', 'DeletionByTaintManager', 'EvictionByEvictionAPI']);
+const ZONE_LABEL = 'topology.kubernetes.io/zone';
+const ACCELERATOR_LABEL = 'cloud.google.com/gke-accelerator';
+const SPOT_LABEL = 'cloud.google.com/gke-spot';
+
+function isStatus(err: unknown, code: number): boolean {
+  return (err as { code?: number })?.code === code;
+}
+
+export function podDisrupted(pod: V1Pod): boolean {
+  return (pod.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True' && DISRUPTION_REASONS.has(c.reason ?? ''));
+}
+
+function regionOf(zone: string): string {
+  return zone.replace(/-[a-z]$/, '');
+}
+
+export class GkeProvider implements ComputeProvider {
+  readonly backend = 'gke' as const;
+  private readonly core: CoreV1Api;
+  private readonly batch: BatchV1Api;
+  /** The newest state of every Sterna pod, fed by one watch. */
+  private readonly pods = new Map<string, V1Pod>();
+  private watching?: Promise<unknown>;
+  private readonly pollMs: number;
+
+  constructor(private readonly options: GkeProviderOptions) {
+    this.core = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.batch = options.kubeConfig.makeApiClient(BatchV1Api);
+    this.pollMs = options.pollIntervalMs ?? 1000;
+  }
+
+  private get namespace(): string {
+    return this.options.namespace;
+  }
+
+  /** Starts (once) the pod watch; restarts it when the server closes it. */
+  private ensureWatch(): void {
+    if (this.watching) return;
+    const watch = new Watch(this.options.kubeConfig);
+    const start = (): Promise<unknown> =>
+      watch.watch(
+        `/api/v1/namespaces/${this.namespace}/pods`,
+        { labelSelector: 'sterna-run' },
+        (type: string, pod: V1Pod) => {
+          const job = pod.metadata?.labels?.['job-name'];
+          if (!job) return;
+          if (type === 'DELETED') this.pods.delete(pod.metadata!.uid!);
+          else this.pods.set(pod.metadata!.uid!, pod);
+        },
+        () => {
+          this.watching = undefined;
+        },
+      );
+    this.watching = start().catch(() => (this.watching = undefined));
+  }
+
+  /** The pods of a Job, oldest first, from the watch (or one list while it starts). */
+  private async podsOf(job: string): Promise<V1Pod[]> {
+    this.ensureWatch();
+    let pods = [...this.pods.values()].filter((p) => p.metadata?.labels?.['job-name'] === job);
+    if (pods.length === 0) {
+      pods = (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: `job-name=${job}` })).items;
+    }
+    return pods.sort((a, b) => Number(a.metadata?.creationTimestamp ?? 0) - Number(b.metadata?.creationTimestamp ?? 0));
+  }
+
+  async findOffers(request: CapacityRequest): Promise<Offer[]> {
+    const { items } = await this.core.listNode({});
+    const seen = new Set<string>();
+    const offers: Offer[] = [];
+    for (const node of items) {
+      const labels = node.metadata?.labels ?? {};
+      const zone = labels[ZONE_LABEL];
+      const accelerator = labels[ACCELERATOR_LABEL];
+      if (!zone || !accelerator || node.spec?.unschedulable) continue;
+      const spot = labels[SPOT_LABEL] === 'true';
+      const model = spot ? 'SPOT' : 'STANDARD';
+      const gpus = Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? 0);
+      for (const want of request.accelerators) {
+        if (want.type !== accelerator || gpus < want.count || !request.provisioningModels.includes(model)) continue;
+        const region = regionOf(zone);
+        if (request.zones?.deny?.includes(zone) || (request.zones?.allow && !request.zones.allow.includes(zone))) continue;
+        if (request.regions?.deny?.includes(region) || (request.regions?.allow && !request.regions.allow.includes(region))) continue;
+        const key = `${zone}/${accelerator}/${want.count}/${model}`;
+        if (seen.has(key)) continue;
+        const machineType = request.machineType ?? this.options.prices.machineTypeFor(accelerator, want.count);
+        if (!machineType) continue;
+        const price = this.options.prices.pricePerHour({ region, machineType, accelerator, count: want.count, spot });
+        const onDemand = this.options.prices.pricePerHour({ region, machineType, accelerator, count: want.count, spot: false });
+        if (price === undefined || onDemand === undefined) continue;
+        seen.add(key);
+        offers.push({ backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable: true });
+      }
+    }
+    return offers;
+  }
+
+  /** The Job for one attempt; exported through `jobManifest` so tests can validate it. */
+  jobManifest(request: ProvisionRequest): V1Job {
+    const { offer } = request;
+    const mapUri = this.options.storageUriForVm ?? ((uri: string) => uri);
+    const attributes = agentAttributes({
+      ...request.agent,
+      datasets: request.agent.datasets.map((d) => ({ ...d, uri: mapUri(d.uri) })),
+      checkpointUri: mapUri(request.agent.checkpointUri),
+      resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
+    });
+    const spot = offer.provisioningModel === 'SPOT';
+    const gpus = String(offer.acceleratorCount);
+    const nodeSelector: Record<string, string> = { [ACCELERATOR_LABEL]: offer.accelerator, [ZONE_LABEL]: offer.zone };
+    if (spot) nodeSelector[SPOT_LABEL] = 'true';
+    const labels = { ...request.labels, 'sterna-managed': 'true' };
+    return {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: request.name, namespace: this.namespace, labels },
+      spec: {
+        // The workflow owns retries and zone failover; the Job runs its pod once.
+        backoffLimit: 0,
+        podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] }] },
+        template: {
+          metadata: { labels },
+          spec: {
+            restartPolicy: 'Never',
+            terminationGracePeriodSeconds: this.options.terminationGracePeriodSeconds ?? 25,
+            nodeSelector,
+            // Anything but the other model's nodes: spot pods must not land on standard nodes.
+            affinity: spot ? undefined : { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: SPOT_LABEL, operator: 'DoesNotExist' }] }] } } },
+            tolerations: [
+              { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
+              ...(spot ? [{ key: SPOT_LABEL, operator: 'Equal', value: 'true', effect: 'NoSchedule' }] : []),
+            ],
+            containers: [
+              {
+                name: 'trainer',
+                image: request.image ?? this.options.defaultImage ?? 'us-docker.pkg.dev/deeplearning-platform-release/gcr.io/base-cu124.py310',
+                command: ['/bin/bash', '-c', agentScript(), 'sterna-agent'],
+                env: [
+                  { name: 'STERNA_PUBLISH_MODE', value: 'k8s' },
+                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  ...Object.entries(attributes).map(([key, value]) => ({ name: `STERNA_ATTR_${key.replace(/-/g, '_')}`, value })),
+                ],
+                resources: { limits: { 'nvidia.com/gpu': gpus }, requests: { 'nvidia.com/gpu': gpus } },
+              },
+            ],
+          },
+        },
+      },
+    };
+  }
+
+  async provision(request: ProvisionRequest, onProgress: (status: string) => void): Promise<ProvisionResult> {
+    const ref: ResourceRef = { backend: 'gke', name: request.name, zone: request.offer.zone, namespace: this.namespace };
+    let adopted = false;
+    try {
+      await this.batch.createNamespacedJob({ namespace: this.namespace, body: this.jobManifest(request) });
+    } catch (err) {
+      if (!isStatus(err, 409)) throw err;
+      const existing = await this.batch.readNamespacedJob({ name: request.name, namespace: this.namespace });
+      const labels = existing.metadata?.labels ?? {};
+      if (labels['sterna-run'] !== request.labels['sterna-run'] || labels['sterna-attempt'] !== request.labels['sterna-attempt']) {
+        throw failure(FailureType.ResourceConflict, `Job ${request.name} exists but is not this run's attempt ${request.labels['sterna-attempt']}`);
+      }
+      adopted = true;
+    }
+    const deadline = Date.now() + (this.options.pendingTimeoutSeconds ?? 300) * 1000;
+    for (;;) {
+      const [pod] = await this.podsOf(request.name);
+      onProgress(pod?.status?.phase ?? 'no pod yet');
+      if (pod && podDisrupted(pod)) throw failure(FailureType.Preempted, `pod of ${request.name} was disrupted before it ran`);
+      if (pod?.status?.phase === 'Running' || pod?.status?.phase === 'Succeeded') {
+        return { ref, adopted, window: { startedAt: toIso(pod.status.startTime) } };
+      }
+      if (Date.now() > deadline) {
+        // Unschedulable for too long: treat the zone as stocked out and clean up now.
+        await this.release(ref);
+        throw failure(FailureType.Stockout, `pod of ${request.name} stayed Pending in ${request.offer.zone} for ${this.options.pendingTimeoutSeconds ?? 300} s`);
+      }
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+  }
+
+  async observe(ref: ResourceRef): Promise<AgentSnapshot> {
+    const pods = await this.podsOf(ref.name);
+    const pod = pods[0];
+    if (!pod) {
+      const job = await this.batch.readNamespacedJob({ name: ref.name, namespace: this.namespace }).catch((err: unknown) => (isStatus(err, 404) ? undefined : Promise.reject(err)));
+      return { lifecycle: job ? 'pending' : 'gone', preempted: false };
+    }
+    const values: Record<string, string> = {};
+    for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) if (key.startsWith('sterna/')) values[key.slice('sterna/'.length)] = value;
+    const nodeGone = pod.spec?.nodeName ? !(await this.nodeExists(pod.spec.nodeName)) : false;
+    const preempted = podDisrupted(pod) || (nodeGone && pod.status?.phase !== 'Succeeded');
+    const phase = pod.status?.phase;
+    const lifecycle = phase === 'Running' ? (preempted ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
+    return { lifecycle, preempted, ...parseAgentValues(values) };
+  }
+
+  private async nodeExists(name: string): Promise<boolean> {
+    try {
+      await this.core.readNode({ name });
+      return true;
+    } catch (err) {
+      if (isStatus(err, 404)) return false;
+      throw err;
+    }
+  }
+
+  async release(ref: ResourceRef): Promise<RunningWindow> {
+    const [pod] = await this.podsOf(ref.name).catch(() => [] as V1Pod[]);
+    const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
+    const window: RunningWindow = { startedAt: toIso(pod?.status?.startTime) };
+    try {
+      await this.batch.deleteNamespacedJob({ name: ref.name, namespace: this.namespace, propagationPolicy: 'Background' });
+    } catch (err) {
+      if (!isStatus(err, 404)) throw err;
+    }
+    if (window.startedAt) window.stoppedAt = toIso(terminated?.finishedAt) ?? new Date().toISOString();
+    return window;
+  }
+
+  async listRunResources(runId: string): Promise<ResourceRef[]> {
+    const { items } = await this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector: `sterna-run=${runId}` });
+    return items.map((job) => ({ backend: 'gke' as const, name: job.metadata!.name!, zone: job.spec?.template.spec?.nodeSelector?.[ZONE_LABEL] ?? '', namespace: this.namespace }));
+  }
+}
+
+function toIso(value: Date | string | undefined): string | undefined {
+  if (!value) return undefined;
+  return new Date(value).toISOString();
+}
+
+/** From the worker's configuration: a kubeconfig file (or the default loading rules). */
+export async function createGkeProviderFromConfig(config: { kubeconfig?: string; namespace: string }, prices: PriceBook): Promise<GkeProvider> {
+  const kubeConfig = new KubeConfig();
+  if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
+  else kubeConfig.loadFromDefault();
+  return new GkeProvider({ kubeConfig, namespace: config.namespace, prices });
+}

@@ -1,0 +1,263 @@
+/**
+ * A stand-in kubelet for fake GPU nodes, so the GKE tests run on a real control plane
+ * without machines: it registers Nodes the way GKE labels and taints its spot and
+ * on-demand GPU pools, watches the pods the real scheduler binds to them, runs each
+ * pod's container command as a local process group (the image is ignored), reports
+ * Running / Succeeded / Failed with exit codes, and can shut a spot node down the way
+ * GKE does:
+ *
+ *   DisruptionTarget (TerminationByKubelet) -> SIGTERM -> grace period -> SIGKILL
+ *   -> pod Failed -> Node deleted
+ *
+ * What a real kubelet does that this does not: images, volumes, probes, cgroups,
+ * networking. The service-account token volume is replaced by a token file whose path
+ * is given to the pod as STERNA_K8S_TOKEN_FILE.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+
+export interface FakeNode {
+  name: string;
+  zone: string;
+  accelerator: string;
+  gpus: number;
+  spot: boolean;
+}
+
+interface RunningPod {
+  key: string;
+  child: ChildProcess;
+  exited: Promise<number>;
+  startedAt: string;
+  stopping: boolean;
+}
+
+export interface NodeAgentOptions {
+  workDir: string;
+  /** The API server as pods reach it (KUBERNETES_SERVICE_HOST / _PORT). */
+  apiHost: string;
+  apiPort: number;
+  token: string;
+  namespace?: string;
+}
+
+export class NodeAgent {
+  private readonly core: CoreV1Api;
+  private readonly nodes = new Map<string, FakeNode>();
+  private readonly pods = new Map<string, RunningPod>();
+  private watch?: { abort(): void };
+  private readonly namespace: string;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly options: NodeAgentOptions,
+  ) {
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.namespace = options.namespace ?? 'default';
+  }
+
+  async addNode(node: FakeNode): Promise<void> {
+    this.nodes.set(node.name, node);
+    const labels: Record<string, string> = {
+      'kubernetes.io/hostname': node.name,
+      'topology.kubernetes.io/zone': node.zone,
+      'topology.kubernetes.io/region': node.zone.replace(/-[a-z]$/, ''),
+      'cloud.google.com/gke-accelerator': node.accelerator,
+      'cloud.google.com/gke-nodepool': `${node.spot ? 'spot' : 'standard'}-${node.accelerator}`,
+    };
+    if (node.spot) labels['cloud.google.com/gke-spot'] = 'true';
+    // GKE taints GPU nodes (and, on request, spot nodes) so only pods that ask land there.
+    const taints = [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }];
+    if (node.spot) taints.push({ key: 'cloud.google.com/gke-spot', value: 'true', effect: 'NoSchedule' });
+    const resources = { cpu: '8', memory: '32Gi', pods: '110', 'nvidia.com/gpu': String(node.gpus), 'ephemeral-storage': '100Gi' };
+    const created = await this.core.createNode({ body: { metadata: { name: node.name, labels }, spec: { taints } } });
+    const now = new Date();
+    created.status = {
+      capacity: resources,
+      allocatable: resources,
+      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'sterna node agent', lastHeartbeatTime: now, lastTransitionTime: now }],
+      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
+      nodeInfo: {
+        architecture: 'amd64',
+        operatingSystem: 'linux',
+        kubeletVersion: 'v1.34.4',
+        kubeProxyVersion: '',
+        containerRuntimeVersion: 'sterna-local://0',
+        kernelVersion: '',
+        osImage: 'local processes',
+        bootID: node.name,
+        machineID: node.name,
+        systemUUID: node.name,
+      },
+    };
+    await this.core.replaceNodeStatus({ name: node.name, body: created });
+  }
+
+  async start(): Promise<void> {
+    const watch = new Watch(this.kc);
+    this.watch = await watch.watch(
+      `/api/v1/namespaces/${this.namespace}/pods`,
+      {},
+      (type: string, pod: V1Pod) => void this.onPod(type, pod).catch((err: Error) => console.error(`node agent: ${err.message}`)),
+      (err: unknown) => {
+        if (err && this.watch) console.error(`node agent watch ended: ${String(err)}`);
+      },
+    );
+  }
+
+  private async onPod(type: string, pod: V1Pod): Promise<void> {
+    const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+    const node = pod.spec?.nodeName;
+    if (!node || !this.nodes.has(node)) return;
+    const running = this.pods.get(key);
+    if (type === 'DELETED' || pod.metadata?.deletionTimestamp) {
+      if (running) await this.terminate(running, pod.spec?.terminationGracePeriodSeconds ?? 30);
+      if (type !== 'DELETED') await this.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, gracePeriodSeconds: 0 }).catch(() => undefined);
+      this.pods.delete(key);
+      return;
+    }
+    if (!running && pod.status?.phase === 'Pending') this.run(pod, key);
+  }
+
+  private run(pod: V1Pod, key: string): void {
+    const container = pod.spec!.containers[0];
+    const argv = [...(container.command ?? []), ...(container.args ?? [])];
+    const dir = join(this.options.workDir, 'pods', pod.metadata!.namespace!, pod.metadata!.name!);
+    mkdirSync(dir, { recursive: true });
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, this.options.token);
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: dir,
+      HOSTNAME: pod.metadata!.name!,
+      KUBERNETES_SERVICE_HOST: this.options.apiHost,
+      KUBERNETES_SERVICE_PORT: String(this.options.apiPort),
+      STERNA_K8S_TOKEN_FILE: tokenFile,
+    };
+    for (const e of container.env ?? []) {
+      const field = e.valueFrom?.fieldRef?.fieldPath;
+      const value = field === 'metadata.name' ? pod.metadata!.name : field === 'metadata.namespace' ? pod.metadata!.namespace : field === 'spec.nodeName' ? pod.spec!.nodeName : e.value;
+      if (value !== undefined) env[e.name] = value;
+    }
+    const fd = openSync(join(dir, 'container.log'), 'a');
+    const child = spawn(argv[0], argv.slice(1), { cwd: dir, env, stdio: ['ignore', fd, fd], detached: true });
+    closeSync(fd);
+    const exited = new Promise<number>((resolve) => {
+      child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 + (signal === 'SIGKILL' ? 9 : 15) : 1)));
+      child.once('error', () => resolve(127));
+    });
+    const record: RunningPod = { key, child, exited, startedAt: new Date().toISOString(), stopping: false };
+    this.pods.set(key, record);
+    void this.reportRunning(pod, record).then(async () => {
+      const code = await exited;
+      if (!record.stopping) await this.reportExit(pod.metadata!.name!, pod.metadata!.namespace!, record, code);
+    });
+  }
+
+  private async updateStatus(name: string, namespace: string, change: (pod: V1Pod) => void): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const pod = await this.core.readNamespacedPodStatus({ name, namespace }).catch(() => undefined);
+      if (!pod) return;
+      change(pod);
+      try {
+        await this.core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+        return;
+      } catch {
+        // A conflict with the agent's own annotation patches: read again and retry.
+      }
+    }
+  }
+
+  private async reportRunning(pod: V1Pod, record: RunningPod): Promise<void> {
+    const container = pod.spec!.containers[0];
+    const now = new Date(record.startedAt);
+    await this.updateStatus(pod.metadata!.name!, pod.metadata!.namespace!, (p) => {
+      p.status = {
+        ...p.status,
+        phase: 'Running',
+        hostIP: '127.0.0.1',
+        podIP: '127.0.0.1',
+        startTime: now,
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+          { type: 'Initialized', status: 'True', lastTransitionTime: now },
+          { type: 'ContainersReady', status: 'True', lastTransitionTime: now },
+          { type: 'Ready', status: 'True', lastTransitionTime: now },
+        ],
+        containerStatuses: [{ name: container.name, image: container.image ?? '', imageID: '', ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } }],
+      };
+    });
+  }
+
+  private async reportExit(name: string, namespace: string, record: RunningPod, code: number, disruption?: { reason: string; message: string }): Promise<void> {
+    const finishedAt = new Date();
+    await this.updateStatus(name, namespace, (p) => {
+      const container = p.spec!.containers[0];
+      const conditions = (p.status?.conditions ?? []).map((c) => (c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, status: 'False', lastTransitionTime: finishedAt } : c));
+      p.status = {
+        ...p.status,
+        phase: code === 0 && !disruption ? 'Succeeded' : 'Failed',
+        ...(disruption ? { reason: 'Terminated', message: disruption.message } : {}),
+        conditions,
+        containerStatuses: [
+          {
+            name: container.name,
+            image: container.image ?? '',
+            imageID: '',
+            ready: false,
+            started: false,
+            restartCount: 0,
+            state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt: new Date(record.startedAt), finishedAt } },
+          },
+        ],
+      };
+    });
+  }
+
+  private async terminate(pod: RunningPod, graceSeconds: number): Promise<number> {
+    pod.stopping = true;
+    const signal = (s: NodeJS.Signals) => {
+      try {
+        process.kill(-pod.child.pid!, s);
+      } catch {
+        /* already gone */
+      }
+    };
+    signal('SIGTERM');
+    const killer = setTimeout(() => signal('SIGKILL'), graceSeconds * 1000);
+    const code = await pod.exited;
+    clearTimeout(killer);
+    return code;
+  }
+
+  /** GKE's graceful node shutdown of a reclaimed spot VM. */
+  async shutdownNode(name: string, graceSeconds = 3): Promise<void> {
+    const message = 'Pod was terminated in response to imminent node shutdown.';
+    const { items } = await this.core.listNamespacedPod({ namespace: this.namespace, fieldSelector: `spec.nodeName=${name}` });
+    await Promise.all(
+      items.map(async (pod) => {
+        const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+        const now = new Date();
+        await this.updateStatus(pod.metadata!.name!, pod.metadata!.namespace!, (p) => {
+          p.status = { ...p.status, conditions: [...(p.status?.conditions ?? []), { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message, lastTransitionTime: now }] };
+        });
+        const running = this.pods.get(key);
+        if (!running) return;
+        const code = await this.terminate(running, graceSeconds);
+        await this.reportExit(pod.metadata!.name!, pod.metadata!.namespace!, running, code, { reason: 'TerminationByKubelet', message });
+      }),
+    );
+    await this.core.deleteNode({ name });
+    this.nodes.delete(name);
+  }
+
+  async stop(): Promise<void> {
+    const watch = this.watch;
+    this.watch = undefined;
+    watch?.abort();
+    await Promise.all([...this.pods.values()].map((p) => this.terminate(p, 1)));
+    this.pods.clear();
+  }
+}

@@ -1,0 +1,46 @@
+/** A long-running control-plane process, its own process group, logging to a file. */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+
+export interface Service {
+  name: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export function spawnService(name: string, binary: string, args: string[], logFile: string): Service {
+  const fd = openSync(logFile, 'a');
+  const child = spawn(binary, args, { stdio: ['ignore', fd, fd], detached: true });
+  closeSync(fd);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    name,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        return;
+      }
+      const kill = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }, 5_000);
+      await exited;
+      clearTimeout(kill);
+    },
+  };
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} not ready after ${timeoutMs} ms`);
+}
