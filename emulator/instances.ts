@@ -28,7 +28,7 @@ import type { Operations } from './operations';
 import { instanceSelfLink, renderInstance } from './render';
 import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
-import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type InstanceRecord, type OperationRecord } from './types';
+import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type InstanceRecord, type OperationErrorItem, type OperationRecord } from './types';
 import { groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
 
 export interface LifecycleTimings {
@@ -61,7 +61,10 @@ export const PROJECT_NUMBER = '123456789012';
 
 export interface InstancesOptions {
   state: EmulatorState;
+  /** Saves soon (changes are coalesced). */
   persist: () => void;
+  /** Saves now: used when a process group starts, which a crash must not orphan. */
+  persistNow: () => void;
   catalog: Catalog;
   clock: Clock;
   operations: Operations;
@@ -131,7 +134,7 @@ export class Instances {
     if (this.find(project, zone, req.name)) throw alreadyExists(`projects/${project}/zones/${zone}/instances/${req.name}`);
     const now = this.now();
     const id = newId();
-    const region = catalog.regions[this.regionOf(zone)]?.name ?? this.regionOf(zone);
+    const region = this.regionOf(zone);
     const op = this.o.operations.create({ project, zone, type: OperationType.Insert, targetLink: instanceSelfLink(project, zone, req.name), targetId: id, nowMs: now });
 
     const probe = { gpus: req.gpus, provisioningModel: req.spot ? ('SPOT' as const) : ('STANDARD' as const) };
@@ -186,7 +189,7 @@ export class Instances {
   }
 
   /** Quota first, then capacity, as GCE checks them; both reported in the operation. */
-  private admissionFailure(project: string, zone: string, region: string, probe: Pick<InstanceRecord, 'gpus' | 'provisioningModel'>): { errors: OperationRecord['error'] & object; httpStatus: number } | undefined {
+  private admissionFailure(project: string, zone: string, region: string, probe: Pick<InstanceRecord, 'gpus' | 'provisioningModel'>): { errors: OperationErrorItem[]; httpStatus: number } | undefined {
     const { state } = this;
     const { catalog } = this.o;
     const spot = probe.provisioningModel === 'SPOT';
@@ -273,6 +276,7 @@ export class Instances {
       openSegment(this.state, i, now, this.priceOf(i), this.o.clock.timeFactor);
       const op = this.o.operations.byName(i.insertOperation);
       this.changed(i);
+      this.o.persistNow();
       if (op) this.o.operations.finish(op, now);
       this.armRunningPoll();
       if (i.preemptAtMs !== undefined) this.armPreemption(i);

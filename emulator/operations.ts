@@ -10,7 +10,7 @@ import { API_BASE, newId, newOperationName } from './ids';
 import { OperationStatus, type EmulatorState, type OperationErrorItem, type OperationRecord, type OperationType } from './types';
 
 /** Completed operations kept per emulator, oldest dropped first (GCE keeps them for a while, too). */
-const MAX_OPERATIONS = 20_000;
+const MAX_OPERATIONS = 5_000;
 
 export const HTTP_ERROR_MESSAGES: Record<number, string> = { 400: 'BAD REQUEST', 403: 'FORBIDDEN', 404: 'NOT FOUND', 409: 'CONFLICT', 412: 'PRECONDITION FAILED', 503: 'SERVICE UNAVAILABLE' };
 

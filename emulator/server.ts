@@ -70,6 +70,8 @@ export interface EmulatorHandle {
 }
 
 const LOCK_FILE = 'emulator.lock';
+/** Real milliseconds over which state changes are gathered into one write. */
+const PERSIST_DELAY_MS = 20;
 const openStateDirs = new Set<string>();
 
 function takeLock(stateDir: string): void {
@@ -130,11 +132,23 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const catalog = trace ? traceCatalog(trace, options.catalog ?? defaultCatalog) : (options.catalog ?? defaultCatalog);
   const store = new StateStore(stateDir);
   const state = store.load(clock.now());
-  const persist = () => store.save(state);
+  // Changes are coalesced into one atomic write per PERSIST_DELAY_MS (a busy fleet writes
+  // guest attributes many times a second); close() flushes what is pending.
+  let pendingWrite: NodeJS.Timeout | undefined;
+  const flush = () => {
+    if (pendingWrite) clearTimeout(pendingWrite);
+    pendingWrite = undefined;
+    store.save(state);
+  };
+  const persist = () => {
+    if (pendingWrite) return;
+    pendingWrite = setTimeout(flush, PERSIST_DELAY_MS);
+    pendingWrite.unref();
+  };
   const scheduler = new Scheduler((err) => log(`timer failed: ${(err as Error)?.stack ?? String(err)}`));
   const operations = new Operations(state, persist);
   const spotModel = chooseSpotModel(options, trace, state, clock, catalog);
-  const instances = new Instances({ state, persist, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log });
+  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log });
   const faults = new Faults(options.seed ?? 1);
   const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
   const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
@@ -221,13 +235,13 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     server.close();
     throw err;
   }
+  flush();
   spotModel.start({
     liveSpotInstances: () => instances.liveSpot(),
     preempt: (i, why) => void (i.status === 'RUNNING' ? instances.preempt(i, why) : undefined),
     repriced: () => instances.reprice(),
     persist,
   });
-  persist();
   const port = (server.address() as { port: number }).port;
   log(`listening on http://${host}:${port} (time factor ${clock.timeFactor}, spot model ${spotModel.kind}${trace ? ` ${trace.name}` : ''}, state ${stateDir})`);
 
@@ -251,7 +265,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
           server.closeAllConnections();
         });
         await instances.close(closeOptions.killVms ?? false);
-        persist();
+        flush();
         log(`closed${closeOptions.killVms ? ' (VMs killed)' : ' (VMs left running)'}`);
         releaseLock(stateDir);
       })();

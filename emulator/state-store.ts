@@ -1,8 +1,8 @@
 /**
  * The emulator's state on disk: one JSON file, replaced atomically (write a temporary
- * file, then rename) after every change, so a crash or restart never sees half a state.
- * At the emulator's scale (hundreds of instances) this costs well under a millisecond
- * per write and keeps the format readable for debugging.
+ * file, then rename), so a crash or restart never sees half a state. The server gathers
+ * changes over a few milliseconds into one write, and writes at once when a VM process
+ * starts (so a crash right after cannot orphan it). Plain JSON keeps it readable.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
