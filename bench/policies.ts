@@ -6,5 +6,9 @@ import { sternaPolicy } from '../workflows/policy';
 import type { OnlinePolicy } from '../workflows/policy/types';
 
 export const OPTIMAL = 'optimal';
+/** Not online: the two-threshold family of hindsight.ts with thresholds chosen per window in hindsight. */
+export const HINDSIGHT = 'threshold-hindsight';
+/** Not online: the same family with the one pair of thresholds best over all windows (tuned to the file). */
+export const FIXED = 'threshold-best-fixed';
 
 export const onlinePolicies: OnlinePolicy<unknown>[] = [onDemandPolicy, uniformProgressPolicy, eagerNextRegionPolicy, sternaPolicy];

@@ -36,10 +36,11 @@ const program = new Command('bench:policy')
   .option('--seed <n>', 'seed for window start ticks', (v) => Number.parseInt(v, 10), 1)
   .option('--grid-seconds <s>', 'resample to this tick length (default: the trace gap)', positive)
   .option('--instance-type <name>', 'instance group in traces with several (default: the first)')
+  .option('--hindsight', 'also report the two-threshold policy with thresholds chosen per window in hindsight')
   .option('--out <file>', 'write the full results as JSON');
 
 function main(): void {
-  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; out?: string }>();
+  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; hindsight?: boolean; out?: string }>();
   const started = performance.now();
   const loaded = loadTrace(o.trace, o.instanceType);
   const trace = resample(loaded, o.gridSeconds ?? loaded.gapSeconds);

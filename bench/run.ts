@@ -1,6 +1,7 @@
 /** Runs the optimum and every online policy on the same seeded windows of one trace. */
 import { type JobSettings, ticksFor, windowOf } from './problem';
-import { OPTIMAL, onlinePolicies } from './policies';
+import { type ThresholdRun, bestFixedPair, thresholdRuns } from './hindsight';
+import { FIXED, HINDSIGHT, OPTIMAL, onlinePolicies } from './policies';
 import { optimal } from './optimal';
 import { simulate } from './simulate';
 import type { Trace } from './trace';
@@ -45,9 +46,11 @@ export interface BenchResult {
 export interface BenchOptions extends JobSettings {
   windows: number;
   seed: number;
+  /** Also run the two-threshold family with thresholds chosen in hindsight, per window and fixed (hindsight.ts). */
+  hindsight?: boolean;
 }
 
-function runWindow(trace: Trace, startTick: number, settings: JobSettings): WindowResult {
+function runWindow(trace: Trace, startTick: number, settings: JobSettings, hindsight: boolean): WindowResult & { thresholds?: ThresholdRun[] } {
   const p = windowOf(trace, startTick, settings);
   const best = optimal(p);
   if (best === undefined) throw new Error(`window at ${startTick}: the job cannot finish even on on-demand`);
@@ -58,7 +61,15 @@ function runWindow(trace: Trace, startTick: number, settings: JobSettings): Wind
     const { cost, deadlineMet, finishTick, schedule } = simulate(p, policy);
     policies[policy.name] = { cost, deadlineMet, finishTick, schedule };
   }
-  return { startTick, optimalCost: best.cost, policies };
+  if (!hindsight) return { startTick, optimalCost: best.cost, policies };
+  const thresholds = thresholdRuns(p);
+  policies[HINDSIGHT] = thresholdResult(thresholds.reduce((a, b) => (b.cost < a.cost ? b : a)));
+  return { startTick, optimalCost: best.cost, policies, thresholds };
+}
+
+/** Reported like a policy; `schedule` names the thresholds (ticks) instead. */
+function thresholdResult(r: ThresholdRun): PolicyResult {
+  return { cost: r.cost, deadlineMet: Number.isFinite(r.cost), finishTick: -1, schedule: `wait ${r.waitTicks} hold ${r.holdTicks}` };
 }
 
 /** Nearest-rank percentile. */
@@ -84,8 +95,14 @@ export function runBench(trace: Trace, options: BenchOptions): BenchResult {
   const tickHours = trace.gapSeconds / 3600;
   const { deadlineTicks, changeoverTicks } = ticksFor(options, tickHours);
   const starts = windowStarts(trace.ticks, deadlineTicks, options.windows, options.seed);
-  const windows = starts.map((start) => runWindow(trace, start, options));
-  const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name)];
+  const hindsight = options.hindsight === true;
+  const runs = starts.map((start) => runWindow(trace, start, options, hindsight));
+  if (hindsight) {
+    const k = bestFixedPair(runs.map((w) => w.thresholds ?? []), runs.map((w) => w.optimalCost));
+    for (const w of runs) w.policies[FIXED] = thresholdResult((w.thresholds ?? [])[k]);
+  }
+  const windows: WindowResult[] = runs.map(({ startTick, optimalCost, policies }) => ({ startTick, optimalCost, policies }));
+  const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name), ...(hindsight ? [HINDSIGHT, FIXED] : [])];
   return {
     trace: trace.name,
     instanceGroup: trace.group,

@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { bestFixedPair, thresholdPolicy, thresholdRuns } from '../bench/hindsight';
 import { optimal } from '../bench/optimal';
 import { onlinePolicies } from '../bench/policies';
 import { IDLE, type Problem, modeCount, priceAt, windowOf } from '../bench/problem';
@@ -7,6 +8,7 @@ import { simulate } from '../bench/simulate';
 import { loadTrace } from '../bench/trace';
 import { seededRandom, windowStarts } from '../bench/windows';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
+import { expectedRemainingHours, medianRemainingHours } from '../workflows/policy/zone-stats';
 
 const TRACE_DIR = `${__dirname}/../../../shared/traces`;
 
@@ -81,6 +83,20 @@ describe('policy benchmark', () => {
     }
   });
 
+  it('brackets the threshold family: per-window hindsight <= best fixed pair, both >= the optimum', () => {
+    const random = seededRandom(5);
+    const problems = Array.from({ length: 8 }, () => randomProblem(random, 2, 40, 30, 2));
+    const optima = problems.map((p) => optimal(p)?.cost ?? NaN);
+    const runs = problems.map(thresholdRuns);
+    const k = bestFixedPair(runs, optima);
+    problems.forEach((p, w) => {
+      const perWindow = Math.min(...runs[w].map((r) => r.cost));
+      assert.ok(perWindow >= optima[w] - 1e-9 && perWindow <= runs[w][k].cost + 1e-9, `window ${w}`);
+      const { waitTicks, holdTicks, cost } = runs[w][k];
+      if (Number.isFinite(cost)) assert.ok(Math.abs(simulate(p, thresholdPolicy(waitTicks, holdTicks)).cost - cost) < 1e-9);
+    });
+  });
+
   for (const [file, settings] of [
     ['aws-v100-9zone-2023-02.json', { jobHours: 8, deadlineHours: 9, changeoverHours: 0.2 }],
     ['aws-gpu-2zone-2022-10.json', { jobHours: 8, deadlineHours: 9, changeoverHours: 0.2 }],
@@ -125,6 +141,35 @@ describe('policy benchmark', () => {
     it('goes on-demand when the deadline leaves no room for a spot start and a preemption', () => {
       const obs = observation({ remainingWorkHours: 10, hoursUntilDeadline: 10.3 });
       assert.equal(decide(initialState(), obs).action.kind, 'on-demand');
+    });
+
+    it('counts on the median, not the mean, of a heavy-tailed run: one long run does not make a blip worth a return', () => {
+      const runs = [0.25, 0.25, 0.25, 0.5, 48];
+      assert.equal(medianRemainingHours(runs, 0), 0.25);
+      assert.ok((expectedRemainingHours(runs, 0) ?? 0) > 9);
+      assert.equal(medianRemainingHours(runs, 0.25), 0.25);
+      assert.equal(medianRemainingHours(runs, 1), 47);
+      assert.equal(medianRemainingHours(runs, 48), undefined);
+    });
+
+    it('stays on on-demand when capacity returns in a market of blips, however long its rare runs', () => {
+      // Zone a: eight 0.5 h blips and one 40 h run observed; on on-demand when it returns again.
+      let state = initialState();
+      const zone = (up: boolean) => [{ zone: 'a', spotAvailable: up, spotPrice: 0.9, onDemandPrice: 3.06 }];
+      let now = 0;
+      const feed = (up: boolean, hours: number) => {
+        for (let t = 0; t < hours / 0.25; t++, now += 0.25) state = decide(state, observation({ nowHours: now, hoursUntilDeadline: 200 - now, remainingWorkHours: 48, zones: zone(up) })).state;
+      };
+      feed(false, 0.25);
+      feed(true, 40);
+      for (let i = 0; i < 8; i++) {
+        feed(false, 0.5);
+        feed(true, 0.5);
+      }
+      feed(false, 0.5);
+      feed(true, 0.25);
+      const obs = observation({ nowHours: now, hoursUntilDeadline: 52, remainingWorkHours: 48, current: { kind: 'on-demand', zone: 'a' }, zones: zone(true) });
+      assert.deepEqual(decide(state, obs).action, { kind: 'on-demand', zone: 'a' });
     });
 
     it('keeps a running on-demand instance rather than paying a new changeover elsewhere', () => {

@@ -4,7 +4,7 @@
  * seen now will go on. All in hours.
  */
 import type { Observation } from './types';
-import { type StatsTable, expectedRemainingHours, expectedUptimeHours, runAgeHours } from './zone-stats';
+import { type StatsTable, expectedRemainingHours, expectedUptimeHours, medianRemainingHours, runAgeHours } from './zone-stats';
 
 /** Mean spot run length in `zone` (pooled when `zone` is unseen), one preemption per horizon as the prior. */
 export function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
@@ -20,6 +20,17 @@ export function remainingUptimeHours(stats: StatsTable, obs: Observation, zone: 
   const pooled = expectedRemainingHours(stats.upRuns, runAgeHours(stats, zone, obs.nowHours));
   if (pooled === undefined) return Math.max(obs.stepHours, mean);
   return Math.max(obs.stepHours, (pooled * mean) / meanUptimeHours(stats, obs, ''));
+}
+
+/**
+ * Hours the capacity `zone` has now will, at least as likely as not, still last: the
+ * median of the pooled longer runs' remainders. With bursty capacity the mean is carried
+ * by rare multi-day runs while most returns meet a blip; a decision that risks scarce
+ * slack should count on the likely run. The mean estimate when no longer run is on record.
+ */
+export function likelyRemainingUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
+  const median = medianRemainingHours(stats.upRuns, runAgeHours(stats, zone, obs.nowHours));
+  return median === undefined ? remainingUptimeHours(stats, obs, zone) : Math.max(obs.stepHours, median);
 }
 
 /** Hours until `zone` has capacity again; with no longer outage on record, as long again as this one (Lindy). */

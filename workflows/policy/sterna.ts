@@ -16,7 +16,7 @@
  * estimate from what this run has observed.
  */
 import { EPS_HOURS, cheapestOnDemand, isAvailable, onDemandAction, slackHours, withSafetyNet } from './deadline';
-import { remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
+import { likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
 import { type StatsTable, emptyStats, observe, runAgeHours } from './zone-stats';
@@ -96,8 +96,9 @@ function fromSpot(ctx: Context, zone: string): Action {
 }
 
 /**
- * On on-demand: leave for spot when its expected run pays for the changeover there and
- * the likely one back ("Can't Be Late" 5.4: o > 2kd/(k-1), with o estimated, not known).
+ * On on-demand: leave for spot when its likely run (the median, see expectations.ts)
+ * pays for the changeover there and the one back ("Can't Be Late" 5.4: o > 2kd/(k-1),
+ * with o estimated, not known).
  */
 function fromOnDemand(ctx: Context, current: Action): Action {
   const c = ctx.best;
@@ -105,7 +106,8 @@ function fromOnDemand(ctx: Context, current: Action): Action {
   if (c === undefined || runAgeHours(ctx.stats, c.zone.zone, ctx.obs.nowHours) < ctx.obs.stepHours - EPS_HOURS) return current;
   const d = ctx.obs.changeoverHours;
   const od = ctx.onDemand.onDemandPrice;
-  const gain = (od - c.zone.spotPrice) * usefulHours(ctx, c) - 2 * od * d - 2 * d * ctx.budget.slackPrice;
+  const likely = Math.min(likelyRemainingUptimeHours(ctx.stats, ctx.obs, c.zone.zone), ctx.obs.remainingWorkHours);
+  const gain = (od - c.zone.spotPrice) * likely - 2 * od * d - 2 * d * ctx.budget.slackPrice;
   return gain > 0 ? spot(c) : current;
 }
 

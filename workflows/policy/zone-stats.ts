@@ -149,3 +149,9 @@ export function runAgeHours(table: StatsTable, zone: string, nowHours: number): 
   const s = table.zones[zone];
   return s === undefined ? 0 : Math.max(0, nowHours - s.runStartHours);
 }
+
+/** Median (the lower middle) of the hours left in a run that has lasted `ageHours`, from completed longer runs; undefined without them. */
+export function medianRemainingHours(runs: readonly number[], ageHours: number): number | undefined {
+  const left = runs.filter((r) => r > ageHours).map((r) => r - ageHours).sort((a, b) => a - b);
+  return left.length === 0 ? undefined : left[Math.floor((left.length - 1) / 2)];
+}
