@@ -93,6 +93,11 @@ export class NodeAgent {
       },
     };
     await this.core.replaceNodeStatus({ name: node.name, body: created });
+    // The API server taints a new node not-ready; the node lifecycle controller lifts it
+    // once the kubelet reports Ready. We run no such controller, so we lift it here.
+    const ready = await this.core.readNode({ name: node.name });
+    ready.spec = { ...ready.spec, taints: (ready.spec?.taints ?? []).filter((t) => t.key !== 'node.kubernetes.io/not-ready') };
+    await this.core.replaceNode({ name: node.name, body: ready });
   }
 
   async start(): Promise<void> {
@@ -108,6 +113,7 @@ export class NodeAgent {
   }
 
   private async onPod(type: string, pod: V1Pod): Promise<void> {
+    if (type === 'ERROR' || type === 'BOOKMARK' || !pod.metadata || !pod.spec) return;
     const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
     const node = pod.spec?.nodeName;
     if (!node || !this.nodes.has(node)) return;

@@ -89,6 +89,7 @@ export class GkeProvider implements ComputeProvider {
         `/api/v1/namespaces/${this.namespace}/pods`,
         { labelSelector: 'sterna-run' },
         (type: string, pod: V1Pod) => {
+          if (type === 'ERROR' || type === 'BOOKMARK') return;
           const job = pod.metadata?.labels?.['job-name'];
           if (!job) return;
           if (type === 'DELETED') this.pods.delete(pod.metadata!.uid!);

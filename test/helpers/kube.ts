@@ -1,0 +1,92 @@
+/**
+ * The GKE test bed: a real control plane (etcd, kube-apiserver, controller-manager,
+ * scheduler, built from source), fake GPU nodes played by kube/node-agent.ts, and a
+ * Sterna worker whose GKE provider talks to it through @kubernetes/client-node.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Worker } from '@temporalio/worker';
+import { GkeProvider } from '../../activities/providers/gke';
+import { catalogPriceBook } from '../../config/price-book';
+import { publishExampleLocally } from '../../examples/publish';
+import { startCluster, type Cluster } from '../../kube/cluster';
+import { NodeAgent, type FakeNode } from '../../kube/node-agent';
+import { localBucketMapper } from '../../workers/providers';
+import { createSternaWorker } from '../../workers/worker';
+import { testEnv, uniqueTaskQueue, workflowBundle } from './temporal';
+
+export interface KubeStack {
+  cluster: Cluster;
+  kc: KubeConfig;
+  core: CoreV1Api;
+  batch: BatchV1Api;
+  agent: NodeAgent;
+  provider: GkeProvider;
+  taskQueue: string;
+  bucketsDir: string;
+  stop(): Promise<void>;
+}
+
+export const NODES: FakeNode[] = [
+  { name: 'spot-l4-a', zone: 'us-central1-a', accelerator: 'nvidia-l4', gpus: 1, spot: true },
+  { name: 'spot-l4-b', zone: 'us-central1-b', accelerator: 'nvidia-l4', gpus: 1, spot: true },
+  { name: 'spot-l4-c', zone: 'us-central1-c', accelerator: 'nvidia-l4', gpus: 1, spot: true },
+  { name: 'standard-l4-f', zone: 'us-central1-f', accelerator: 'nvidia-l4', gpus: 1, spot: false },
+];
+
+export async function startKubeStack(): Promise<KubeStack> {
+  const dir = mkdtempSync(join(tmpdir(), 'sterna-kube-'));
+  const bucketsDir = join(dir, 'buckets');
+  publishExampleLocally(bucketsDir);
+  const cluster = await startCluster(join(dir, 'cluster'));
+  const cleanup: (() => Promise<void>)[] = [() => cluster.stop()];
+  try {
+    const kc = cluster.kubeConfig();
+    const agent = new NodeAgent(kc, { workDir: join(dir, 'nodes'), apiHost: '127.0.0.1', apiPort: Number(new URL(cluster.server).port), token: cluster.token });
+    await agent.start();
+    cleanup.push(() => agent.stop());
+    for (const node of NODES) await agent.addNode(node);
+    const provider = new GkeProvider({
+      kubeConfig: kc,
+      namespace: 'default',
+      prices: catalogPriceBook(),
+      pendingTimeoutSeconds: 8,
+      terminationGracePeriodSeconds: 3,
+      pollIntervalMs: 200,
+      storageUriForVm: localBucketMapper(bucketsDir),
+    });
+    const env = await testEnv();
+    const taskQueue = uniqueTaskQueue('gke');
+    const worker: Worker = await createSternaWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace,
+      taskQueue,
+      providers: { gke: provider },
+      workflowBundle: await workflowBundle(require.resolve('../../workflows')),
+    });
+    const running = worker.run();
+    cleanup.push(async () => {
+      worker.shutdown();
+      await running;
+    });
+    return {
+      cluster,
+      kc,
+      core: kc.makeApiClient(CoreV1Api),
+      batch: kc.makeApiClient(BatchV1Api),
+      agent,
+      provider,
+      taskQueue,
+      bucketsDir,
+      async stop() {
+        for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    for (const fn of cleanup.reverse()) await fn().catch(() => undefined);
+    throw err;
+  }
+}
