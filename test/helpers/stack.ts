@@ -17,6 +17,7 @@ import { buildGceProvider } from '../../workers/providers';
 import { createSternaWorker } from '../../workers/worker';
 import type { RunSpecInput } from '../../workflows/spec';
 import type { trainingRun } from '../../workflows/training-run';
+import { loadTrace, traceCatalog } from '../../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './emulator';
 import { spawnLogged, type Spawned } from './processes';
 import { testEnv, testServerAddress, uniqueTaskQueue, workflowBundle } from './temporal';
@@ -43,14 +44,16 @@ export interface Stack {
 
 let counter = 0;
 
-export async function startStack(options: { timeFactor?: number; trace?: string; taskQueue?: string } = {}): Promise<Stack> {
+export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string } = {}): Promise<Stack> {
   const env = await testEnv();
   const dir = mkdtempSync(join(tmpdir(), 'sterna-stack-'));
   const bucketsDir = join(dir, 'buckets');
   publishExampleLocally(bucketsDir);
-  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace: options.trace });
+  const trace = options.trace ? loadTrace(options.trace) : undefined;
+  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick });
   const gce: GceConfig = { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir };
-  const provider = buildGceProvider(gce, catalogPriceBook(), 200);
+  // A replayed trace brings its own zones and prices; the provider prices offers from them.
+  const provider = buildGceProvider(gce, catalogPriceBook(trace ? traceCatalog(trace) : undefined), 200);
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('stack');
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
