@@ -5,7 +5,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { runKey } from '../workflows/naming';
-import { statusQuery } from '../workflows/messages';
+import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
 import type { RunStatus } from '../workflows/run-state';
 import type { trainingRun } from '../workflows/training-run';
@@ -120,6 +120,22 @@ describe('trainingRun on the GCE emulator', function () {
     assert.ok(resumed.every((step) => step > 0), `resumed from ${resumed.join(', ')}, not from 0`);
     assert.ok(uninterrupted, 'the happy-path run ran first');
     assert.deepEqual(finalWeights(stack, run.workflowId), finalWeights(stack, uninterrupted!));
+  });
+
+  it('takes an external preemption notice for its VM (and ignores one for another)', async () => {
+    const run = await start();
+    await eventually('training', async () => ((await status(run)).phase === 'training' ? true : undefined));
+    const [vm] = await instancesOf(stack, run.workflowId);
+    await run.signal(preemptionNoticeSignal, { name: 'st-someone-else-a1', reason: 'not ours' });
+    await run.signal(preemptionNoticeSignal, { name: vm, reason: 'shutdown hook' });
+    const zone = (await status(run)).zone!;
+    await stack.emulator.preempt(zone, vm);
+    const result = await run.result();
+    assert.equal(result.preemptions, 1);
+    const events = (await status(run)).timeline.map((e) => e.event);
+    assert.ok(events.includes(`preemption notice for ${vm}: shutdown hook`));
+    assert.ok(!events.some((e) => e.includes('st-someone-else')));
+    assert.deepEqual(await instancesOf(stack, run.workflowId), []);
   });
 
   it('cancelled while training, deletes its VM within seconds', async () => {
