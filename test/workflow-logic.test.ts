@@ -122,6 +122,22 @@ describe('trainingRun decisions (scripted cloud)', function () {
     });
   });
 
+  it('continues as new after many attempts, carrying its state, and still finishes', async () => {
+    const provider = new ScriptedProvider([zones[0]]);
+    for (let i = 1; i <= 55; i++) provider.script('us-central1-a', { kind: 'preempt', step: i, afterPolls: 1 });
+    await withWorker(provider, async (start) => {
+      const run = await start(spec({ recovery: { pollSeconds: 0.2, maxPreemptions: 100, zoneCooldown: 0.01 } }));
+      const result = await run.result();
+      assert.equal(result.status, 'completed');
+      assert.equal(result.preemptions, 55);
+      assert.equal(result.attempts.length, 56, 'attempts from before the continue-as-new are kept');
+      assert.deepEqual(provider.resumedFrom().slice(49, 52), [49, 50, 51], 'the checkpoint crosses the continue-as-new');
+      const env = await testEnv();
+      const first = await env.client.workflow.getHandle(run.workflowId, run.firstExecutionRunId).describe();
+      assert.equal(first.status.name, 'CONTINUED_AS_NEW');
+    });
+  });
+
   it('fails with DeadlineMissed when the deadline passes, releasing the VM', async () => {
     const provider = new ScriptedProvider(zones, { kind: 'exit', code: 0, afterPolls: 1_000_000 });
     await withWorker(provider, async (start) => {
