@@ -3,10 +3,12 @@
  * default quotas. The emulator serves it as Compute Engine resources; the provider
  * prices offers from it (GCE has no price API in the Compute surface).
  *
- * Prices are USD per hour for the whole instance, from Google Cloud's public list
- * prices (cloud.google.com/compute/vm-instance-pricing, /compute/gpus-pricing and
- * /spot-vms/pricing) as read in January 2025, rounded. us-central1 is the base; other
- * regions apply one multiplier approximating the published regional differences.
+ * Prices are USD per hour for the whole instance: approximations of Google Cloud's
+ * public list prices (cloud.google.com/compute/vm-instance-pricing, /compute/gpus-pricing
+ * and /spot-vms/pricing) as of January 2025, written from memory of those pages, not
+ * fetched: this machine cannot reach them. Check them against the pages before relying
+ * on a figure. us-central1 is the base; other regions apply one multiplier
+ * approximating the published regional differences.
  * Spot prices are variable on GCE (they may change daily); these are a snapshot.
  * Sustained-use and committed-use discounts are not modelled.
  */
