@@ -14,6 +14,7 @@
 import type { Clock } from './clock';
 import { availableAt, spotPriceAt, tickAt, type Trace, type TraceEntry } from './trace';
 import type { EmulatorState, GpuRequest, InstanceRecord } from './types';
+import { seededRandom } from '../workflows/random';
 
 export interface SpotModelHooks {
   /** Running (or booting) spot VMs. */
@@ -50,18 +51,6 @@ export interface RandomSpotOptions {
 const DEFAULT_STEP_SECONDS = 60;
 /** Real milliseconds below which timers are not worth arming (a very large time factor). */
 const MIN_TIMER_MS = 20;
-
-/** mulberry32: a small, fast, seedable PRNG (uniform in [0, 1)). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export class CalmSpotModel implements SpotModel {
   readonly kind = 'calm';

@@ -2,21 +2,10 @@
  * A deterministic binary-classification dataset for the example trainer: points drawn
  * from two Gaussian clouds, written as CSV (features..., label). Same seed, same bytes.
  */
-
-/** Mulberry32: a tiny seeded PRNG, so the dataset needs no dependency. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../workflows/random';
 
 export function generateDataset(options: { seed?: number; rows?: number; features?: number } = {}): string {
-  const random = mulberry32(options.seed ?? 42);
+  const random = seededRandom(options.seed ?? 42);
   const rows = options.rows ?? 2000;
   const features = options.features ?? 8;
   const gaussian = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());

@@ -6,7 +6,8 @@ import { IDLE, type Problem, modeCount, priceAt, windowOf } from '../bench/probl
 import { evaluate, evaluateSchedule } from '../bench/schedule';
 import { simulate } from '../bench/simulate';
 import { loadTrace } from '../bench/trace';
-import { seededRandom, windowStarts } from '../bench/windows';
+import { windowStarts } from '../bench/windows';
+import { seededRandom } from '../workflows/random';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
 import { expectedRemainingHours, medianRemainingHours } from '../workflows/policy/zone-stats';
 
