@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { guardProcessGroup, stopGuard } from './service';
 
 export interface FakeNode {
   name: string;
@@ -150,6 +151,9 @@ export class NodeAgent {
     const fd = openSync(join(dir, 'container.log'), 'a');
     const child = spawn(argv[0], argv.slice(1), { cwd: dir, env, stdio: ['ignore', fd, fd], detached: true });
     closeSync(fd);
+    // Pod processes die with the test run even when it is killed (no kubelet outlives it).
+    const guard = child.pid === undefined ? undefined : guardProcessGroup(child.pid);
+    child.once('exit', () => stopGuard(guard));
     const exited = new Promise<number>((resolve) => {
       child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 + (signal === 'SIGKILL' ? 9 : 15) : 1)));
       child.once('error', () => resolve(127));

@@ -126,6 +126,17 @@ describe('trainingRun on GKE (a real Kubernetes control plane)', function () {
     }
   });
 
+  it('fails the run with the exit code of a command that fails at once, not as a stockout', async () => {
+    const run = await start(gkeSpec({ command: ['sh', '-c', 'exit 3'], recovery: { maxPreemptions: 5, maxRestartsOnError: 0, pollSeconds: 0.3 } }));
+    const err = await run.result().catch((e: unknown) => e);
+    assert.ok(err instanceof WorkflowFailedError, String(err));
+    const cause = err.cause as { type?: string; message?: string };
+    assert.equal(cause.type, 'UserCodeFailed', String(cause.message));
+    const status = await run.query(statusQuery);
+    assert.equal(status.attempt, 1, 'one attempt: a fast failure is not taken for an unschedulable pod');
+    await noneLeft(run.workflowId);
+  });
+
   it('deletes the Job when the run is cancelled', async () => {
     const run = await start(gkeSpec());
     await eventually('training', async () => ((await run.query(statusQuery)).phase === 'training' ? true : undefined), 120_000);

@@ -2,7 +2,10 @@
  * GKE: training attempts as Kubernetes Jobs on spot (or on-demand) GPU node pools,
  * through the real `@kubernetes/client-node`.
  *
- *   new GkeProvider({ kubeConfig, namespace, prices })
+ *   new GkeProvider({ kubeConfig, namespace, prices, ...options })
+ *     kubeConfig  a loaded @kubernetes/client-node KubeConfig (the worker's kubeconfig)
+ *     namespace   where the Jobs go
+ *     prices      the PriceBook over config/catalog.ts, the same as GCE's
  *
  * Offers come from the cluster's nodes (zone x accelerator x spot label, allocatable
  * `nvidia.com/gpu`), priced from the same catalog as GCE. An attempt is one Job whose
@@ -12,9 +15,21 @@
  * On real GKE the Job's service account needs `patch` on pods in the namespace (see the
  * Role in the README).
  *
+ * Why annotations: on real GKE nothing relays a file out of a container (the kubelet
+ * does not), while every pod can reach the API server with its projected service-account
+ * token; so the agent (`STERNA_PUBLISH_MODE=k8s`) patches `metadata.annotations` of its
+ * own pod with curl. The test bed's stand-in kubelet (kube/node-agent.ts) gives the pod
+ * the same API server and a token file, so the same path runs in the tests.
+ *
  * Failure translation:
- *   pod Pending (unschedulable) past pendingTimeout -> Stockout for that zone
- *   pod condition DisruptionTarget, or its node gone  -> Preempted
+ *   pod unschedulable past pendingTimeout                 -> Stockout for that zone
+ *   pod rejected by the node (OutOf<resource>, admission) -> Stockout for that zone
+ *   pod scheduled but not started past startupTimeout     -> Stockout (the node never came up)
+ *   image that cannot be pulled or container config error -> InvalidSpec
+ *   pod condition DisruptionTarget, or its node gone      -> Preempted
+ * The Job's `podFailurePolicy` ignores DisruptionTarget failures, so a disrupted pod does
+ * not fail the Job; the workflow, which owns retries and zone failover, releases the Job
+ * and places the next attempt itself.
  */
 import {
   BatchV1Api,
@@ -36,8 +51,12 @@ export interface GkeProviderOptions {
   prices: PriceBook;
   /** Image for the training container; it must have bash, curl and the trainer's runtime. */
   defaultImage?: string;
-  /** A pod that stays unschedulable this long means the zone has no capacity. */
+  /** A pod that stays unschedulable this long means the zone has no capacity (default 300 s). */
   pendingTimeoutSeconds?: number;
+  /** A scheduled pod has this long to start (image pull of a large image; default 900 s). */
+  startupTimeoutSeconds?: number;
+  /** The pods' service account (bound to the agent Role in the README); default: the namespace's `default`. */
+  serviceAccountName?: string;
   /** GKE gives spot nodes 30 s of notice; the pod's grace period must fit within it. */
   terminationGracePeriodSeconds?: number;
   pollIntervalMs?: number;
@@ -57,6 +76,23 @@ export function podDisrupted(pod: V1Pod): boolean {
   return (pod.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True' && DISRUPTION_REASONS.has(c.reason ?? ''));
 }
 
+/** Waiting reasons that no amount of waiting fixes: the spec's image or container is wrong. */
+const BAD_CONTAINER_REASONS = new Set(['InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError']);
+/** A pod the node's kubelet refused to admit (GPU device plugin out of devices, affinity race). */
+const ADMISSION_FAILURE = /^(OutOf|UnexpectedAdmissionError$|NodeAffinity$|NodeLost$)/;
+
+function epochMs(value: Date | string | undefined): number {
+  return value ? new Date(value).getTime() : 0;
+}
+
+function scheduled(pod: V1Pod): boolean {
+  return Boolean(pod.spec?.nodeName) || (pod.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.status === 'True');
+}
+
+function waitingReason(pod: V1Pod): string | undefined {
+  return pod.status?.containerStatuses?.[0]?.state?.waiting?.reason;
+}
+
 function regionOf(zone: string): string {
   return zone.replace(/-[a-z]$/, '');
 }
@@ -68,6 +104,8 @@ export class GkeProvider implements ComputeProvider {
   /** The newest state of every Sterna pod, fed by one watch. */
   private readonly pods = new Map<string, V1Pod>();
   private watching?: Promise<unknown>;
+  private watchRequest?: { abort(): void };
+  private closed = false;
   private readonly pollMs: number;
 
   constructor(private readonly options: GkeProviderOptions) {
@@ -80,12 +118,22 @@ export class GkeProvider implements ComputeProvider {
     return this.options.namespace;
   }
 
-  /** Starts (once) the pod watch; restarts it when the server closes it. */
+  /**
+   * Starts (once) the watch on Sterna's pods; when the server ends it, the next look
+   * starts a new one. A new watch begins with ADDED events for every current pod, so the
+   * cache is emptied when a watch ends (a pod deleted in the gap must not linger) and
+   * looks fall back to a list until the new watch has caught up.
+   */
   private ensureWatch(): void {
-    if (this.watching) return;
+    if (this.watching || this.closed) return;
     const watch = new Watch(this.options.kubeConfig);
-    const start = (): Promise<unknown> =>
-      watch.watch(
+    const ended = () => {
+      this.watching = undefined;
+      this.watchRequest = undefined;
+      this.pods.clear();
+    };
+    this.watching = watch
+      .watch(
         `/api/v1/namespaces/${this.namespace}/pods`,
         { labelSelector: 'sterna-run' },
         (type: string, pod: V1Pod) => {
@@ -95,11 +143,21 @@ export class GkeProvider implements ComputeProvider {
           if (type === 'DELETED') this.pods.delete(pod.metadata!.uid!);
           else this.pods.set(pod.metadata!.uid!, pod);
         },
-        () => {
-          this.watching = undefined;
-        },
-      );
-    this.watching = start().catch(() => (this.watching = undefined));
+        ended,
+      )
+      .then((request) => {
+        if (this.closed) request.abort();
+        else this.watchRequest = request;
+      })
+      .catch(ended);
+  }
+
+  /** Stops the pod watch (the worker calls this on shutdown, so no request outlives it). */
+  close(): void {
+    this.closed = true;
+    this.watchRequest?.abort();
+    this.watchRequest = undefined;
+    this.pods.clear();
   }
 
   /** The pods of a Job, oldest first, from the watch (or one list while it starts). */
@@ -109,7 +167,8 @@ export class GkeProvider implements ComputeProvider {
     if (pods.length === 0) {
       pods = (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: `job-name=${job}` })).items;
     }
-    return pods.sort((a, b) => Number(a.metadata?.creationTimestamp ?? 0) - Number(b.metadata?.creationTimestamp ?? 0));
+    // Watch events are plain JSON (timestamps are strings); listed pods carry Dates.
+    return pods.sort((a, b) => epochMs(a.metadata?.creationTimestamp) - epochMs(b.metadata?.creationTimestamp));
   }
 
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
@@ -170,6 +229,7 @@ export class GkeProvider implements ComputeProvider {
           metadata: { labels },
           spec: {
             restartPolicy: 'Never',
+            ...(this.options.serviceAccountName ? { serviceAccountName: this.options.serviceAccountName } : {}),
             terminationGracePeriodSeconds: this.options.terminationGracePeriodSeconds ?? 25,
             nodeSelector,
             // Anything but the other model's nodes: spot pods must not land on standard nodes.
@@ -212,18 +272,47 @@ export class GkeProvider implements ComputeProvider {
       }
       adopted = true;
     }
-    const deadline = Date.now() + (this.options.pendingTimeoutSeconds ?? 300) * 1000;
+    const pendingSeconds = this.options.pendingTimeoutSeconds ?? 300;
+    const startupSeconds = this.options.startupTimeoutSeconds ?? 900;
+    const started = Date.now();
+    let scheduledAt: number | undefined;
+    const giveUp = async (type: FailureType, message: string): Promise<never> => {
+      // Clean up now: the workflow moves on to the next offer (or fails the run).
+      await this.release(ref);
+      throw failure(type, message);
+    };
     for (;;) {
       const [pod] = await this.podsOf(request.name);
-      onProgress(pod?.status?.phase ?? 'no pod yet');
+      const phase = pod?.status?.phase;
+      const waiting = pod && waitingReason(pod);
+      onProgress(waiting ?? phase ?? 'no pod yet');
       if (pod && podDisrupted(pod)) throw failure(FailureType.Preempted, `pod of ${request.name} was disrupted before it ran`);
-      if (pod?.status?.phase === 'Running' || pod?.status?.phase === 'Succeeded') {
-        return { ref, adopted, window: { startedAt: toIso(pod.status.startTime) } };
+      if (phase === 'Running' || phase === 'Succeeded') {
+        return { ref, adopted, window: { startedAt: toIso(pod!.status!.startTime) } };
       }
-      if (Date.now() > deadline) {
-        // Unschedulable for too long: treat the zone as stocked out and clean up now.
-        await this.release(ref);
-        throw failure(FailureType.Stockout, `pod of ${request.name} stayed Pending in ${request.offer.zone} for ${this.options.pendingTimeoutSeconds ?? 300} s`);
+      if (phase === 'Failed') {
+        const reason = pod!.status?.reason ?? '';
+        if (ADMISSION_FAILURE.test(reason)) await giveUp(FailureType.Stockout, `the node in ${request.offer.zone} refused the pod of ${request.name}: ${reason} ${pod!.status?.message ?? ''}`.trim());
+        // It ran and ended before we saw it running: monitoring reads how it ended.
+        return { ref, adopted, window: { startedAt: toIso(pod!.status?.startTime) } };
+      }
+      if (waiting && BAD_CONTAINER_REASONS.has(waiting)) {
+        await giveUp(FailureType.InvalidSpec, `the container of ${request.name} cannot start: ${waiting}`);
+      }
+      if (pod && scheduled(pod)) {
+        scheduledAt ??= Date.now();
+        if (pod.spec?.nodeName && !(await this.nodeExists(pod.spec.nodeName))) {
+          await giveUp(FailureType.Preempted, `the node of ${request.name} went away before the pod started`);
+        }
+        if (Date.now() - scheduledAt > startupSeconds * 1000) {
+          await giveUp(
+            waiting === 'ImagePullBackOff' || waiting === 'ErrImagePull' ? FailureType.InvalidSpec : FailureType.Stockout,
+            `pod of ${request.name} was scheduled in ${request.offer.zone} but did not start within ${startupSeconds} s${waiting ? ` (${waiting})` : ''}`,
+          );
+        }
+      } else if (Date.now() - started > pendingSeconds * 1000) {
+        // Unschedulable for too long (on GKE: the autoscaler found no node either).
+        await giveUp(FailureType.Stockout, `pod of ${request.name} stayed unschedulable in ${request.offer.zone} for ${pendingSeconds} s`);
       }
       await new Promise((r) => setTimeout(r, this.pollMs));
     }

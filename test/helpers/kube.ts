@@ -57,6 +57,7 @@ export async function startKubeStack(): Promise<KubeStack> {
       pollIntervalMs: 200,
       storageUriForVm: localBucketMapper(bucketsDir),
     });
+    cleanup.push(async () => provider.close());
     const env = await testEnv();
     const taskQueue = uniqueTaskQueue('gke');
     const worker: Worker = await createSternaWorker({
