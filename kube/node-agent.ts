@@ -25,6 +25,8 @@ export interface FakeNode {
   accelerator: string;
   gpus: number;
   spot: boolean;
+  /** GCE machine type, labelled `node.kubernetes.io/instance-type` as on GKE. */
+  machineType?: string;
 }
 
 interface RunningPod {
@@ -69,6 +71,7 @@ export class NodeAgent {
       'cloud.google.com/gke-nodepool': `${node.spot ? 'spot' : 'standard'}-${node.accelerator}`,
     };
     if (node.spot) labels['cloud.google.com/gke-spot'] = 'true';
+    if (node.machineType) labels['node.kubernetes.io/instance-type'] = node.machineType;
     // GKE taints GPU nodes (and, on request, spot nodes) so only pods that ask land there.
     const taints = [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }];
     if (node.spot) taints.push({ key: 'cloud.google.com/gke-spot', value: 'true', effect: 'NoSchedule' });

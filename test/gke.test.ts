@@ -2,7 +2,10 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { GkeProvider } from '../activities/providers/gke';
+import { pricePerHour } from '../config/catalog';
+import { catalogPriceBook } from '../config/price-book';
 import { statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunSpecInput } from '../workflows/spec';
@@ -76,6 +79,49 @@ describe('trainingRun on GKE (a real Kubernetes control plane)', function () {
     const keys = offers.map((o) => `${o.zone}/${o.provisioningModel}`).sort();
     assert.deepEqual(keys, ['us-central1-a/SPOT', 'us-central1-b/SPOT', 'us-central1-c/SPOT', 'us-central1-f/STANDARD']);
     assert.ok(offers.every((o) => o.pricePerHour > 0 && o.pricePerHour <= o.onDemandPricePerHour));
+    // Priced as the node's machine type when it is labelled, the catalog's shape when not.
+    const spotA = offers.find((o) => o.zone === 'us-central1-a')!;
+    assert.equal(spotA.machineType, 'g2-standard-8');
+    assert.equal(spotA.pricePerHour, pricePerHour({ region: 'us-central1', machineType: 'g2-standard-8', accelerator: 'nvidia-l4', count: 1, spot: true }));
+    assert.equal(offers.find((o) => o.zone === 'us-central1-f')!.machineType, 'g2-standard-4');
+  });
+
+  it('offers a declared node pool that has no node, and calls its unschedulable pod a stockout', async () => {
+    const provider = new GkeProvider({
+      kubeConfig: stack.kc,
+      namespace: 'default',
+      prices: catalogPriceBook(),
+      pendingTimeoutSeconds: 2,
+      pollIntervalMs: 200,
+      nodePools: [{ name: 'spot-l4x4', zones: ['us-central1-d'], accelerator: 'nvidia-l4', gpusPerNode: 4, spot: true, machineType: 'g2-standard-48' }],
+    });
+    try {
+      const offers = await provider.findOffers({ accelerators: [{ type: 'nvidia-l4', count: 1 }], provisioningModels: ['SPOT'], zones: { allow: ['us-central1-d'] } });
+      assert.equal(offers.length, 1);
+      const whole = pricePerHour({ region: 'us-central1', machineType: 'g2-standard-48', accelerator: 'nvidia-l4', count: 4, spot: true })!;
+      assert.ok(Math.abs(offers[0].pricePerHour - whole / 4) < 1e-6, 'a pod pays for its quarter of a 4-GPU node');
+      const name = 'st-zero-pool-0000000-a1';
+      const err = await provider
+        .provision(
+          {
+            name,
+            offer: offers[0],
+            labels: { 'sterna-run': 'zero-pool', 'sterna-attempt': '1' },
+            diskSizeGb: 100,
+            agent: { runId: 'zero-pool', attempt: 1, argv: ['true'], env: {}, datasets: [], checkpointUri: 'gs://b/c', pollSeconds: 1 },
+          },
+          () => undefined,
+        )
+        .catch((e: unknown) => e);
+      assert.ok(err instanceof ApplicationFailure && err.type === 'Stockout', String(err));
+      await eventually('the Job and its pod deleted', async () => {
+        const jobs = (await stack.batch.listNamespacedJob({ namespace: 'default', labelSelector: 'sterna-run=zero-pool' })).items.length;
+        const pods = (await stack.core.listNamespacedPod({ namespace: 'default', labelSelector: 'sterna-run=zero-pool' })).items.length;
+        return jobs + pods === 0 ? true : undefined;
+      }, 30_000);
+    } finally {
+      provider.close();
+    }
   });
 
   it('completes a run as a Job, and leaves no Job or Pod behind', async () => {

@@ -57,8 +57,19 @@ export interface GkeProviderOptions {
   startupTimeoutSeconds?: number;
   /** The pods' service account (bound to the agent Role in the README); default: the namespace's `default`. */
   serviceAccountName?: string;
-  /** GKE gives spot nodes 30 s of notice; the pod's grace period must fit within it. */
+  /**
+   * A spot node gets 30 s of notice, of which GKE's graceful node shutdown gives
+   * non-system pods the first 15 s (the rest is for critical system pods); the kubelet
+   * cuts a longer grace period short. Default 15: the agent forwards SIGTERM to the
+   * trainer, which must write and the agent upload its final checkpoint within it.
+   */
   terminationGracePeriodSeconds?: number;
+  /**
+   * GPU node pools that can scale from zero (the cluster autoscaler adds a node when a
+   * pod asks): a pool with no node right now is invisible in the Kubernetes API, so it
+   * is declared here (from `gcloud container node-pools list`) to be offered anyway.
+   */
+  nodePools?: { name: string; zones: string[]; accelerator: string; gpusPerNode: number; spot: boolean; machineType?: string }[];
   pollIntervalMs?: number;
   storageUriForVm?: (uri: string) => string;
 }
@@ -67,6 +78,20 @@ const DISRUPTION_REASONS = new Set(['TerminationByKubelet', 'PreemptionBySchedul
 const ZONE_LABEL = 'topology.kubernetes.io/zone';
 const ACCELERATOR_LABEL = 'cloud.google.com/gke-accelerator';
 const SPOT_LABEL = 'cloud.google.com/gke-spot';
+const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
+
+/** What one node (or one zone of a declared node pool) can hold. */
+interface PoolShape {
+  zone: string;
+  accelerator: string;
+  gpus: number;
+  spot: boolean;
+  machineType?: string;
+}
+
+function round6(usd: number): number {
+  return Math.round(usd * 1e6) / 1e6;
+}
 
 function isStatus(err: unknown, code: number): boolean {
   return (err as { code?: number })?.code === code;
@@ -171,35 +196,66 @@ export class GkeProvider implements ComputeProvider {
     return pods.sort((a, b) => epochMs(a.metadata?.creationTimestamp) - epochMs(b.metadata?.creationTimestamp));
   }
 
+  /**
+   * One offer per zone x accelerator x GPU count x pricing model that a node (or a
+   * declared node pool) can hold. A pod pays for its share of the node: the node's
+   * machine type (`node.kubernetes.io/instance-type`) priced from the catalog, times
+   * the GPUs it asks for over the node's GPUs; the catalog's shape when unlabelled.
+   */
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
     const { items } = await this.core.listNode({});
-    const seen = new Set<string>();
-    const offers: Offer[] = [];
+    const pools: PoolShape[] = [];
     for (const node of items) {
       const labels = node.metadata?.labels ?? {};
       const zone = labels[ZONE_LABEL];
       const accelerator = labels[ACCELERATOR_LABEL];
       if (!zone || !accelerator || node.spec?.unschedulable) continue;
-      const spot = labels[SPOT_LABEL] === 'true';
-      const model = spot ? 'SPOT' : 'STANDARD';
       const gpus = Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? 0);
+      pools.push({ zone, accelerator, gpus, spot: labels[SPOT_LABEL] === 'true', machineType: labels[INSTANCE_TYPE_LABEL] });
+    }
+    for (const pool of this.options.nodePools ?? []) {
+      for (const zone of pool.zones) pools.push({ zone, accelerator: pool.accelerator, gpus: pool.gpusPerNode, spot: pool.spot, machineType: pool.machineType });
+    }
+    const best = new Map<string, Offer>();
+    for (const pool of pools) {
+      const { zone, accelerator, spot } = pool;
+      const model = spot ? 'SPOT' : 'STANDARD';
+      const region = regionOf(zone);
+      if (!request.provisioningModels.includes(model)) continue;
+      if (request.zones?.deny?.includes(zone) || (request.zones?.allow && !request.zones.allow.includes(zone))) continue;
+      if (request.regions?.deny?.includes(region) || (request.regions?.allow && !request.regions.allow.includes(region))) continue;
       for (const want of request.accelerators) {
-        if (want.type !== accelerator || gpus < want.count || !request.provisioningModels.includes(model)) continue;
-        const region = regionOf(zone);
-        if (request.zones?.deny?.includes(zone) || (request.zones?.allow && !request.zones.allow.includes(zone))) continue;
-        if (request.regions?.deny?.includes(region) || (request.regions?.allow && !request.regions.allow.includes(region))) continue;
+        if (want.type !== accelerator || pool.gpus < want.count) continue;
+        const priced = this.priceShare(request.machineType, pool, region, want.count);
+        if (!priced) continue;
         const key = `${zone}/${accelerator}/${want.count}/${model}`;
-        if (seen.has(key)) continue;
-        const machineType = request.machineType ?? this.options.prices.machineTypeFor(accelerator, want.count);
-        if (!machineType) continue;
-        const price = this.options.prices.pricePerHour({ region, machineType, accelerator, count: want.count, spot });
-        const onDemand = this.options.prices.pricePerHour({ region, machineType, accelerator, count: want.count, spot: false });
-        if (price === undefined || onDemand === undefined) continue;
-        seen.add(key);
-        offers.push({ backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable: true });
+        const known = best.get(key);
+        if (known && known.pricePerHour <= priced.pricePerHour) continue;
+        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced });
       }
     }
-    return offers;
+    return [...best.values()];
+  }
+
+  private priceShare(wanted: string | undefined, pool: PoolShape, region: string, count: number): Pick<Offer, 'machineType' | 'pricePerHour' | 'onDemandPricePerHour'> | undefined {
+    const { prices } = this.options;
+    const { accelerator, spot } = pool;
+    if (pool.machineType && (!wanted || wanted === pool.machineType)) {
+      const query = { region, machineType: pool.machineType, accelerator, count: pool.gpus };
+      const price = prices.pricePerHour({ ...query, spot });
+      const onDemand = prices.pricePerHour({ ...query, spot: false });
+      if (price !== undefined && onDemand !== undefined) {
+        const share = count / pool.gpus;
+        return { machineType: pool.machineType, pricePerHour: round6(price * share), onDemandPricePerHour: round6(onDemand * share) };
+      }
+    }
+    if (wanted && pool.machineType && wanted !== pool.machineType) return undefined;
+    const machineType = wanted ?? prices.machineTypeFor(accelerator, count);
+    if (!machineType) return undefined;
+    const price = prices.pricePerHour({ region, machineType, accelerator, count, spot });
+    const onDemand = prices.pricePerHour({ region, machineType, accelerator, count, spot: false });
+    if (price === undefined || onDemand === undefined) return undefined;
+    return { machineType, pricePerHour: price, onDemandPricePerHour: onDemand };
   }
 
   /** The Job for one attempt; exported through `jobManifest` so tests can validate it. */
@@ -230,7 +286,7 @@ export class GkeProvider implements ComputeProvider {
           spec: {
             restartPolicy: 'Never',
             ...(this.options.serviceAccountName ? { serviceAccountName: this.options.serviceAccountName } : {}),
-            terminationGracePeriodSeconds: this.options.terminationGracePeriodSeconds ?? 25,
+            terminationGracePeriodSeconds: this.options.terminationGracePeriodSeconds ?? 15,
             nodeSelector,
             // Anything but the other model's nodes: spot pods must not land on standard nodes.
             affinity: spot ? undefined : { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: SPOT_LABEL, operator: 'DoesNotExist' }] }] } } },

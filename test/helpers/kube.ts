@@ -30,9 +30,9 @@ export interface KubeStack {
 }
 
 export const NODES: FakeNode[] = [
-  { name: 'spot-l4-a', zone: 'us-central1-a', accelerator: 'nvidia-l4', gpus: 1, spot: true },
-  { name: 'spot-l4-b', zone: 'us-central1-b', accelerator: 'nvidia-l4', gpus: 1, spot: true },
-  { name: 'spot-l4-c', zone: 'us-central1-c', accelerator: 'nvidia-l4', gpus: 1, spot: true },
+  { name: 'spot-l4-a', zone: 'us-central1-a', accelerator: 'nvidia-l4', gpus: 1, spot: true, machineType: 'g2-standard-8' },
+  { name: 'spot-l4-b', zone: 'us-central1-b', accelerator: 'nvidia-l4', gpus: 1, spot: true, machineType: 'g2-standard-8' },
+  { name: 'spot-l4-c', zone: 'us-central1-c', accelerator: 'nvidia-l4', gpus: 1, spot: true, machineType: 'g2-standard-8' },
   { name: 'standard-l4-f', zone: 'us-central1-f', accelerator: 'nvidia-l4', gpus: 1, spot: false },
 ];
 
