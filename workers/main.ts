@@ -14,15 +14,17 @@ async function main(): Promise<void> {
   const config = loadWorkerConfig();
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
+  const providers = await buildProviders(config, catalogPriceBook());
   const worker = await createSternaWorker({
     connection,
     namespace: namespace ?? 'default',
     taskQueue: config.taskQueue,
-    providers: await buildProviders(config, catalogPriceBook()),
+    providers,
     maxConcurrentActivities: config.maxConcurrentActivities,
   });
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
   await worker.run();
+  for (const provider of Object.values(providers)) provider?.close?.();
   await connection.close();
 }
 

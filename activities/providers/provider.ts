@@ -50,4 +50,6 @@ export interface ComputeProvider {
   release(ref: ResourceRef): Promise<RunningWindow>;
   /** Every resource labelled with this run, to prove nothing is left behind. */
   listRunResources(runId: string): Promise<ResourceRef[]>;
+  /** Ends long-lived connections (e.g. GKE's pod watch) when the worker stops. */
+  close?(): void;
 }
