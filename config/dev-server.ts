@@ -8,6 +8,7 @@ import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
+import { guardProcessGroup, stopGuard } from './process-guard';
 import { ensureTemporalCli } from './temporal-cli';
 
 export interface DevServerOptions {
@@ -54,9 +55,12 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const child = spawn(binary, args, { stdio: ['ignore', logFd, logFd], detached: true });
   if (typeof logFd === 'number') closeSync(logFd);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // The server dies with its launcher, even one killed without running its cleanup.
+  const guard = child.pid === undefined ? undefined : guardProcessGroup(child.pid);
   try {
     await waitUntilReady(address, namespace, child, options.readyTimeoutMs ?? 60_000);
   } catch (err) {
+    stopGuard(guard);
     await stopProcess(child, exited);
     throw err;
   }
@@ -65,7 +69,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     namespace,
     uiUrl: options.headless ? undefined : `http://127.0.0.1:${options.uiPort ?? 8233}`,
     pid: child.pid!,
-    stop: () => stopProcess(child, exited),
+    stop: () => {
+      stopGuard(guard);
+      return stopProcess(child, exited);
+    },
   };
 }
 

@@ -17,7 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { guardProcessGroup, stopGuard } from './service';
+import { guardProcessGroup, stopGuard } from '../config/process-guard';
 
 export interface FakeNode {
   name: string;
