@@ -8,7 +8,7 @@ import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
-import { guardProcessGroup, stopGuard } from './process-guard';
+import { guardProcessGroup, stopGuard, stopProcessGroup } from './process-guard';
 import { ensureTemporalCli } from './temporal-cli';
 
 export interface DevServerOptions {
@@ -61,7 +61,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await waitUntilReady(address, namespace, child, options.readyTimeoutMs ?? 60_000);
   } catch (err) {
     stopGuard(guard);
-    await stopProcess(child, exited);
+    await stopProcessGroup(child, exited, 10_000);
     throw err;
   }
   return {
@@ -71,7 +71,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     pid: child.pid!,
     stop: () => {
       stopGuard(guard);
-      return stopProcess(child, exited);
+      return stopProcessGroup(child, exited, 10_000);
     },
   };
 }
@@ -96,22 +96,4 @@ async function waitUntilReady(address: string, namespace: string, child: ChildPr
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`Temporal dev server at ${address} not ready after ${timeoutMs} ms: ${String(lastError)}`);
-}
-
-async function stopProcess(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid!, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const killTimer = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }, 10_000);
-  await exited;
-  clearTimeout(killTimer);
 }

@@ -1,5 +1,5 @@
 /** Child process groups that must not outlive the Node process that started them. */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 
 /**
  * Ends process group `pgid` if this Node process dies without stopping it (a test run
@@ -25,4 +25,23 @@ export function stopGuard(pid: number | undefined): void {
   } catch {
     /* already gone */
   }
+}
+
+/** SIGTERM to the child's process group, SIGKILL after `graceMs`; resolves once it exited. */
+export async function stopProcessGroup(child: ChildProcess, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid!, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const killTimer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }, graceMs);
+  await exited;
+  clearTimeout(killTimer);
 }

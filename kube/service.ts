@@ -1,7 +1,7 @@
 /** A long-running control-plane process, its own process group, logging to a file. */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { guardProcessGroup, stopGuard } from '../config/process-guard';
+import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
 
 export interface Service {
   name: string;
@@ -20,21 +20,7 @@ export function spawnService(name: string, binary: string, args: string[], logFi
     pid: child.pid!,
     async stop() {
       stopGuard(guard);
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      try {
-        process.kill(-child.pid!, 'SIGTERM');
-      } catch {
-        return;
-      }
-      const kill = setTimeout(() => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }, 5_000);
-      await exited;
-      clearTimeout(kill);
+      await stopProcessGroup(child, exited, 5_000);
     },
   };
 }
