@@ -1,14 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Worker } from '@temporalio/worker';
 import { setBudgetUpdate, setDeadlineUpdate, statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunSpecInput } from '../workflows/spec';
-import { createSternaWorker } from '../workers/worker';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
-import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { sternaTestWorker, testEnv, uniqueTaskQueue } from './helpers/temporal';
 
 const spec = (overrides: Partial<RunSpecInput> = {}): RunSpecInput => ({
   command: ['python', 'train.py'],
@@ -29,15 +27,8 @@ describe('trainingRun decisions (scripted cloud)', function () {
   this.timeout(120_000);
 
   async function withWorker<T>(provider: ScriptedProvider, body: (start: (s: RunSpecInput) => ReturnType<typeof startRun>) => Promise<T>): Promise<T> {
-    const env = await testEnv();
     const taskQueue = uniqueTaskQueue('logic');
-    const worker: Worker = await createSternaWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace,
-      taskQueue,
-      providers: { gce: provider },
-      workflowBundle: await workflowBundle(require.resolve('../workflows')),
-    });
+    const worker = await sternaTestWorker(taskQueue, { gce: provider });
     return worker.runUntil(body((s) => startRun(taskQueue, s)));
   }
 

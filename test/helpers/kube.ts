@@ -7,15 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import type { Worker } from '@temporalio/worker';
 import { GkeProvider } from '../../activities/providers/gke';
 import { catalogPriceBook } from '../../config/price-book';
 import { publishExampleLocally } from '../../examples/publish';
 import { startCluster, type Cluster } from '../../kube/cluster';
 import { NodeAgent, type FakeNode } from '../../kube/node-agent';
 import { localBucketMapper } from '../../workers/providers';
-import { createSternaWorker } from '../../workers/worker';
-import { testEnv, uniqueTaskQueue, workflowBundle } from './temporal';
+import { sternaTestWorker, uniqueTaskQueue } from './temporal';
 
 export interface KubeStack {
   cluster: Cluster;
@@ -58,15 +56,8 @@ export async function startKubeStack(): Promise<KubeStack> {
       storageUriForVm: localBucketMapper(bucketsDir),
     });
     cleanup.push(async () => provider.close());
-    const env = await testEnv();
     const taskQueue = uniqueTaskQueue('gke');
-    const worker: Worker = await createSternaWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace,
-      taskQueue,
-      providers: { gke: provider },
-      workflowBundle: await workflowBundle(require.resolve('../../workflows')),
-    });
+    const worker = await sternaTestWorker(taskQueue, { gke: provider });
     const running = worker.run();
     cleanup.push(async () => {
       worker.shutdown();

@@ -14,13 +14,12 @@ import type { GceConfig } from '../../config/worker-config';
 import { publishExampleLocally } from '../../examples/publish';
 import type { GceProvider } from '../../activities/providers/gce';
 import { buildGceProvider } from '../../workers/providers';
-import { createSternaWorker } from '../../workers/worker';
 import type { RunSpecInput } from '../../workflows/spec';
 import type { trainingRun } from '../../workflows/training-run';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './emulator';
 import { spawnLogged, type Spawned } from './processes';
-import { testEnv, testServerAddress, uniqueTaskQueue, workflowBundle } from './temporal';
+import { sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue } from './temporal';
 
 export const PROJECT = 'sterna-test';
 const repoRoot = join(__dirname, '..', '..', '..');
@@ -73,13 +72,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
     },
     async startWorker() {
-      worker = await createSternaWorker({
-        connection: env.nativeConnection,
-        namespace: env.namespace,
-        taskQueue,
-        providers: { gce: provider },
-        workflowBundle: await workflowBundle(require.resolve('../../workflows')),
-      });
+      worker = await sternaTestWorker(taskQueue, { gce: provider });
       running = worker.run();
     },
     async stopWorker() {

@@ -4,7 +4,9 @@
  * teardown in test/global.ts.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Providers } from '../../activities';
+import { createSternaWorker } from '../../workers/worker';
 import { freePort as anyFreePort } from '../../cli/ports';
 import { startDevServer, type DevServer } from '../../config/dev-server';
 
@@ -41,6 +43,18 @@ export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleWit
     bundles.set(workflowsPath, bundle);
   }
   return bundle;
+}
+
+/** A Sterna worker (the real workflow and activities) on the test server. */
+export async function sternaTestWorker(taskQueue: string, providers: Providers): Promise<Worker> {
+  const env = await testEnv();
+  return createSternaWorker({
+    connection: env.nativeConnection,
+    namespace: env.namespace,
+    taskQueue,
+    providers,
+    workflowBundle: await workflowBundle(require.resolve('../../workflows')),
+  });
 }
 
 const quietLogger = {
