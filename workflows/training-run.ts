@@ -287,13 +287,7 @@ class Run {
 
   /** spot / on-demand / auto without a deadline: ranked offers, preferred model first. */
   private *rankedCandidates(offers: Offer[]): Generator<Offer> {
-    const models = chooseModels({
-      mode: this.spec.pricing.mode,
-      nowMs: Date.now(),
-      deadlineMs: this.state.deadline ? Date.parse(this.state.deadline) : undefined,
-      remainingWorkSeconds: this.remainingWorkSeconds(),
-      changeoverSeconds: CHANGEOVER_SECONDS,
-    });
+    const models = chooseModels(this.spec.pricing.mode);
     const ranked = rankOffers(offers, this.state.zoneEvents, this.placementPolicy(models));
     ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
     if (ranked.length === 0) this.note(`no acceptable offer now (${offers.length} offers, all over price, out of quota or cooling down); waiting`);
