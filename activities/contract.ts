@@ -2,10 +2,10 @@
  * The activities the trainingRun workflow calls, as types: the workflow imports this
  * file with `import type` only, so no side-effect code can enter its bundle.
  */
-import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from '../workflows/types';
-import type { CapacityRequest, ProvisionRequest, ProvisionResult } from './providers/provider';
+import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef } from '../workflows/types';
+import type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult } from './providers/provider';
 
-export type { CapacityRequest, ProvisionRequest, ProvisionResult };
+export type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult };
 
 export type StageResult =
   | { kind: 'staged'; stagedBytes: number }
@@ -33,7 +33,7 @@ export interface SternaActivities {
   provision(input: ProvisionRequest): Promise<ProvisionResult>;
   stageData(input: { ref: ResourceRef; pollSeconds: number }): Promise<StageResult>;
   monitorTraining(input: MonitorInput): Promise<MonitorResult>;
-  release(input: { ref: ResourceRef }): Promise<RunningWindow>;
+  release(input: ReleaseRequest): Promise<ReleaseResult>;
   /** One look at a resource, for tools and tests. */
   observe(input: { ref: ResourceRef }): Promise<AgentSnapshot>;
 }

@@ -11,6 +11,9 @@ import type { ComputeProvider } from './providers/provider';
 
 export type { SternaActivities } from './contract';
 
+/** Well inside the shortest heartbeat timeout the workflow sets (10 s). */
+const HEARTBEAT_EVERY_MS = 3000;
+
 export interface Providers {
   gce?: ComputeProvider;
   gke?: ComputeProvider;
@@ -32,18 +35,39 @@ export function createActivities(providers: Providers): SternaActivities {
     return provider;
   };
 
+  /**
+   * Runs `body` with a heartbeat on a timer, not only on progress: a GCE operation can
+   * take longer than the heartbeat timeout, and a silent wait would look like a dead
+   * worker and cause a spurious retry. The heartbeat also delivers cancellation.
+   */
+  async function heartbeating<T>(body: (progress: (details: unknown) => void) => Promise<T>): Promise<T> {
+    const context = Context.current();
+    let last: unknown;
+    const timer = setInterval(() => context.heartbeat(last), HEARTBEAT_EVERY_MS);
+    try {
+      return await body((details) => {
+        last = details;
+        context.heartbeat(details);
+      });
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
   /** Polls the resource until `done` says what to return, heartbeating each look. */
   async function follow<T>(ref: ResourceRef, pollSeconds: number, done: (s: AgentSnapshot) => T | undefined): Promise<T> {
     const provider = providerFor(ref.backend);
-    for (;;) {
-      const snapshot = await provider.observe(ref);
-      Context.current().heartbeat(snapshot);
-      const result = done(snapshot);
-      if (result !== undefined) return result;
-      await sleep(pollSeconds * 1000, undefined, { signal: Context.current().cancellationSignal }).catch(() => {
-        throw new CancelledFailure('activity cancelled');
-      });
-    }
+    return heartbeating(async (progress) => {
+      for (;;) {
+        const snapshot = await provider.observe(ref);
+        progress(snapshot);
+        const result = done(snapshot);
+        if (result !== undefined) return result;
+        await sleep(pollSeconds * 1000, undefined, { signal: Context.current().cancellationSignal }).catch(() => {
+          throw new CancelledFailure('activity cancelled');
+        });
+      }
+    });
   }
 
   return {
@@ -53,7 +77,14 @@ export function createActivities(providers: Providers): SternaActivities {
 
     async provision(request) {
       const provider = providerFor(request.offer.backend);
-      return provider.provision(request, (status) => Context.current().heartbeat({ status }));
+      const { cancellationSignal } = Context.current();
+      try {
+        return await heartbeating((progress) => provider.provision(request, (status) => progress({ status }), cancellationSignal));
+      } catch (err) {
+        // The provider has let its in-flight create settle; report the cancellation itself.
+        if (cancellationSignal.aborted) throw new CancelledFailure('provision cancelled; no create of this call is still in flight');
+        throw err;
+      }
     },
 
     async stageData({ ref, pollSeconds }): Promise<StageResult> {
@@ -84,9 +115,11 @@ export function createActivities(providers: Providers): SternaActivities {
       });
     },
 
-    async release({ ref }) {
-      Context.current().heartbeat({ releasing: ref.name });
-      return providerFor(ref.backend).release(ref);
+    async release(request) {
+      return heartbeating((progress) => {
+        progress({ releasing: request.ref.name });
+        return providerFor(request.ref.backend).release(request, (status) => progress({ releasing: request.ref.name, status }));
+      });
     },
 
     async observe({ ref }) {

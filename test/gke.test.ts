@@ -62,7 +62,8 @@ describe('trainingRun on GKE (a real Kubernetes control plane)', function () {
     const job = stack.provider.jobManifest({
       name: 'st-validate-0000000-a1',
       offer,
-      labels: { 'sterna-run': 'validate', 'sterna-attempt': '1', team: 'ml' },
+      owner: { run: 'validate', execution: 'e1', attempt: 1 },
+      labels: { 'sterna-run': 'validate', 'sterna-exec': 'e1', 'sterna-attempt': '1', team: 'ml' },
       diskSizeGb: 100,
       agent: { runId: 'validate', attempt: 1, argv: ['node', 'trainer.js'], env: {}, datasets: [], checkpointUri: 'gs://b/c', pollSeconds: 1 },
     });
@@ -106,7 +107,8 @@ describe('trainingRun on GKE (a real Kubernetes control plane)', function () {
           {
             name,
             offer: offers[0],
-            labels: { 'sterna-run': 'zero-pool', 'sterna-attempt': '1' },
+            owner: { run: 'zero-pool', execution: 'e1', attempt: 1 },
+            labels: { 'sterna-run': 'zero-pool', 'sterna-exec': 'e1', 'sterna-attempt': '1' },
             diskSizeGb: 100,
             agent: { runId: 'zero-pool', attempt: 1, argv: ['true'], env: {}, datasets: [], checkpointUri: 'gs://b/c', pollSeconds: 1 },
           },

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { resourceLabels, resourceName, runKey } from '../workflows/naming';
+import { executionToken, isOwnedBy, resourceLabels, resourceName, runKey } from '../workflows/naming';
 import { rankOffers, type ZoneEvent } from '../workflows/placement';
 import { chooseModels } from '../workflows/pricing';
 import type { Offer } from '../workflows/types';
@@ -12,19 +12,35 @@ function offer(zone: string, price: number, model: 'SPOT' | 'STANDARD' = 'SPOT')
 }
 
 describe('idempotent names', () => {
+  const exec = executionToken('0193a5c2-7d51-7c3e-9f1e-6b1f2d3c4e5f');
+
   it('derives valid, stable, distinct GCE names from any workflow id', () => {
     for (const id of ['run-1', 'Team A / Llama FT #7', 'x'.repeat(300), '---', 'ünïcødé']) {
-      const name = resourceName(id, 3);
+      const name = resourceName(id, exec, 3);
       assert.match(name, GCE_NAME, name);
-      assert.equal(name, resourceName(id, 3), 'stable');
-      assert.notEqual(name, resourceName(id, 4), 'attempts differ');
+      assert.equal(name, resourceName(id, exec, 3), 'stable');
+      assert.notEqual(name, resourceName(id, exec, 4), 'attempts differ');
       assert.match(runKey(id), LABEL_VALUE);
     }
-    assert.notEqual(resourceName('a'.repeat(100) + '1', 1), resourceName('a'.repeat(100) + '2', 1), 'truncation keeps ids apart');
+    assert.notEqual(resourceName('a'.repeat(100) + '1', exec, 1), resourceName('a'.repeat(100) + '2', exec, 1), 'truncation keeps ids apart');
   });
 
-  it('labels each resource with its run and attempt next to the cost labels', () => {
-    assert.deepEqual(resourceLabels('run-1', 2, { team: 'ml' }), { team: 'ml', 'sterna-run': runKey('run-1'), 'sterna-attempt': '2' });
+  it('gives a reused workflow id new names: the execution token is part of every name', () => {
+    const other = executionToken('0193a5c2-7d51-7c3e-9f1e-000000000000');
+    assert.match(exec, LABEL_VALUE);
+    assert.notEqual(exec, other);
+    assert.notEqual(resourceName('run-1', exec, 1), resourceName('run-1', other, 1));
+  });
+
+  it('labels each resource with its run, execution and attempt next to the cost labels', () => {
+    const owner = { run: runKey('run-1'), execution: exec, attempt: 2 };
+    const labels = resourceLabels(owner, { team: 'ml' });
+    assert.deepEqual(labels, { team: 'ml', 'sterna-run': runKey('run-1'), 'sterna-exec': exec, 'sterna-attempt': '2' });
+    assert.ok(isOwnedBy(labels, owner));
+    assert.ok(!isOwnedBy(labels, { ...owner, attempt: 3 }), 'another attempt');
+    assert.ok(!isOwnedBy(labels, { ...owner, execution: executionToken('x') }), 'another execution of the same workflow id');
+    assert.ok(!isOwnedBy({ ...labels, 'sterna-exec': undefined as never }, owner), 'no token');
+    assert.ok(!isOwnedBy(undefined, owner), 'no labels');
   });
 });
 

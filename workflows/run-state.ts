@@ -26,6 +26,8 @@ export const AttemptOutcome = {
   Failed: 'failed',
   Stockout: 'stockout',
   QuotaExceeded: 'quota-exceeded',
+  /** A resource that is not ours already had the attempt's name; it was left alone. */
+  Conflict: 'conflict',
   Stopped: 'stopped',
 } as const;
 export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
@@ -41,6 +43,11 @@ export interface Attempt {
   resumedFromStep?: number;
   exitCode?: number;
   released: boolean;
+  /**
+   * True once the create has a definite answer (it ran, or failed with a named failure).
+   * Until then a release must allow for a create still in flight landing late.
+   */
+  createSettled?: boolean;
 }
 
 export interface TimelineEvent {

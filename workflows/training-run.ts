@@ -24,11 +24,12 @@ import {
   allHandlersFinished,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { MonitorResult, ProvisionRequest, SternaActivities } from '../activities/contract';
+import type { MonitorResult, ProvisionRequest, ReleaseResult, SternaActivities } from '../activities/contract';
 import { actionOf, decideAuto, offersFor } from './auto-policy';
+import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
 import { failure, FailureType, nonRetryableFailureTypes } from './failures';
 import { preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
-import { resourceLabels, resourceName, runKey } from './naming';
+import { executionToken, resourceLabels, resourceName, runKey, type Owner } from './naming';
 import { inCooldown, rankOffers, ZoneEventKind, type PlacementPolicy } from './placement';
 import { ActionKind, idle, type Action } from './policy';
 import { chooseModels, deadlineMs } from './pricing';
@@ -48,12 +49,7 @@ import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, Stern
 import { parseSpec, PricingMode, type RunSpec, type RunSpecInput } from './spec';
 import { ProvisioningModel, type Offer } from './types';
 
-/** The input of a run continued as new: the validated spec and the state so far. */
-export interface ContinuedRun {
-  continued: true;
-  spec: RunSpec;
-  state: RunState;
-}
+export type { ContinuedRun };
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
 const ATTEMPTS_PER_RUN = 50;
@@ -63,31 +59,38 @@ const MONITOR_RETURN_SECONDS = 300;
 const CHANGEOVER_SECONDS = 120;
 /** Wait between rounds when every acceptable offer failed: capacity comes back. */
 const NO_CAPACITY_BACKOFF_MS = 30_000;
+/** A run that meets this many resources squatting on its names stops with ResourceConflict. */
+const MAX_CONFLICTS = 3;
 
 const nonRetryableErrorTypes = [...nonRetryableFailureTypes];
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
 function activities(pollSeconds: number) {
-  // Heartbeats arrive every poll; a worker that dies is noticed after a few missed ones.
+  // Heartbeats arrive every poll (and on a timer); a worker that dies is noticed after a
+  // few missed ones.
   const heartbeatTimeout = Math.max(10, Math.ceil(4 * pollSeconds)) * SECOND;
-  const retry = { initialInterval: SECOND, maximumInterval: 30 * SECOND, nonRetryableErrorTypes };
-  const base: ActivityOptions = { startToCloseTimeout: MINUTE, retry: { ...retry, maximumAttempts: 10 } };
+  // Transient API errors (5xx, 429 / rateLimitExceeded, timeouts, resets) are retried for
+  // as long as the run's limits allow, never by a small attempt count: only the named
+  // failures listed here end a step, and the limits are the workflow's own timers.
+  const retry = { initialInterval: SECOND, maximumInterval: MINUTE, nonRetryableErrorTypes };
+  const base: ActivityOptions = { startToCloseTimeout: MINUTE, retry };
   return {
     quick: proxyActivities<SternaActivities>(base),
     long: proxyActivities<SternaActivities>({ ...base, startToCloseTimeout: 6 * 60 * MINUTE, heartbeatTimeout }),
     monitor: proxyActivities<SternaActivities>({ ...base, startToCloseTimeout: (MONITOR_RETURN_SECONDS + 600) * SECOND, heartbeatTimeout }),
-    // Release must happen, whatever the API does meanwhile: retried without limit.
-    release: proxyActivities<SternaActivities>({ startToCloseTimeout: 10 * MINUTE, heartbeatTimeout, retry: { ...retry, maximumInterval: MINUTE } }),
+    // Release must happen, whatever the API does meanwhile.
+    release: proxyActivities<SternaActivities>({ startToCloseTimeout: 10 * MINUTE, heartbeatTimeout, retry }),
   };
 }
 
 export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<RunResult> {
-  const continued = isContinuedRun(input) ? input : undefined;
-  // A bad spec fails here, before anything exists: InvalidSpec, never retried.
-  const spec = continued ? continued.spec : parseSpec(input);
-  const state = continued ? continued.state : initialState(spec);
-  const run = new Run(spec, state);
+  const info = workflowInfo();
+  const execution = { workflowId: info.workflowId, execution: executionToken(info.firstExecutionRunId), continuedFromExecutionRunId: info.continuedFromExecutionRunId };
+  // A bad spec (or a forged continued state) fails here, before anything exists:
+  // InvalidSpec, never retried.
+  const { spec, state } = isContinuedRun(input) ? acceptContinuation(input, execution) : fresh(input);
+  const run = new Run(spec, state, execution.execution);
   run.installHandlers();
   let continuing = false;
   try {
@@ -107,8 +110,9 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   }
 }
 
-function isContinuedRun(input: unknown): input is ContinuedRun {
-  return typeof input === 'object' && input !== null && (input as ContinuedRun).continued === true;
+function fresh(input: RunSpecInput): { spec: RunSpec; state: RunState } {
+  const spec = parseSpec(input);
+  return { spec, state: initialState(spec) };
 }
 
 function initialState(spec: RunSpec): RunState {
@@ -154,6 +158,8 @@ class Run {
   constructor(
     private readonly spec: RunSpec,
     private readonly state: RunState,
+    /** This execution chain's token (workflows/naming.ts): part of every name and owner label. */
+    private readonly execution: string,
   ) {
     this.acts = activities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
@@ -244,9 +250,10 @@ class Run {
     if (offers.length === 0) {
       throw failure(
         FailureType.NoCapacity,
-        `no zone offers ${this.spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints`,
+        `resources.accelerators: no zone offers ${this.spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints; choose another accelerator or count, or widen placement`,
       );
     }
+    this.refuseUnreachablePrice(offers);
     this.lastOffers = offers;
     const candidates = this.autoPolicyApplies() ? this.policyCandidates(offers) : this.rankedCandidates(offers);
     for (let next = candidates.next(); !next.done; next = candidates.next()) {
@@ -259,10 +266,23 @@ class Run {
         );
         attempt.ref = result.ref;
         attempt.startedAt = result.window.startedAt;
+        attempt.createSettled = true;
         this.note(`attempt ${attempt.attempt} running in ${offer.zone}${result.adopted ? ' (adopted after a retried create)' : ''}`);
         return attempt;
       } catch (err) {
         const type = failureTypeOf(err);
+        // A named failure is the create's definite answer; anything else (cancellation, a
+        // timeout, a lost worker) leaves open whether it may still land.
+        attempt.createSettled = type !== undefined;
+        if (type === FailureType.ResourceConflict) {
+          // Something that is not ours holds this name. It is never deleted; the next
+          // attempt gets a new name.
+          attempt.outcome = AttemptOutcome.Conflict;
+          this.note(`${attempt.ref.name} ${describe(err)}`);
+          await this.release(attempt);
+          if (this.state.attempts.filter((a) => a.outcome === AttemptOutcome.Conflict).length >= MAX_CONFLICTS) throw err;
+          continue;
+        }
         const kind =
           type === FailureType.Stockout ? ZoneEventKind.Stockout : type === FailureType.QuotaExceeded ? ZoneEventKind.Quota : type === FailureType.Preempted ? ZoneEventKind.Preempted : undefined;
         if (!kind) throw err;
@@ -335,11 +355,31 @@ class Run {
     return this.spec.pricing.mode === PricingMode.Auto && this.state.deadline !== undefined && this.spec.time.expectedDuration !== undefined;
   }
 
+  /** Derived from the workflow's identity, never from its (continued) input. */
+  private owner(attempt: Attempt): Owner {
+    return { run: runKey(workflowInfo().workflowId), execution: this.execution, attempt: attempt.attempt };
+  }
+
+  /** Every offer costs more than pricing.maxPricePerHour: waiting cannot help, so say so now. */
+  private refuseUnreachablePrice(offers: Offer[]): void {
+    const max = this.spec.pricing.maxPricePerHour;
+    if (max === undefined) return;
+    const cheapest = offers.reduce((best, o) => (o.pricePerHour < best.pricePerHour ? o : best));
+    if (cheapest.pricePerHour > max) {
+      throw failure(
+        FailureType.NoCapacity,
+        `pricing.maxPricePerHour $${max}/h is below every offer; the cheapest is $${cheapest.pricePerHour.toFixed(4)}/h (${cheapest.provisioningModel} ${cheapest.accelerator} x${cheapest.acceleratorCount} in ${cheapest.zone}); raise it or allow other accelerators`,
+      );
+    }
+  }
+
   private provisionRequest(attempt: Attempt): ProvisionRequest {
+    const owner = this.owner(attempt);
     return {
       name: attempt.ref.name,
       offer: attempt.offer,
-      labels: resourceLabels(this.state.runId, attempt.attempt, this.spec.labels),
+      owner,
+      labels: resourceLabels(owner, this.spec.labels),
       diskSizeGb: this.spec.resources.diskSizeGb,
       image: this.spec.image,
       agent: {
@@ -362,11 +402,12 @@ class Run {
     // dies between the API call and the activity's result.
     const attempt: Attempt = {
       attempt: number,
-      ref: { backend: offer.backend, name: resourceName(this.state.runId, number), zone: offer.zone },
+      ref: { backend: offer.backend, name: resourceName(this.state.runId, this.execution, number), zone: offer.zone },
       offer,
       outcome: AttemptOutcome.Running,
       resumedFromStep: this.state.lastCheckpoint?.step,
       released: false,
+      createSettled: false,
     };
     this.state.attempts.push(attempt);
     this.setPhase(Phase.Provisioning);
@@ -485,14 +526,22 @@ class Run {
     }
   }
 
-  private async release(attempt: Attempt): Promise<void> {
-    if (attempt.released) return;
-    const window = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [{ ref: attempt.ref }]);
-    attempt.startedAt ??= window.startedAt;
-    attempt.stoppedAt = window.stoppedAt ?? (attempt.startedAt ? new Date(Date.now()).toISOString() : undefined);
+  private async release(attempt: Attempt): Promise<ReleaseResult | undefined> {
+    if (attempt.released) return undefined;
+    const result = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [
+      { ref: attempt.ref, owner: this.owner(attempt), createMayBeInFlight: !attempt.createSettled },
+    ]);
+    if (result.outcome === 'deleted') {
+      attempt.startedAt ??= result.startedAt;
+      attempt.stoppedAt = result.stoppedAt ?? (attempt.startedAt ? new Date(Date.now()).toISOString() : undefined);
+    } else if (attempt.startedAt && !attempt.stoppedAt) {
+      // Ours and running, then gone before release (deleted by its VM-side limit or by hand).
+      attempt.stoppedAt = new Date(Date.now()).toISOString();
+    }
     attempt.released = true;
     if (attempt.outcome === AttemptOutcome.Running) attempt.outcome = AttemptOutcome.Stopped;
     this.upsertSearchAttributes();
+    return result;
   }
 
   async releaseAll(): Promise<void> {
@@ -500,8 +549,9 @@ class Run {
     if (pending.length === 0) return;
     const phase = this.state.phase;
     this.state.phase = Phase.Releasing;
-    await Promise.all(pending.map((a) => this.release(a)));
-    this.note(`released ${pending.map((a) => a.ref.name).join(', ')}`);
+    const results = await Promise.all(pending.map((a) => this.release(a)));
+    const said = { deleted: 'deleted', absent: 'never created (its create did not land)', 'not-ours': 'not ours, left alone' } as const;
+    this.note(`released: ${pending.map((a, i) => `${a.ref.name} ${results[i] ? said[results[i].outcome] : 'already released'}`).join(', ')}`);
     this.setPhase(phase === Phase.Releasing ? Phase.Failed : phase);
   }
 

@@ -8,6 +8,9 @@
  *   QUOTA_EXCEEDED                              -> QuotaExceeded
  *   TERMINATED before RUNNING                   -> Preempted
  *   409 on insert, labels not ours              -> ResourceConflict
+ *
+ * Ownership: a VM is adopted or deleted only when its labels name this run, execution
+ * and attempt (workflows/naming.ts). A VM someone else put under our name is left alone.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -20,9 +23,11 @@ import {
 } from '@google-cloud/compute';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType } from '../../workflows/failures';
-import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
+import { isOwnedBy } from '../../workflows/naming';
+import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
-import type { CapacityRequest, ComputeProvider, ProvisionRequest, ProvisionResult } from './provider';
+import { retryTransient, withDeadline } from './transient';
+import { ReleaseOutcome, type CapacityRequest, type ComputeProvider, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult } from './provider';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
@@ -38,6 +43,12 @@ export interface GceProviderOptions {
   serviceAccountEmail?: string;
   /** How often to look while waiting for an operation or a status; 1 s by default. */
   pollIntervalMs?: number;
+  /**
+   * Client-side deadline of one insert call (30 s by default). A create whose outcome is
+   * unknown can land at most this long after it was sent, so a release that may race an
+   * in-flight create watches for the VM that long before it calls the VM absent.
+   */
+  insertTimeoutMs?: number;
   /** Maps storage URIs for the VM (the emulator serves gs:// buckets from a directory). */
   storageUriForVm?: (uri: string) => string;
 }
@@ -46,6 +57,10 @@ const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_P
 const QUOTA_CODES = new Set(['QUOTA_EXCEEDED']);
 // Async iterators page lazily anyway; saying so silences gax's AutopaginateTrueWarning.
 const NO_AUTOPAGINATE = { autoPaginate: false };
+/** Client-side deadlines: a hung call is abandoned and retried rather than waited on for ever. */
+const READ_TIMEOUT_MS = 30_000;
+/** GCE's operations.wait answers within about two minutes even when the operation is not done. */
+const WAIT_TIMEOUT_MS = 150_000;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
@@ -90,6 +105,7 @@ export class GceProvider implements ComputeProvider {
   private readonly zones: ZonesClient;
   private readonly acceleratorTypes: AcceleratorTypesClient;
   private readonly pollMs: number;
+  private readonly insertTimeoutMs: number;
 
   constructor(private readonly options: GceProviderOptions) {
     this.instances = new InstancesClient(options.clientOptions);
@@ -98,9 +114,19 @@ export class GceProvider implements ComputeProvider {
     this.zones = new ZonesClient(options.clientOptions);
     this.acceleratorTypes = new AcceleratorTypesClient(options.clientOptions);
     this.pollMs = options.pollIntervalMs ?? 1000;
+    this.insertTimeoutMs = options.insertTimeoutMs ?? 30_000;
+  }
+
+  /** One API call with a client-side deadline, its transient errors retried with backoff. */
+  private api<T>(what: string, call: () => Promise<T>, timeoutMs = READ_TIMEOUT_MS, signal?: AbortSignal): Promise<T> {
+    return retryTransient(() => withDeadline(call(), timeoutMs, what), { signal });
   }
 
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
+    return this.api('listing offers', () => this.listOffers(request), 2 * WAIT_TIMEOUT_MS);
+  }
+
+  private async listOffers(request: CapacityRequest): Promise<Offer[]> {
     const { project, prices } = this.options;
     const zonesByAccelerator = new Map<string, string[]>();
     for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project }, NO_AUTOPAGINATE)) {
@@ -178,28 +204,36 @@ export class GceProvider implements ComputeProvider {
     };
   }
 
-  async provision(request: ProvisionRequest, onProgress: (status: string) => void): Promise<ProvisionResult> {
+  async provision(request: ProvisionRequest, onProgress: (status: string) => void, signal?: AbortSignal): Promise<ProvisionResult> {
     const { project } = this.options;
     const { zone } = request.offer;
     const ref: ResourceRef = { backend: 'gce', name: request.name, zone };
     let adopted = false;
+    abortIfAsked(signal);
     try {
-      const [op] = await this.instances.insert({ project, zone, instanceResource: this.instanceResource(request) });
+      // Not abortable on purpose: once sent, the call is awaited (bounded by its timeout),
+      // so a cancelled provision ends only when nothing it sent can still land.
+      const instanceResource = this.instanceResource(request);
+      // A retried insert of a create that did land answers 409, and is adopted below.
+      const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }), this.insertTimeoutMs, signal);
       onProgress('inserting');
-      await this.waitForOperation(zone, operationName(op), onProgress);
+      abortIfAsked(signal);
+      await this.waitForOperation(zone, operationName(op), onProgress, signal);
     } catch (err) {
+      if (signal?.aborted) throw err;
       // A 400 means the request itself is wrong (machine type, image, accelerator):
       // no retry can fix it, so fail the attempt with GCE's own words.
       if (isInvalidArgument(err)) throw failure(FailureType.InvalidSpec, `GCE rejected instance ${request.name}: ${errorMessage(err)}`);
       if (!isAlreadyExists(err)) throw err;
-      // A retried create (the worker died after the insert): adopt our own VM.
+      // A retried create (the worker died after the insert): adopt our own VM, only ours.
       const existing = await this.getInstance(ref);
-      if (!existing || existing.labels?.['sterna-run'] !== request.labels['sterna-run'] || existing.labels?.['sterna-attempt'] !== request.labels['sterna-attempt']) {
-        throw failure(FailureType.ResourceConflict, `instance ${request.name} in ${zone} exists but is not this run's attempt ${request.labels['sterna-attempt']}`);
+      if (!existing || !isOwnedBy(existing.labels, request.owner)) {
+        throw failure(FailureType.ResourceConflict, `instance ${request.name} in ${zone} exists but is not this run's attempt ${request.owner.attempt}; it is left alone`);
       }
       adopted = true;
     }
     for (;;) {
+      abortIfAsked(signal);
       const instance = await this.getInstance(ref);
       if (!instance) throw failure(FailureType.Preempted, `instance ${request.name} disappeared in ${zone} before it ran`);
       onProgress(instance.status ?? 'unknown');
@@ -212,11 +246,12 @@ export class GceProvider implements ComputeProvider {
   }
 
   /** Waits for a zone operation and throws its error, translated, if it failed. */
-  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void): Promise<IOperation> {
+  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void, signal?: AbortSignal): Promise<IOperation> {
     const { project } = this.options;
     for (;;) {
+      abortIfAsked(signal);
       // `wait` returns when the operation is DONE or after a bounded time, whichever first.
-      const [op] = await this.operations.wait({ project, zone, operation });
+      const [op] = await this.api(`wait ${operation}`, () => this.operations.wait({ project, zone, operation }), WAIT_TIMEOUT_MS);
       onProgress(`operation ${String(op.status)}`);
       if (op.status === 'DONE') {
         const errors = op.error?.errors ?? [];
@@ -228,7 +263,7 @@ export class GceProvider implements ComputeProvider {
 
   private async getInstance(ref: ResourceRef): Promise<IInstance | undefined> {
     try {
-      const [instance] = await this.instances.get({ project: this.options.project, zone: ref.zone, instance: ref.name });
+      const [instance] = await this.api(`get ${ref.name}`, () => this.instances.get({ project: this.options.project, zone: ref.zone, instance: ref.name }));
       return instance;
     } catch (err) {
       if (isNotFound(err)) return undefined;
@@ -249,7 +284,9 @@ export class GceProvider implements ComputeProvider {
 
   private async guestAttributes(ref: ResourceRef): Promise<Record<string, string>> {
     try {
-      const [attrs] = await this.instances.getGuestAttributes({ project: this.options.project, zone: ref.zone, instance: ref.name, queryPath: 'sterna/' });
+      const [attrs] = await this.api(`guest attributes of ${ref.name}`, () =>
+        this.instances.getGuestAttributes({ project: this.options.project, zone: ref.zone, instance: ref.name, queryPath: 'sterna/' }),
+      );
       const values: Record<string, string> = {};
       for (const item of attrs.queryValue?.items ?? []) if (item.key) values[item.key] = item.value ?? '';
       return values;
@@ -262,22 +299,32 @@ export class GceProvider implements ComputeProvider {
 
   private async wasPreempted(ref: ResourceRef, instance: IInstance): Promise<boolean> {
     const target = instance.selfLink ?? `projects/${this.options.project}/zones/${ref.zone}/instances/${ref.name}`;
-    const [ops] = await this.operations.list({
-      project: this.options.project,
-      zone: ref.zone,
-      filter: `(operationType = "compute.instances.preempted") AND (targetLink = "${target}")`,
-    });
+    const [ops] = await this.api(`preempted operations of ${ref.name}`, () =>
+      this.operations.list({
+        project: this.options.project,
+        zone: ref.zone,
+        filter: `(operationType = "compute.instances.preempted") AND (targetLink = "${target}")`,
+      }),
+    );
     return ops.length > 0;
   }
 
-  async release(ref: ResourceRef): Promise<RunningWindow> {
-    const instance = await this.getInstance(ref);
-    if (!instance) return {};
-    const window: RunningWindow = { startedAt: instance.lastStartTimestamp ?? undefined };
+  async release({ ref, owner, createMayBeInFlight }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
+    let instance = await this.getInstance(ref);
+    // A create whose outcome is unknown may still land: watch for it until its deadline.
+    const settledBy = createMayBeInFlight ? Date.now() + this.insertTimeoutMs + this.pollMs : 0;
+    while (!instance && Date.now() < settledBy) {
+      onProgress(`waiting until ${new Date(settledBy).toISOString()} for a create that may still land`);
+      await sleep(this.pollMs);
+      instance = await this.getInstance(ref);
+    }
+    if (!instance) return { outcome: ReleaseOutcome.Absent };
+    if (!isOwnedBy(instance.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
+    const window: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: instance.lastStartTimestamp ?? undefined };
     const alreadyStopped = instance.status === 'TERMINATED' || instance.status === 'SUSPENDED';
     try {
-      const [op] = await this.instances.delete({ project: this.options.project, zone: ref.zone, instance: ref.name });
-      const done = await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+      const [op] = await this.api(`delete ${ref.name}`, () => this.instances.delete({ project: this.options.project, zone: ref.zone, instance: ref.name }));
+      const done = await this.waitForOperation(ref.zone, operationName(op), onProgress);
       window.stoppedAt = alreadyStopped ? (instance.lastStopTimestamp ?? done.endTime ?? undefined) : (done.endTime ?? new Date().toISOString());
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -297,6 +344,10 @@ export class GceProvider implements ComputeProvider {
     }
     return refs;
   }
+}
+
+function abortIfAsked(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new Error('provision cancelled');
 }
 
 function operationName(op: unknown): string {

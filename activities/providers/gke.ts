@@ -41,9 +41,10 @@ import {
 } from '@kubernetes/client-node';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType } from '../../workflows/failures';
-import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
+import { isOwnedBy } from '../../workflows/naming';
+import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
-import type { CapacityRequest, ComputeProvider, ProvisionRequest, ProvisionResult } from './provider';
+import { ReleaseOutcome, type CapacityRequest, type ComputeProvider, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult } from './provider';
 
 export interface GkeProviderOptions {
   kubeConfig: KubeConfig;
@@ -322,9 +323,8 @@ export class GkeProvider implements ComputeProvider {
     } catch (err) {
       if (!isStatus(err, 409)) throw err;
       const existing = await this.batch.readNamespacedJob({ name: request.name, namespace: this.namespace });
-      const labels = existing.metadata?.labels ?? {};
-      if (labels['sterna-run'] !== request.labels['sterna-run'] || labels['sterna-attempt'] !== request.labels['sterna-attempt']) {
-        throw failure(FailureType.ResourceConflict, `Job ${request.name} exists but is not this run's attempt ${request.labels['sterna-attempt']}`);
+      if (!isOwnedBy(existing.metadata?.labels, request.owner)) {
+        throw failure(FailureType.ResourceConflict, `Job ${request.name} exists but is not this run's attempt ${request.owner.attempt}; it is left alone`);
       }
       adopted = true;
     }
@@ -334,7 +334,7 @@ export class GkeProvider implements ComputeProvider {
     let scheduledAt: number | undefined;
     const giveUp = async (type: FailureType, message: string): Promise<never> => {
       // Clean up now: the workflow moves on to the next offer (or fails the run).
-      await this.release(ref);
+      await this.release({ ref, owner: request.owner, createMayBeInFlight: false });
       throw failure(type, message);
     };
     for (;;) {
@@ -400,17 +400,23 @@ export class GkeProvider implements ComputeProvider {
     }
   }
 
-  async release(ref: ResourceRef): Promise<RunningWindow> {
+  async release({ ref, owner }: ReleaseRequest): Promise<ReleaseResult> {
+    // A Job create is one synchronous API call: once it has returned or failed, nothing
+    // of it can land later, so there is no in-flight window to wait out here.
+    const job = await this.batch.readNamespacedJob({ name: ref.name, namespace: this.namespace }).catch((err: unknown) => (isStatus(err, 404) ? undefined : Promise.reject(err)));
+    if (!job) return { outcome: ReleaseOutcome.Absent };
+    if (!isOwnedBy(job.metadata?.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
     const [pod] = await this.podsOf(ref.name).catch(() => [] as V1Pod[]);
     const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
-    const window: RunningWindow = { startedAt: toIso(pod?.status?.startTime) };
+    const result: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: toIso(pod?.status?.startTime) };
     try {
-      await this.batch.deleteNamespacedJob({ name: ref.name, namespace: this.namespace, propagationPolicy: 'Background' });
+      // The uid precondition deletes exactly the Job whose labels were checked.
+      await this.batch.deleteNamespacedJob({ name: ref.name, namespace: this.namespace, propagationPolicy: 'Background', body: { preconditions: { uid: job.metadata?.uid } } });
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
     }
-    if (window.startedAt) window.stoppedAt = toIso(terminated?.finishedAt) ?? new Date().toISOString();
-    return window;
+    if (result.startedAt) result.stoppedAt = toIso(terminated?.finishedAt) ?? new Date().toISOString();
+    return result;
   }
 
   async listRunResources(runId: string): Promise<ResourceRef[]> {

@@ -3,6 +3,7 @@
  * are written against it; each implementation translates its API's errors into
  * Sterna's failure types (workflows/failures.ts) at this boundary.
  */
+import type { Owner } from '../../workflows/naming';
 import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
 import type { AgentInputs } from '../agent/script';
 
@@ -18,7 +19,9 @@ export interface CapacityRequest {
 export interface ProvisionRequest {
   name: string;
   offer: Offer;
-  /** `sterna-run`, `sterna-attempt`, and the spec's cost-attribution labels. */
+  /** Who the resource belongs to; only a resource carrying exactly these labels is adopted. */
+  owner: Owner;
+  /** The owner labels plus the spec's cost-attribution labels. */
   labels: Record<string, string>;
   agent: AgentInputs;
   diskSizeGb: number;
@@ -33,21 +36,43 @@ export interface ProvisionResult {
   window: RunningWindow;
 }
 
+export interface ReleaseRequest {
+  ref: ResourceRef;
+  /** Only a resource labelled with exactly this owner is ever deleted. */
+  owner: Owner;
+  /**
+   * True when the create may not have settled (cancelled or failed mid-call, worker lost):
+   * a resource that is absent now may still appear, so release watches for it until the
+   * create call's deadline has passed before it reports the resource absent.
+   */
+  createMayBeInFlight: boolean;
+}
+
+/** What release found: deleted ours, found nothing, or found a resource that is not ours (left alone). */
+export const ReleaseOutcome = { Deleted: 'deleted', Absent: 'absent', NotOurs: 'not-ours' } as const;
+export type ReleaseOutcome = (typeof ReleaseOutcome)[keyof typeof ReleaseOutcome];
+
+export interface ReleaseResult extends RunningWindow {
+  outcome: ReleaseOutcome;
+}
+
 export interface ComputeProvider {
   readonly backend: 'gce' | 'gke';
   /** Zones x accelerators x pricing model x price x quota that fit the request. */
   findOffers(request: CapacityRequest): Promise<Offer[]>;
   /**
    * Creates the resource under its idempotent name and waits until it runs. Adopts an
-   * existing resource carrying the same run and attempt labels; throws Stockout,
-   * QuotaExceeded or Preempted as ApplicationFailures.
-   * `onProgress` is called while waiting, so the activity can heartbeat.
+   * existing resource only if it carries exactly this owner's labels (a retried create);
+   * throws Stockout, QuotaExceeded, Preempted or ResourceConflict as ApplicationFailures.
+   * `onProgress` is called while waiting. Once `signal` aborts, no new create is sent;
+   * a create already in flight is awaited (it is bounded by its own timeout) so the
+   * caller knows nothing of this call can still land.
    */
-  provision(request: ProvisionRequest, onProgress: (status: string) => void): Promise<ProvisionResult>;
+  provision(request: ProvisionRequest, onProgress: (status: string) => void, signal?: AbortSignal): Promise<ProvisionResult>;
   /** One look at the resource and its agent. */
   observe(ref: ResourceRef): Promise<AgentSnapshot>;
-  /** Deletes the resource; a resource that is already gone counts as released. */
-  release(ref: ResourceRef): Promise<RunningWindow>;
+  /** Deletes the resource if it is the owner's; never touches a resource that is not. */
+  release(request: ReleaseRequest, onProgress?: (status: string) => void): Promise<ReleaseResult>;
   /** Every resource labelled with this run, to prove nothing is left behind. */
   listRunResources(runId: string): Promise<ResourceRef[]>;
   /** Ends long-lived connections (e.g. GKE's pod watch) when the worker stops. */

@@ -5,8 +5,9 @@
  * many preemptions, continue-as-new). Lifecycle tests use the emulator instead.
  */
 import { failure, FailureType } from '../../workflows/failures';
-import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
-import type { CapacityRequest, ComputeProvider, ProvisionRequest, ProvisionResult } from '../../activities/providers/provider';
+import { isOwnedBy } from '../../workflows/naming';
+import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
+import { ReleaseOutcome, type CapacityRequest, type ComputeProvider, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult } from '../../activities/providers/provider';
 
 /** What the next VM in a zone does. */
 export type Script =
@@ -60,6 +61,7 @@ export class ScriptedProvider implements ComputeProvider {
   async provision(request: ProvisionRequest): Promise<ProvisionResult> {
     const ref: ResourceRef = { backend: 'gce', name: request.name, zone: request.offer.zone };
     const existing = this.vms.get(request.name);
+    if (existing && !isOwnedBy(existing.request.labels, request.owner)) throw failure(FailureType.ResourceConflict, `${request.name} is not ours`);
     if (existing) return { ref, adopted: true, window: { startedAt: existing.startedAt } };
     const script = this.scripts.get(request.offer.zone)?.shift() ?? this.fallback;
     if (script.kind === 'stockout') throw failure(FailureType.Stockout, `no capacity in ${request.offer.zone}`);
@@ -86,11 +88,12 @@ export class ScriptedProvider implements ComputeProvider {
     return { lifecycle: 'running', preempted: false, phase: 'training' };
   }
 
-  async release(ref: ResourceRef): Promise<RunningWindow> {
+  async release({ ref, owner }: ReleaseRequest): Promise<ReleaseResult> {
     const vm = this.vms.get(ref.name);
-    if (!vm || vm.deleted) return {};
+    if (!vm || vm.deleted) return { outcome: ReleaseOutcome.Absent };
+    if (!isOwnedBy(vm.request.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
     vm.deleted = true;
-    return { startedAt: vm.startedAt, stoppedAt: new Date().toISOString() };
+    return { outcome: ReleaseOutcome.Deleted, startedAt: vm.startedAt, stoppedAt: new Date().toISOString() };
   }
 
   async listRunResources(runId: string): Promise<ResourceRef[]> {

@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { catalogPriceBook } from '../../config/price-book';
@@ -33,7 +33,7 @@ export interface Stack {
   bucketsDir: string;
   gce: GceConfig;
   /** Starts a training run on this stack's task queue. */
-  start(spec: RunSpecInput, workflowId?: string): Promise<WorkflowHandle<typeof trainingRun>>;
+  start(spec: RunSpecInput, workflowId?: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trainingRun>>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
   /** A worker in its own process, to be killed with SIGKILL like a crashed machine. */

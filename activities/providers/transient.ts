@@ -1,0 +1,77 @@
+/**
+ * Transient cloud API errors, and the retry that rides them out inside one activity.
+ *
+ * A run must never fail because an API answered 503 for a while, rate-limited us or a
+ * connection dropped. Each provider call is retried here with jittered exponential
+ * backoff for a bounded time; past that the error reaches the activity, whose own retry
+ * policy (no attempt limit) takes over. Only errors a provider translated into a named
+ * failure (workflows/failures.ts) end a step.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** HTTP statuses (REST transport) and gRPC codes that say "try again later". */
+const TRANSIENT_HTTP = new Set([408, 429, 500, 502, 503, 504]);
+const TRANSIENT_GRPC = new Set([4 /* DEADLINE_EXCEEDED */, 8 /* RESOURCE_EXHAUSTED */, 14 /* UNAVAILABLE */]);
+const TRANSIENT_NETWORK = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+/** GCE answers its per-minute rate quotas with 403 and one of these reasons. */
+const RATE_LIMIT_REASONS = /rateLimitExceeded|userRateLimitExceeded|RATE_LIMIT_EXCEEDED/;
+
+/** Our own client-side deadline passed (see `withDeadline`). */
+export class CallDeadlineExceeded extends Error {
+  constructor(what: string, ms: number) {
+    super(`${what} got no answer within ${ms} ms`);
+    this.name = 'CallDeadlineExceeded';
+  }
+}
+
+export function isTransient(err: unknown): boolean {
+  if (err instanceof CallDeadlineExceeded) return true;
+  const e = err as { code?: unknown; status?: unknown; message?: unknown; cause?: unknown; name?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  const status = typeof e.status === 'number' ? e.status : typeof e.code === 'number' ? e.code : undefined;
+  if (status !== undefined && (TRANSIENT_HTTP.has(status) || (status < 100 && TRANSIENT_GRPC.has(status)))) return true;
+  if (status === 403 && RATE_LIMIT_REASONS.test(String(e.message ?? ''))) return true;
+  if (typeof e.code === 'string' && TRANSIENT_NETWORK.has(e.code)) return true;
+  if (/socket hang up|network timeout|fetch failed/i.test(String(e.message ?? ''))) return true;
+  return e.cause !== undefined && e.cause !== err && isTransient(e.cause);
+}
+
+/** Stops waiting for `promise` after `ms` (the request itself may still complete). */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new CallDeadlineExceeded(what, ms)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface RetryOptions {
+  /** Give up (rethrow) once this much time has passed; the activity retry goes on from there. */
+  maxElapsedMs?: number;
+  initialDelayMs?: number;
+  maxDelayMs?: number;
+  signal?: AbortSignal;
+  onRetry?: (err: unknown, delayMs: number) => void;
+}
+
+/** Runs `call`, retrying transient errors with full-jitter exponential backoff. */
+export async function retryTransient<T>(call: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const { maxElapsedMs = 60_000, initialDelayMs = 500, maxDelayMs = 10_000, signal } = options;
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!isTransient(err) || signal?.aborted) throw err;
+      const delay = Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
+      if (Date.now() + delay - started > maxElapsedMs) throw err;
+      options.onRetry?.(err, delay);
+      await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => undefined);
+      if (signal?.aborted) throw err;
+    }
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The input of a run continued as new, and the checks that make it impossible to inject.
+ *
+ * Anyone allowed to start a workflow can send `{ continued: true, state: … }`. Three
+ * independent guards keep such a forged state from touching anything:
+ *   1. the server says whether this execution was created by a continue-as-new
+ *      (`continuedFromExecutionRunId`); a started one is refused outright;
+ *   2. the spec and the state pass the same strict schemas as fresh input;
+ *   3. every attempt's resource name must be the one this run and execution would have
+ *      derived, and providers act only on resources labelled with this execution's owner.
+ */
+import { z } from 'zod';
+import { failure, FailureType } from './failures';
+import { resourceName } from './naming';
+import { AttemptOutcome, Phase, type RunState } from './run-state';
+import { parseSpec, type RunSpec } from './spec';
+
+/** The input of a run continued as new: the validated spec and the state so far. */
+export interface ContinuedRun {
+  continued: true;
+  spec: RunSpec;
+  state: RunState;
+}
+
+export function isContinuedRun(input: unknown): input is ContinuedRun {
+  return typeof input === 'object' && input !== null && (input as { continued?: unknown }).continued === true;
+}
+
+const IsoTime = z.iso.datetime({ offset: true });
+const Model = z.enum(['SPOT', 'STANDARD']);
+const Backend = z.enum(['gce', 'gke']);
+const Checkpoint = z.strictObject({ uri: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/), step: z.int().min(0) });
+
+const OfferSchema = z.strictObject({
+  backend: Backend,
+  zone: z.string().min(1),
+  region: z.string().min(1),
+  accelerator: z.string().min(1),
+  acceleratorCount: z.int().min(1),
+  machineType: z.string().min(1),
+  provisioningModel: Model,
+  pricePerHour: z.number().nonnegative(),
+  onDemandPricePerHour: z.number().nonnegative(),
+  quotaAvailable: z.boolean(),
+});
+
+const AttemptSchema = z.strictObject({
+  attempt: z.int().min(1),
+  ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional() }),
+  offer: OfferSchema,
+  outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]),
+  startedAt: IsoTime.optional(),
+  stoppedAt: IsoTime.optional(),
+  resumedFromStep: z.int().min(0).optional(),
+  exitCode: z.int().optional(),
+  released: z.boolean(),
+  createSettled: z.boolean().optional(),
+});
+
+const RunStateSchema = z.strictObject({
+  runId: z.string().min(1),
+  phase: z.enum(Object.values(Phase) as [Phase, ...Phase[]]),
+  startedAt: IsoTime,
+  attempts: z.array(AttemptSchema),
+  zoneEvents: z.array(
+    z.strictObject({ zone: z.string(), region: z.string(), provisioningModel: Model, kind: z.enum(['stockout', 'quota', 'preempted']), at: z.number().finite() }),
+  ),
+  lastCheckpoint: Checkpoint.optional(),
+  step: z.int().min(0).optional(),
+  preemptions: z.int().min(0),
+  restarts: z.int().min(0),
+  budgetUsd: z.number().positive().finite().optional(),
+  deadline: IsoTime.optional(),
+  timeline: z.array(z.strictObject({ at: IsoTime, event: z.string() })),
+  policyState: z.unknown().optional(),
+});
+
+export interface Execution {
+  workflowId: string;
+  /** The execution token of this chain (workflows/naming.ts `executionToken`). */
+  execution: string;
+  /** Set by the server only on executions created by continue-as-new. */
+  continuedFromExecutionRunId?: string;
+}
+
+/** Validates a continued input against this execution, or throws InvalidSpec saying why. */
+export function acceptContinuation(input: ContinuedRun, execution: Execution): { spec: RunSpec; state: RunState } {
+  const refuse = (why: string) => failure(FailureType.InvalidSpec, `continued run refused: ${why}`);
+  if (!execution.continuedFromExecutionRunId) {
+    throw refuse('a continued state is accepted only from Sterna\'s own continue-as-new; start a run with its spec alone');
+  }
+  const spec = parseSpec(input.spec);
+  const parsed = RunStateSchema.safeParse(input.state);
+  if (!parsed.success) {
+    throw refuse(parsed.error.issues.map((i) => `state.${i.path.map(String).join('.')}: ${i.message}`).join('; '));
+  }
+  const state = parsed.data as RunState;
+  if (state.runId !== execution.workflowId) throw refuse(`state.runId ${state.runId} is not this workflow (${execution.workflowId})`);
+  state.attempts.forEach((a, i) => {
+    if (a.attempt !== i + 1) throw refuse(`state.attempts.${i}.attempt is ${a.attempt}, expected ${i + 1}`);
+    const expected = resourceName(execution.workflowId, execution.execution, a.attempt);
+    if (a.ref.name !== expected) throw refuse(`state.attempts.${i}.ref.name ${a.ref.name} is not this run's resource (${expected})`);
+    if (a.ref.backend !== spec.backend || a.offer.backend !== spec.backend) throw refuse(`state.attempts.${i} is on another backend than the spec`);
+  });
+  return { spec, state };
+}
