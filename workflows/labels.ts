@@ -31,9 +31,9 @@ export function isLabelValue(value: string): boolean {
   return /^(?:[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?)?$/.test(value);
 }
 
-/** Why a set of labels cannot go on a resource, per key ('' for the set as a whole). */
-export function labelProblems(labels: Record<string, string>, options: { userLabels: boolean }): { key: string; message: string }[] {
-  const problems: { key: string; message: string }[] = [];
+/** Why a set of labels cannot go on a resource: per key, or (no key) for the set as a whole. */
+export function labelProblems(labels: Record<string, string>, options: { userLabels: boolean }): { key?: string; message: string }[] {
+  const problems: { key?: string; message: string }[] = [];
   for (const [key, value] of Object.entries(labels)) {
     if (!isLabelKey(key)) problems.push({ key, message: `label keys: ${LABEL_KEY_RULE}` });
     else if (options.userLabels && key.startsWith(STERNA_LABEL_PREFIX)) problems.push({ key, message: `label keys starting with ${STERNA_LABEL_PREFIX} are set by Sterna` });
@@ -42,7 +42,7 @@ export function labelProblems(labels: Record<string, string>, options: { userLab
   const count = Object.keys(labels).length;
   const max = options.userLabels ? MAX_USER_LABELS : GCE_MAX_LABELS;
   if (count > max) {
-    problems.push({ key: '', message: options.userLabels ? `${count} labels; at most ${MAX_USER_LABELS} (GCE allows ${GCE_MAX_LABELS} and Sterna adds its own)` : `${count} labels; GCE allows at most ${GCE_MAX_LABELS}` });
+    problems.push({ message: options.userLabels ? `${count} labels; at most ${MAX_USER_LABELS} (GCE allows ${GCE_MAX_LABELS} and Sterna adds its own)` : `${count} labels; GCE allows at most ${GCE_MAX_LABELS}` });
   }
   return problems;
 }

@@ -199,7 +199,7 @@ export const RunSpecSchema = z
     labels: z
       .record(z.string(), z.string())
       .superRefine((labels, ctx) => {
-        for (const { key, message } of labelProblems(labels, { userLabels: true })) ctx.addIssue({ code: 'custom', path: key ? [key] : [], message });
+        for (const { key, message } of labelProblems(labels, { userLabels: true })) ctx.addIssue({ code: 'custom', path: key === undefined ? [] : [key], message });
       })
       .default({}),
   })
