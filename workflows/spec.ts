@@ -3,28 +3,131 @@
  * `temporal workflow start --input-file run.json` works. One schema, used by the client,
  * the CLI and the workflow itself; a bad spec fails before any resource exists, with
  * every bad field named.
+ *
+ * Everything the schema accepts must be safe to carry all the way down: every string is
+ * printable text, every number and time is bounded so that no date arithmetic can
+ * overflow, storage URIs cannot climb out of their bucket, labels are valid on GCE and
+ * Kubernetes alike, and argv/env fit what GCE metadata and Linux exec accept.
  */
 import { z } from 'zod';
-import { isDurationString, parseDurationSeconds } from './duration';
+import { formatDuration, isDurationString, MAX_DURATION_SECONDS, parseDurationSeconds } from './duration';
 import { failure, FailureType } from './failures';
+import { labelProblems } from './labels';
+import { MAX_OBJECT_BYTES, relativePathProblem, storageUriProblem } from './storage-uri';
+import { forbiddenCharacter, utf8Length } from './text';
 
-const Duration = z
-  .union([z.number().positive(), z.string().refine(isDurationString, 'expected a duration like "90s", "30m", "1h30m" or "2d"')])
-  .transform(parseDurationSeconds);
+/** The building block for every string in a spec: printable text only. */
+const Text = z.string().check((ctx) => {
+  const bad = forbiddenCharacter(ctx.value);
+  if (bad) ctx.issues.push({ code: 'custom', input: ctx.value, message: `contains ${bad.description} at index ${bad.index}; spec strings must be printable text` });
+});
 
-const StorageUri = z.string().regex(/^(gs:\/\/[a-z0-9][-_.a-z0-9]*[a-z0-9](\/.*)?|file:\/\/\/.+)$/, 'expected gs://bucket/path or file:///absolute/path');
+/** A Text that `problem` (a rule of its own module) accepts. */
+function textWhere(problem: (value: string) => string | undefined) {
+  return Text.check((ctx) => {
+    const message = problem(ctx.value);
+    if (message) ctx.issues.push({ code: 'custom', input: ctx.value, message });
+  });
+}
 
-const RelativePath = z
+/** Where a dataset lands, relative to the work directory. */
+const RelativePath = textWhere(relativePathProblem).min(1).max(1024);
+
+/** The run appends `/<run key (<= 63)>/step-<N>.<ext>` to the checkpoint prefix. */
+const CHECKPOINT_SUFFIX_BYTES = 128;
+
+// --- durations and times -----------------------------------------------------------
+
+const DURATION_HINT = 'expected a duration: a number of seconds, or a string like "90s", "30m", "1h30m" or "2d"';
+
+/** A duration in seconds within [min, max]; max defaults to MAX_DURATION_SECONDS (366 days). */
+function duration(bounds: { min: number; minExclusive?: boolean; max?: number }) {
+  const max = bounds.max ?? MAX_DURATION_SECONDS;
+  const range = `${bounds.minExclusive ? 'more than' : 'at least'} ${formatDuration(bounds.min)} and at most ${formatDuration(max)}`;
+  return z.union([z.number(), z.string().max(40)], { error: DURATION_HINT }).transform((value, ctx) => {
+    if (typeof value === 'string' && !isDurationString(value)) {
+      ctx.addIssue({ code: 'custom', message: DURATION_HINT });
+      return z.NEVER;
+    }
+    const seconds = parseDurationSeconds(value);
+    const aboveMin = bounds.minExclusive ? seconds > bounds.min : seconds >= bounds.min;
+    if (!(aboveMin && seconds <= max)) {
+      ctx.addIssue({ code: 'custom', message: `must be ${range}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}` });
+      return z.NEVER;
+    }
+    return seconds;
+  });
+}
+
+/**
+ * Absolute deadlines must fall in this window. Any real run's deadline does, and every
+ * time in it is a valid Date whose sums with a bounded duration are valid Dates too.
+ * (`deadlineProblem` adds the check against now, which a pure schema cannot make.)
+ */
+export const DEADLINE_EARLIEST = '2000-01-01T00:00:00Z';
+export const DEADLINE_LATEST = '2100-01-01T00:00:00Z';
+
+const Deadline = Text.pipe(z.iso.datetime({ offset: true, error: 'expected an ISO 8601 time with a time zone, e.g. "2030-01-31T18:00:00Z"' })).refine(
+  (iso) => Date.parse(iso) >= Date.parse(DEADLINE_EARLIEST) && Date.parse(iso) < Date.parse(DEADLINE_LATEST),
+  `must be between ${DEADLINE_EARLIEST} and ${DEADLINE_LATEST}`,
+);
+
+/**
+ * Why `deadline` cannot be a run's deadline at `nowMs`, or undefined: it must parse,
+ * lie ahead, and be at most 366 days away (so timers up to it stay sane). For a fresh
+ * spec and for the setDeadline update; not for a continued run, whose deadline may
+ * rightly have passed.
+ */
+export function deadlineProblem(deadline: unknown, nowMs: number): string | undefined {
+  const check = Deadline.safeParse(deadline);
+  if (!check.success) return check.error.issues[0].message;
+  const at = Date.parse(check.data);
+  if (at <= nowMs) return `${check.data} is not in the future`;
+  if (at > nowMs + MAX_DURATION_SECONDS * 1000) return `${check.data} is more than ${formatDuration(MAX_DURATION_SECONDS)} away`;
+  return undefined;
+}
+
+// --- agent inputs ----------------------------------------------------------------------
+
+/**
+ * Bytes a list takes as the agent receives it: a count line, then each item's UTF-8
+ * base64-encoded on its own line (activities/agent/script.ts `encodeList`).
+ */
+export function encodedListBytes(items: readonly string[]): number {
+  return items.reduce((sum, item) => sum + 4 * Math.ceil(utf8Length(item) / 3) + 1, `${items.length}\n`.length);
+}
+
+/**
+ * The most each encoded list (argv, env, datasets) may take: 96 KiB. On GKE each list is
+ * one environment variable of the agent, and Linux refuses any single argv or environment
+ * string over MAX_ARG_STRLEN = 128 KiB at exec; 32 KiB stay spare (for the variable's name
+ * and what Sterna adds, such as STERNA_CHECKPOINT_INTERVAL). On GCE each list is one
+ * metadata value (at most 256 KB) and all metadata must stay under 512 KB: three lists
+ * (at most 295 KB) plus the ~8 KB agent script leave some 200 KB. Decoded, the trainer
+ * gets at most 72 KiB of argv and 72 KiB of environment, far below ARG_MAX (2 MiB).
+ */
+export const MAX_ENCODED_LIST_BYTES = 96 * 1024;
+
+function fitsAgent(items: readonly string[], what: string, ctx: z.RefinementCtx): void {
+  const bytes = encodedListBytes(items);
+  if (bytes > MAX_ENCODED_LIST_BYTES) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${what} takes ${bytes} bytes as sent to the VM, more than the ${MAX_ENCODED_LIST_BYTES} allowed (GCE metadata and Linux exec limits); put large inputs in a file and stage it with datasets`,
+    });
+  }
+}
+
+/** The trainer's environment: Sterna sets STERNA_* itself (run id, checkpoint dir...). */
+const EnvName = z
   .string()
-  .min(1)
-  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'must be a relative path without ".."');
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, 'environment names: a letter or "_", then letters, digits, "_" (255 characters at most)')
+  .refine((name) => !name.startsWith('STERNA_'), 'names starting with STERNA_ are set by Sterna');
 
-// GCE label rules: keys start with a lowercase letter; keys and values are at most 63
-// characters of lowercase letters, digits, '_' and '-'.
-const LabelKey = z.string().regex(/^[a-z][a-z0-9_-]{0,62}$/, 'label keys: lowercase letter first, then [a-z0-9_-], 63 chars max');
-const LabelValue = z.string().regex(/^[a-z0-9_-]{0,63}$/, 'label values: [a-z0-9_-], 63 chars max');
+// --- the spec --------------------------------------------------------------------------
 
-const AllowDeny = z.strictObject({ allow: z.array(z.string().min(1)).optional(), deny: z.array(z.string().min(1)).optional() });
+const ZoneOrRegion = Text.regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE zone or region name such as us-central1-a or us-central1');
+const AllowDeny = z.strictObject({ allow: z.array(ZoneOrRegion).max(256).optional(), deny: z.array(ZoneOrRegion).max(256).optional() });
 
 export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
@@ -32,53 +135,73 @@ export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
 export const RunSpecSchema = z
   .strictObject({
     /** A short human name, shown in the UI; the run id is the workflow id. */
-    name: z.string().max(80).optional(),
+    name: Text.max(80).optional(),
     backend: z.enum(['gce', 'gke']).default('gce'),
     /** Container image (GKE, or a container VM); the command runs on the host otherwise. */
-    image: z.string().min(1).optional(),
-    command: z.array(z.string()).min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]'),
-    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment names: letters, digits, _'), z.string()).default({}),
-    datasets: z.array(z.strictObject({ uri: StorageUri, path: RelativePath })).default([]),
-    checkpoint: z.strictObject({ uri: StorageUri, interval: Duration.default(600) }),
+    image: Text.min(1).max(512).regex(/^\S+$/, 'an image reference has no spaces').optional(),
+    command: z
+      .array(Text)
+      .min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]')
+      .refine((argv) => argv.length === 0 || argv[0] !== '', { message: 'the program to run (command[0]) cannot be empty', path: [0] })
+      .superRefine((argv, ctx) => fitsAgent(argv, 'command', ctx)),
+    env: z
+      .record(EnvName, Text)
+      .superRefine((env, ctx) => fitsAgent(Object.entries(env).map(([k, v]) => `${k}=${v}`), 'env', ctx))
+      .default({}),
+    /** At most 1000: more files belong under one prefix, staged as one. */
+    datasets: z
+      .array(z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri)), path: RelativePath }))
+      .max(1000)
+      .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
+      .default([]),
+    checkpoint: z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)), interval: duration({ min: 1 }).default(600) }),
     resources: z.strictObject({
       accelerators: z
-        .array(z.strictObject({ type: z.string().regex(/^nvidia-[a-z0-9-]+$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))
-        .min(1, 'list at least one acceptable accelerator, e.g. [{ "type": "nvidia-l4", "count": 1 }]'),
-      machineType: z.string().regex(/^[a-z][-a-z0-9]*$/).optional(),
+        .array(z.strictObject({ type: Text.regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))
+        .min(1, 'list at least one acceptable accelerator, e.g. [{ "type": "nvidia-l4", "count": 1 }]')
+        .max(32),
+      machineType: Text.regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
       diskSizeGb: z.int().min(10).max(65536).default(100),
     }),
     placement: z.strictObject({ regions: AllowDeny.optional(), zones: AllowDeny.optional() }).default({}),
     pricing: z
       .strictObject({
         mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.Auto]).default(PricingMode.Auto),
-        maxPricePerHour: z.number().positive().optional(),
-        budgetUsd: z.number().positive().optional(),
+        /** USD per hour; the largest GPU VMs cost about $100/h on demand. */
+        maxPricePerHour: z.number().positive().max(10_000).optional(),
+        /** USD; bounded so budget arithmetic stays in ordinary floating-point range. */
+        budgetUsd: z.number().positive().max(10_000_000).optional(),
       })
       .default({ mode: PricingMode.Auto }),
     time: z
       .strictObject({
         /** Absolute deadline (ISO 8601). */
-        deadline: z.iso.datetime({ offset: true }).optional(),
+        deadline: Deadline.optional(),
         /** Deadline relative to the run's start, for specs kept in files. */
-        deadlineAfter: Duration.optional(),
+        deadlineAfter: duration({ min: 0, minExclusive: true }).optional(),
         /** Stop the run after this long, whatever its state. */
-        maxRunDuration: Duration.optional(),
+        maxRunDuration: duration({ min: 0, minExclusive: true }).optional(),
         /** Accelerator time the job needs uninterrupted; drives the deadline-aware `auto` mode. */
-        expectedDuration: Duration.optional(),
+        expectedDuration: duration({ min: 0, minExclusive: true }).optional(),
       })
       .default({}),
     recovery: z
       .strictObject({
-        maxPreemptions: z.int().min(0).default(20),
-        maxRestartsOnError: z.int().min(0).default(2),
-        noRetryExitCodes: z.array(z.int().min(1).max(255)).default([]),
+        maxPreemptions: z.int().min(0).max(1000).default(20),
+        maxRestartsOnError: z.int().min(0).max(100).default(2),
+        noRetryExitCodes: z.array(z.int().min(1).max(255)).max(255).default([]),
         /** A zone that preempted or stocked out this run is not retried before this passes. */
-        zoneCooldown: Duration.default(1800),
+        zoneCooldown: duration({ min: 0 }).default(1800),
         /** How often the agent reports progress, in seconds. */
         pollSeconds: z.number().min(0.2).max(60).default(5),
       })
       .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
-    labels: z.record(LabelKey, LabelValue).default({}),
+    labels: z
+      .record(z.string(), z.string())
+      .superRefine((labels, ctx) => {
+        for (const { key, message } of labelProblems(labels, { userLabels: true })) ctx.addIssue({ code: 'custom', path: key === undefined ? [] : [key], message });
+      })
+      .default({}),
   })
   .superRefine((spec, ctx) => {
     if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
@@ -86,9 +209,6 @@ export const RunSpecSchema = z
     }
     if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
       ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });
-    }
-    for (const key of ['sterna-run', 'sterna-attempt']) {
-      if (key in spec.labels) ctx.addIssue({ code: 'custom', path: ['labels', key], message: `${key} is set by Sterna` });
     }
   });
 
@@ -104,11 +224,39 @@ export interface SpecProblem {
 
 export type SpecCheck = { ok: true; spec: RunSpec } | { ok: false; problems: SpecProblem[] };
 
-export function checkSpec(input: unknown): SpecCheck {
+export interface CheckOptions {
+  /**
+   * The time a fresh run starts at: also require time.deadline to lie ahead and within
+   * 366 days. Leave out when re-reading a continued run's spec.
+   */
+  nowMs?: number;
+}
+
+/** A path for messages: dots between segments, anything unprintable in a key escaped. */
+function pathText(path: readonly PropertyKey[]): string {
+  const segment = (p: PropertyKey) => {
+    const text = String(p);
+    return forbiddenCharacter(text) ? JSON.stringify(text).slice(1, -1) : text;
+  };
+  return path.map(segment).join('.') || '(spec)';
+}
+
+/** Zod reports a bad record key as "Invalid key in record"; the reasons are nested. */
+function problemsOf(issues: readonly z.core.$ZodIssue[], parent: readonly PropertyKey[] = []): SpecProblem[] {
+  return issues.flatMap((issue) => {
+    const path = [...parent, ...issue.path];
+    if (issue.code === 'invalid_key') return problemsOf(issue.issues, path);
+    return [{ path: pathText(path), message: issue.message }];
+  });
+}
+
+export function checkSpec(input: unknown, options: CheckOptions = {}): SpecCheck {
   const result = RunSpecSchema.safeParse(input);
-  if (result.success) return { ok: true, spec: result.data };
-  const problems = result.error.issues.map((issue) => ({ path: issue.path.map(String).join('.') || '(spec)', message: issue.message }));
-  return { ok: false, problems };
+  if (!result.success) return { ok: false, problems: problemsOf(result.error.issues) };
+  const deadline = result.data.time.deadline;
+  const late = deadline !== undefined && options.nowMs !== undefined ? deadlineProblem(deadline, options.nowMs) : undefined;
+  if (late) return { ok: false, problems: [{ path: 'time.deadline', message: late }] };
+  return { ok: true, spec: result.data };
 }
 
 export function describeProblems(problems: SpecProblem[]): string {
@@ -116,8 +264,8 @@ export function describeProblems(problems: SpecProblem[]): string {
 }
 
 /** Validates or throws the non-retryable `InvalidSpec` failure naming every bad field. */
-export function parseSpec(input: unknown): RunSpec {
-  const check = checkSpec(input);
+export function parseSpec(input: unknown, options: CheckOptions = {}): RunSpec {
+  const check = checkSpec(input, options);
   if (!check.ok) throw failure(FailureType.InvalidSpec, describeProblems(check.problems), { problems: check.problems });
   return check.spec;
 }

@@ -1,7 +1,10 @@
 /**
  * The agent that runs on every VM (and in every GKE Job) and the metadata it reads.
- * The script is static; a run's inputs travel as metadata attributes, lists encoded
- * base64 + NUL-separated, so no value from a spec is ever parsed by a shell.
+ * The script is static; a run's inputs travel as metadata attributes (on GKE as
+ * STERNA_ATTR_<name> environment variables), so no value from a spec is ever parsed by a
+ * shell. Lists are a count line, then one line per item holding the item's UTF-8 in
+ * base64: no value can split an item, add one or drop one, and the agent refuses a list
+ * whose count does not match or whose items hold a NUL (which bash cannot carry).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,8 +29,9 @@ export interface AgentInputs {
   pollSeconds: number;
 }
 
-function encodeList(items: string[]): string {
-  return Buffer.from(items.map((item) => `${item}\0`).join(''), 'utf8').toString('base64');
+/** Decoded by `decode_list` in sterna-agent.sh; sized by `encodedListBytes` in workflows/spec.ts. */
+export function encodeList(items: readonly string[]): string {
+  return `${items.length}\n${items.map((item) => `${Buffer.from(item, 'utf8').toString('base64')}\n`).join('')}`;
 }
 
 /** Metadata attributes the agent reads (`instance/attributes/<key>`). */

@@ -2,8 +2,10 @@
 # The Sterna agent: runs as the VM's startup script (or a GKE Job's entrypoint).
 #
 # It reads everything it needs from instance metadata attributes, never from its own
-# text, so nothing from a run spec ever reaches a shell unquoted. Lists arrive
-# base64-encoded and NUL-separated, and are read into bash arrays.
+# text, so nothing from a run spec ever reaches a shell unquoted. A list arrives as a
+# count line, then one base64 line per item (activities/agent/script.ts), and is read
+# into a bash array; a list that does not decode to exactly its count of NUL-free
+# items is refused (exit 65), never guessed at.
 #
 #   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
 #
@@ -67,26 +69,42 @@ publish() { # publish KEY VALUE
   log "could not publish $1"
 }
 
-decode_list() { # decode_list NAME -> fills array LIST from a base64 NUL-separated attribute
+decode_list() { # decode_list NAME -> fills array LIST; fails unless the attribute is well formed
   LIST=()
-  local raw
-  raw="$(attr "$1")"
-  [ -n "$raw" ] || return 0
-  mapfile -d '' -t LIST < <(printf '%s' "$raw" | base64 -d)
+  local lines=() line count out="$STATE/list.$$"
+  mapfile -t lines < <(attr "$1")
+  [ ${#lines[@]} -gt 0 ] || return 0   # absent: an empty list
+  count="${lines[0]}"
+  case "$count" in '' | *[!0-9]* | ?????????*) return 1 ;; esac
+  [ $((10#$count)) -eq $((${#lines[@]} - 1)) ] || return 1
+  # Each item is written out NUL-terminated: an item holding a NUL (which a bash string
+  # cannot carry) would come back as two, and the count would not match.
+  for line in "${lines[@]:1}"; do
+    case "$line" in *[!A-Za-z0-9+/=]*) rm -f "$out"; return 1 ;; esac
+    printf '%s' "$line" | base64 -d || { rm -f "$out"; return 1; }
+    printf '\0'
+  done > "$out"
+  mapfile -d '' -t LIST < "$out"
+  rm -f "$out"
+  [ ${#LIST[@]} -eq $((10#$count)) ]
+}
+
+refuse_input() { # refuse_input WHAT -> the run's inputs are malformed: fail without running anything
+  log "malformed input: $1"; publish phase failed; publish exit 65; exit 65
 }
 
 copy() { # copy SRC DEST, where either may be file:// or gs://
   local src="$1" dest="$2"
   case "$src$dest" in
     *gs://*) gcloud storage cp --recursive "$src" "$dest" ;;
-    *) mkdir -p "$(dirname "${dest#file://}")" && cp -R "${src#file://}" "${dest#file://}" ;;
+    *) mkdir -p -- "$(dirname -- "${dest#file://}")" && cp -R -- "${src#file://}" "${dest#file://}" ;;
   esac
 }
 
 size_of() { # size_of URI -> bytes
   case "$1" in
     gs://*) gcloud storage du --summarize "$1" | awk '{s+=$1} END {print s+0}' ;;
-    *) du -sb "${1#file://}" 2>/dev/null | awk '{print $1+0}' ;;
+    *) du -sb -- "${1#file://}" 2>/dev/null | awk '{print $1+0}' ;;
   esac
 }
 
@@ -95,12 +113,18 @@ ATTEMPT="$(attr sterna-attempt)"
 CKPT_URI="$(attr sterna-checkpoint-uri)"
 CKPT_URI="${CKPT_URI%/}"
 POLL="$(attr sterna-poll-seconds)"
-POLL="${POLL:-1}"
+[[ "$POLL" =~ ^[0-9]+(\.[0-9]+)?$ ]] || POLL=1
 publish phase starting
 
 # --- stage the datasets -------------------------------------------------------------
-decode_list sterna-datasets   # uri, path, uri, path, ...
+decode_list sterna-datasets || refuse_input sterna-datasets   # uri, path, uri, path, ...
 DATASETS=("${LIST[@]}")
+[ $((${#DATASETS[@]} % 2)) -eq 0 ] || refuse_input "sterna-datasets (not uri/path pairs)"
+for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
+  # The spec refuses these already; a VM never copies from or to outside where it should.
+  case "${DATASETS[i]}/" in */../* | */./*) refuse_input "a dataset URI has . or .. segments" ;; esac
+  case "/${DATASETS[i + 1]}/" in //* | */../* | */./*) refuse_input "a dataset path is not relative, or has . or .. segments" ;; esac
+done
 publish phase staging
 total=0
 for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
@@ -110,7 +134,6 @@ publish total-bytes "$total"
 staged=0
 for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
   uri="${DATASETS[i]}" dest="$WORK/${DATASETS[i + 1]}"
-  case "${DATASETS[i + 1]}" in /* | *..*) log "dataset path must be relative: ${DATASETS[i + 1]}"; publish phase failed; publish exit 65; exit 65 ;; esac
   if ! copy "$uri" "$dest"; then
     log "staging $uri failed"; publish phase failed; publish exit 66; exit 66
   fi
@@ -123,7 +146,7 @@ RESUME_FROM=""
 resume="$(attr sterna-resume-from)"   # "<sha256> <uri>"
 if [ -n "$resume" ]; then
   want="${resume%% *}" uri="${resume#* }"
-  RESUME_FROM="$STATE/resume-$(basename "$uri")"
+  RESUME_FROM="$STATE/resume-$(basename -- "$uri")"
   if ! copy "$uri" "$RESUME_FROM" || [ "$(sha256sum "$RESUME_FROM" | cut -d' ' -f1)" != "$want" ]; then
     log "checkpoint $uri is missing or does not match its sha256"; publish phase failed; publish exit 67; exit 67
   fi
@@ -159,18 +182,29 @@ publish_progress() {
 }
 
 # --- run the trainer ---------------------------------------------------------------
-decode_list sterna-argv
+decode_list sterna-argv || refuse_input sterna-argv
 ARGV=("${LIST[@]}")
-decode_list sterna-env
+decode_list sterna-env || refuse_input sterna-env
 ENVS=("${LIST[@]}")
 if [ ${#ARGV[@]} -eq 0 ]; then log "no command"; publish phase failed; publish exit 64; exit 64; fi
+NAME_CHARS=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789   # no ranges: they depend on the locale
+for kv in "${ENVS[@]}"; do
+  name="${kv%%=*}"
+  case "$kv" in *=*) ;; *) refuse_input "an env entry is not NAME=value" ;; esac
+  case "$name" in '' | [0123456789]* | *[!$NAME_CHARS]*) refuse_input "an env name is not letters, digits and _" ;; esac
+done
 
 publish phase training
 cd "$WORK" || exit 70
-env "${ENVS[@]}" \
+# env sets exactly these variables (every entry is NAME=value, checked above), and would
+# read every leading NAME=VALUE word as one more assignment, so argv never reaches it:
+# env runs `nice -n 0 --` (which changes nothing), and nice execs argv verbatim, after
+# `--`, so no item is read as an option or an assignment (command ["X=1"] is a program
+# named X=1, not found: exit 127). No shell sees argv or env, so no value is evaluated.
+env -- "${ENVS[@]}" \
   STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
   STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
-  "${ARGV[@]}" &
+  nice -n 0 -- "${ARGV[@]}" &
 TRAINER=$!
 stopping=0
 trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT

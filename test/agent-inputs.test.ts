@@ -1,0 +1,204 @@
+/**
+ * The agent (activities/agent/sterna-agent.sh) as it really runs: the startup script of
+ * an emulator VM, reading its inputs from the VM's metadata server, encoded by
+ * `agentAttributes`. The trainer is a recorder that writes down the argv and the exact
+ * environment it was exec'd with (from /proc/self/environ), so each test proves what
+ * reached it and that nothing else ran.
+ */
+import { strict as assert } from 'node:assert';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
+import { agentAttributes, agentScript, type AgentInputs } from '../activities/agent/script';
+import { startTestEmulator, type TestEmulator } from './helpers/emulator';
+
+const PROJECT = 'agent-test';
+const ZONE = 'us-central1-a';
+
+interface TrainerRecord {
+  /** The name the trainer was started under (the recorder is linked under several). */
+  program: string;
+  argv: string[];
+  env: Record<string, string>;
+}
+
+interface AgentRun {
+  phase?: string;
+  exit?: string;
+  /** Every trainer start of this run (the recorder keys them by STERNA_RUN_ID). */
+  trainers: TrainerRecord[];
+  serialLog: string;
+  /** Every file under the VM's directory (its work directory included), by name. */
+  files: string[];
+}
+
+// Writes one JSON line per start: the program name, argv after it, and the environment
+// exactly as exec'd (the kernel's copy, untouched by node).
+const RECORDER = (records: string) => `#!${process.execPath}
+const fs = require('fs');
+const path = require('path');
+const env = {};
+for (const entry of fs.readFileSync('/proc/self/environ', 'latin1').split('\\0')) {
+  if (entry === '') continue;
+  const eq = entry.indexOf('=');
+  env[Buffer.from(entry.slice(0, eq), 'latin1').toString('utf8')] = Buffer.from(entry.slice(eq + 1), 'latin1').toString('utf8');
+}
+const line = JSON.stringify({ program: path.basename(process.argv[1]), argv: process.argv.slice(2), env });
+fs.appendFileSync(${JSON.stringify(records)}, line + '\\n');
+`;
+
+function fileNames(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => [entry.name, ...(entry.isDirectory() ? fileNames(join(dir, entry.name)) : [])]);
+}
+
+describe('the agent runs exactly the trainer it was given', function () {
+  this.timeout(120_000);
+  let emu: TestEmulator;
+  let instances: InstancesClient;
+  let operations: ZoneOperationsClient;
+  let scratch: string;
+  let bin: string;
+  let records: string;
+  let baseline: AgentRun;
+  let vms = 0;
+
+  async function done(operation: string): Promise<void> {
+    for (;;) {
+      const [op] = await operations.wait({ project: PROJECT, zone: ZONE, operation });
+      if (op.error) throw new Error(`operation ${operation} failed: ${JSON.stringify(op.error)}`);
+      if (op.status === 'DONE') return;
+    }
+  }
+
+  /** Boots a VM whose startup script is the agent, waits for the agent to exit, and reads what happened. */
+  async function runAgent(inputs: Pick<AgentInputs, 'runId' | 'argv' | 'env'> & Partial<AgentInputs>): Promise<AgentRun> {
+    const name = `agent-${++vms}`;
+    const attributes = agentAttributes({ attempt: 1, datasets: [], checkpointUri: `file://${scratch}/ckpt`, pollSeconds: 0.2, ...inputs });
+    const items = [{ key: 'startup-script', value: agentScript() }, { key: 'enable-guest-attributes', value: 'TRUE' }, ...Object.entries(attributes).map(([key, value]) => ({ key, value }))];
+    const [lro] = await instances.insert({
+      project: PROJECT,
+      zone: ZONE,
+      instanceResource: {
+        name,
+        machineType: `zones/${ZONE}/machineTypes/g2-standard-4`,
+        scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false },
+        metadata: { items },
+        disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: 'projects/debian-cloud/global/images/family/debian-12', diskSizeGb: '50' } }],
+        networkInterfaces: [{ network: 'global/networks/default' }],
+      },
+    });
+    await done(lro.latestResponse.name as string);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const view = (await emu.instances()).find((i) => i.name === name);
+      if (view?.exitCode !== undefined) {
+        const guest = view.guestAttributes.sterna ?? {};
+        const trainers = existsSync(records)
+          ? readFileSync(records, 'utf8')
+              .split('\n')
+              .filter(Boolean)
+              .map((line) => JSON.parse(line) as TrainerRecord)
+              .filter((r) => r.env.STERNA_RUN_ID === inputs.runId)
+          : [];
+        const run = { phase: guest.phase, exit: guest.exit, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files: fileNames(view.dir) };
+        const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
+        await done(del.latestResponse.name as string);
+        return run;
+      }
+      if (Date.now() > deadline) throw new Error(`the agent on ${name} did not exit`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  before(async () => {
+    emu = await startTestEmulator({ timeFactor: 20 });
+    instances = new InstancesClient(emu.clientOptions);
+    operations = new ZoneOperationsClient(emu.clientOptions);
+    scratch = mkdtempSync(join(tmpdir(), 'sterna-agent-inputs-'));
+    bin = join(scratch, 'bin');
+    records = join(scratch, 'trainers.jsonl');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'record'), RECORDER(records));
+    chmodSync(join(bin, 'record'), 0o755);
+    // The same recorder under names an argv or env parser would misread.
+    symlinkSync(join(bin, 'record'), join(bin, '-trainer'));
+    symlinkSync(join(bin, 'record'), join(bin, 'a=b'));
+    baseline = await runAgent({ runId: 'baseline', argv: [join(bin, 'record')], env: {} });
+  });
+  after(async () => {
+    await emu?.stop();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('passes hostile argv items and env values through byte for byte, and adds nothing', async () => {
+    const argv = [join(bin, 'record'), '-x', '--', '-', '--help', 'X=1', 'a b', `q'uo"te`, '$(touch pwned)', '`touch pwned`', '', '*', 'ünï€😀', '\\', 'line1\nline2', 'trailing\n\n', ' ', '%s%n'];
+    const env = {
+      EQUALS: 'a=b=c',
+      NEWLINES: 'x\nINJECTED=1\n',
+      DASH: '-i',
+      QUOTES: `'"$(touch pwned)"\`touch pwned\``,
+      EMPTY: '',
+      SECRET_TOKEN: 'hunter2',
+    };
+    const run = await runAgent({ runId: 'hostile', argv, env });
+    assert.equal(run.exit, '0');
+    assert.equal(run.trainers.length, 1, 'the trainer ran once');
+    const [trainer] = run.trainers;
+    assert.equal(trainer.program, 'record');
+    assert.deepEqual(trainer.argv, argv.slice(1));
+    for (const [key, value] of Object.entries(env)) assert.equal(trainer.env[key], value, `env ${key}`);
+    // Exactly the variables a plain run gets, plus the spec's: nothing injected.
+    const expected = [...Object.keys(baseline.trainers[0].env), ...Object.keys(env)].sort();
+    assert.deepEqual(Object.keys(trainer.env).sort(), expected);
+    assert.ok(!run.files.includes('pwned'), 'no smuggled command ran');
+  });
+
+  it('runs a program whose name looks like an assignment or an option', async () => {
+    const path = `${bin}:${baseline.trainers[0].env.PATH}`;
+    const equals = await runAgent({ runId: 'equals-name', argv: [join(bin, 'a=b'), 'X=1'], env: {} });
+    assert.equal(equals.exit, '0');
+    assert.deepEqual(
+      equals.trainers.map((t) => [t.program, t.argv]),
+      [['a=b', ['X=1']]],
+    );
+    const dash = await runAgent({ runId: 'dash-name', argv: ['-trainer', '--version'], env: { PATH: path } });
+    assert.equal(dash.exit, '0');
+    assert.deepEqual(
+      dash.trainers.map((t) => [t.program, t.argv]),
+      [['-trainer', ['--version']]],
+    );
+  });
+
+  it('treats command ["X=1"] as a program that does not exist, not as env printing the secrets', async () => {
+    const run = await runAgent({ runId: 'assignment-argv', argv: ['X=1'], env: { SECRET_TOKEN: 'hunter2-in-the-log' } });
+    assert.equal(run.exit, '127', 'command not found');
+    assert.equal(run.phase, 'exited');
+    assert.deepEqual(run.trainers, []);
+    assert.ok(!run.serialLog.includes('hunter2-in-the-log'), 'the environment is not printed to the serial log');
+  });
+
+  it('refuses a NUL inside an env value instead of splitting it into an injected command', async () => {
+    const run = await runAgent({
+      runId: 'nul-env',
+      argv: [join(bin, 'record')],
+      env: { X: 'x\u0000INJECTED=1\u0000/bin/sh\u0000-c\u0000touch pwned' },
+    });
+    assert.equal(run.phase, 'failed');
+    assert.equal(run.exit, '65');
+    assert.deepEqual(run.trainers, [], 'nothing ran');
+    assert.ok(!run.files.includes('pwned'), 'no smuggled command ran');
+  });
+
+  it('refuses a NUL inside a dataset URI instead of staging a smuggled extra dataset', async () => {
+    const data = join(scratch, 'data.txt');
+    writeFileSync(data, 'ok');
+    // Split at the NULs, this would read as two datasets: data.txt, and /etc/hostname as "stolen".
+    const datasets = [{ uri: `file://${data}\u0000data.txt\u0000file:///etc/hostname`, path: 'stolen' }];
+    const run = await runAgent({ runId: 'nul-dataset', argv: [join(bin, 'record')], env: {}, datasets });
+    assert.equal(run.phase, 'failed');
+    assert.equal(run.exit, '65');
+    assert.deepEqual(run.trainers, []);
+    assert.ok(!run.files.includes('stolen'), 'nothing was staged');
+  });
+});
