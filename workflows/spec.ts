@@ -129,6 +129,9 @@ const EnvName = z
 const ZoneOrRegion = Text.regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE zone or region name such as us-central1-a or us-central1');
 const AllowDeny = z.strictObject({ allow: z.array(ZoneOrRegion).max(256).optional(), deny: z.array(ZoneOrRegion).max(256).optional() });
 
+/** Ten million USD: far above any run, far below what makes cost arithmetic lose precision. */
+export const MAX_BUDGET_USD = 10_000_000;
+
 export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
 
@@ -170,7 +173,7 @@ export const RunSpecSchema = z
         /** USD per hour; the largest GPU VMs cost about $100/h on demand. */
         maxPricePerHour: z.number().positive().max(10_000).optional(),
         /** USD; bounded so budget arithmetic stays in ordinary floating-point range. */
-        budgetUsd: z.number().positive().max(10_000_000).optional(),
+        budgetUsd: z.number().positive().max(MAX_BUDGET_USD).optional(),
       })
       .default({ mode: PricingMode.Auto }),
     time: z

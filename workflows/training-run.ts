@@ -46,7 +46,8 @@ import {
   type RunState,
 } from './run-state';
 import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from './search-attributes';
-import { parseSpec, PricingMode, type RunSpec, type RunSpecInput } from './spec';
+import { MAX_DURATION_SECONDS } from './duration';
+import { deadlineProblem, MAX_BUDGET_USD, parseSpec, PricingMode, type RunSpec, type RunSpecInput } from './spec';
 import { ProvisioningModel, type Offer } from './types';
 
 export type { ContinuedRun };
@@ -111,7 +112,8 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
 }
 
 function fresh(input: RunSpecInput): { spec: RunSpec; state: RunState } {
-  const spec = parseSpec(input);
+  // Only a fresh start checks the deadline against now: a continued run's may have passed.
+  const spec = parseSpec(input, { nowMs: Date.now() });
   return { spec, state: initialState(spec) };
 }
 
@@ -178,8 +180,8 @@ class Run {
       {
         validator: (budgetUsd) => {
           const spent = ledger(this.state, Date.now()).totalCostUsd;
-          if (!(typeof budgetUsd === 'number' && Number.isFinite(budgetUsd) && budgetUsd > 0)) {
-            throw failure(FailureType.InvalidSpec, `budget must be a positive number of USD, got ${String(budgetUsd)}`);
+          if (!(typeof budgetUsd === 'number' && Number.isFinite(budgetUsd) && budgetUsd > 0 && budgetUsd <= MAX_BUDGET_USD)) {
+            throw failure(FailureType.InvalidSpec, `budget must be a positive number of USD up to ${MAX_BUDGET_USD}, got ${String(budgetUsd)}`);
           }
           if (budgetUsd < spent) throw failure(FailureType.InvalidSpec, `budget $${budgetUsd} is below the $${spent.toFixed(4)} already spent`);
         },
@@ -195,9 +197,8 @@ class Run {
       },
       {
         validator: (deadline) => {
-          const at = typeof deadline === 'string' ? Date.parse(deadline) : NaN;
-          if (Number.isNaN(at)) throw failure(FailureType.InvalidSpec, `deadline must be an ISO 8601 time, got ${String(deadline)}`);
-          if (at <= Date.now()) throw failure(FailureType.InvalidSpec, `deadline ${deadline} is not in the future`);
+          const problem = deadlineProblem(deadline, Date.now());
+          if (problem) throw failure(FailureType.InvalidSpec, `deadline: ${problem}`);
         },
       },
     );
@@ -565,7 +566,9 @@ class Run {
     }
     if (this.state.deadline) limits.push(Date.parse(this.state.deadline) - now);
     if (this.spec.time.maxRunDuration !== undefined) limits.push(Date.parse(this.state.startedAt) + this.spec.time.maxRunDuration * 1000 - now);
-    return limits.length ? Math.min(...limits) : undefined;
+    // A large budget at a cheap price is a limit beyond what a timer can hold; waits
+    // re-check the limits whenever they wake, so capping it loses nothing.
+    return limits.length ? Math.min(MAX_DURATION_SECONDS * 1000, ...limits) : undefined;
   }
 
   /** Stops the run with a clear failure once a limit is reached; checkpoints are kept. */
