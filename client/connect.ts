@@ -1,6 +1,6 @@
 /** A Temporal client from the standard environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles, TLS, API key). */
 import { connect as tcpConnect } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { unreachable } from './errors';
 
@@ -19,11 +19,25 @@ export async function connectFromEnvironment(): Promise<Client> {
   if (refused) throw unreachable(address, refused);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ ...connectionOptions, address });
+    connection = await Connection.connect({ ...connectionOptions, address, interceptors: [sizeAwareRetry()] });
   } catch (err) {
     throw unreachable(address, err);
   }
   return new Client({ connection, namespace: namespace ?? 'default' });
+}
+
+/**
+ * The SDK's gRPC retry policy, except for a request over the server's size limit. The
+ * SDK retries RESOURCE_EXHAUSTED, usually a rate limit worth waiting out; but "received
+ * message larger than max" fails the same way every time, after some 40 s of backoff.
+ * For a Connection built by hand: `Connection.connect({ interceptors: [sizeAwareRetry()] })`.
+ */
+export function sizeAwareRetry(): ReturnType<typeof makeGrpcRetryInterceptor> {
+  const defaults = defaultGrpcRetryOptions();
+  return makeGrpcRetryInterceptor({
+    ...defaults,
+    retryableDecider: (attempt, status) => !/larger than max/i.test(status.details) && defaults.retryableDecider(attempt, status),
+  });
 }
 
 /** The error of a TCP connection to `host:port` that fails outright; undefined if it connects, hangs, or the address is not host:port. */

@@ -134,5 +134,5 @@ export async function listRuns(client: Client, query?: string, limit = 100): Pro
 
 export { budgetProblem, deadlineProblem } from './arguments';
 export { causeChain, causeMessages, findCause } from './causes';
-export { connectFromEnvironment } from './connect';
+export { connectFromEnvironment, sizeAwareRetry } from './connect';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';
