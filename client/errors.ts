@@ -95,7 +95,7 @@ export interface Call {
   timeoutMs?: number;
 }
 
-const GrpcCode = { InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, ResourceExhausted: 8, Unavailable: 14 } as const;
+const GrpcCode = { Cancelled: 1, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, ResourceExhausted: 8, Unavailable: 14 } as const;
 
 export function serverAddress(client: Client): string {
   // A Connection knows its address; other ConnectionLike implementations may not.
@@ -146,7 +146,9 @@ export async function explain(client: Client, err: unknown, call: Call): Promise
   if (err instanceof WorkflowFailedError) {
     return new SternaClientError(ClientErrorKind.RunFailed, `run ${id} did not complete: ${words}`, `\`sterna status ${id}\` shows its timeline`, { cause: err, workflowId: id });
   }
-  if (call.needsWorker && (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || grpc?.code === GrpcCode.DeadlineExceeded)) {
+  // A deadline can also surface as CANCELLED when it passes between the SDK's retries.
+  const timedOut = grpc?.code === GrpcCode.DeadlineExceeded || (grpc?.code === GrpcCode.Cancelled && call.timeoutMs !== undefined);
+  if (call.needsWorker && (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || timedOut)) {
     // grpc-js appends its timings after a comma: "Deadline exceeded after 1.984s,LB pick: ..."
     return noWorker(client, err, call, (grpc?.details ?? words).split(',')[0]);
   }
@@ -176,11 +178,10 @@ async function noWorker(client: Client, err: unknown, call: Call, words: string)
     .describe()
     .then((d) => d.taskQueue)
     .catch(() => undefined);
-  const within = call.timeoutMs === undefined ? '' : ` within ${call.timeoutMs / 1000} s`;
   const queue = taskQueue ? ` on task queue ${taskQueue}` : '';
   return new SternaClientError(
     ClientErrorKind.NoWorker,
-    `no worker answered ${call.operation} for run ${id}${within} (${words})`,
+    `no worker answered ${call.operation} for run ${id} in time (${words})`,
     `start a Sterna worker${queue} (\`npm run worker\`${taskQueue ? `, STERNA_TASK_QUEUE=${taskQueue}` : ''}) against this server, or allow more time`,
     { cause: err, workflowId: id },
   );

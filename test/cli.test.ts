@@ -76,10 +76,10 @@ describe('the sterna CLI says why a command failed and how to fix it', function 
   }
 
   /** `sterna start` on the test worker's task queue; returns the run id. */
-  async function startRun(queue = taskQueue): Promise<string> {
+  async function startRun(queue = taskQueue, s = spec()): Promise<string> {
     const id = `${queue}-${started.length + 1}`;
     started.push(id);
-    const outcome = await sterna(['start', specFile(id, spec()), '--id', id, '--task-queue', queue]);
+    const outcome = await sterna(['start', specFile(id, s), '--id', id, '--task-queue', queue]);
     assert.equal(outcome.code, 0, outcome.stderr);
     assert.equal(outcome.stdout.trim(), `started ${id}`);
     return id;
@@ -151,10 +151,16 @@ describe('the sterna CLI says why a command failed and how to fix it', function 
     expectFailure(await sterna(['budget', id, '5']), 1, new RegExp(`run ${id} has already ended`));
   });
 
+  it('follow: a run that fails exits 1 with the run failure reason', async () => {
+    provider.script('us-central1-a', { kind: 'exit', code: 3, afterPolls: 1 });
+    const id = await startRun(taskQueue, spec({ recovery: { pollSeconds: 0.2, maxRestartsOnError: 0 } }));
+    expectFailure(await sterna(['follow', id]), 1, new RegExp(`run ${id} did not complete: .*training failed with .*3`), new RegExp(`to fix: \`sterna status ${id}\``));
+  });
+
   it('status: no worker on the run task queue exits 1 naming the queue to serve', async () => {
     const idle = uniqueTaskQueue('cli-idle');
     const id = await startRun(idle);
-    expectFailure(await sterna(['--timeout', '1', 'status', id]), 1, /no worker answered status .* within 1 s/, new RegExp(`STERNA_TASK_QUEUE=${idle}`));
+    expectFailure(await sterna(['--timeout', '1', 'status', id]), 1, /no worker answered status for run \S+ in time \(Deadline exceeded after/, new RegExp(`STERNA_TASK_QUEUE=${idle}`));
     expectFailure(await sterna(['budget', id, '5', '--timeout', '1']), 1, /no worker answered setBudget/);
   });
 
