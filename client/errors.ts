@@ -126,11 +126,10 @@ export async function explain(client: Client, err: unknown, call: Call): Promise
   const grpc = findCause(err, isGrpcStatusError);
   const words = causeMessages(err).join(': ');
 
-  if (err instanceof WorkflowUpdateFailedError) {
-    const rejection = findCause(err, (c): c is ApplicationFailure => c instanceof ApplicationFailure);
-    const reason = rejection?.message ?? causeMessages(err.cause).join(': ');
-    return new UpdateRejectedError(id, call.operation, reason || err.message, rejection?.type ?? undefined, err);
-  }
+  // A validator or handler that refuses throws ApplicationFailure; anything else (the run
+  // ending mid-update) falls through to the generic report, its cause included.
+  const rejection = err instanceof WorkflowUpdateFailedError ? findCause(err, (c): c is ApplicationFailure => c instanceof ApplicationFailure) : undefined;
+  if (rejection) return new UpdateRejectedError(id, call.operation, rejection.message, rejection.type ?? undefined, err);
   if (err instanceof WorkflowExecutionAlreadyStartedError) {
     return new SternaClientError(ClientErrorKind.RunAlreadyExists, `a run named ${id} already exists in ${where}`, 'choose another --id, or leave it out to have one generated', { cause: err, workflowId: id });
   }
@@ -151,6 +150,9 @@ export async function explain(client: Client, err: unknown, call: Call): Promise
   if (call.needsWorker && (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || timedOut)) {
     // grpc-js appends its timings after a comma: "Deadline exceeded after 1.984s,LB pick: ..."
     return noWorker(client, err, call, (grpc?.details ?? words).split(',')[0]);
+  }
+  if (err instanceof WorkflowUpdateFailedError) {
+    return new SternaClientError(ClientErrorKind.ServerError, `${call.operation} failed for run ${id}: ${words}`, `\`sterna status ${id}\` shows the run's state`, { cause: err, workflowId: id });
   }
   if (!grpc) return err;
   const tooLarge = grpc.code === GrpcCode.ResourceExhausted && /larger than max/i.test(grpc.details);
