@@ -27,6 +27,7 @@ import type { RunResult } from '../workflows/run-state';
 import type { RunSpecInput } from '../workflows/spec';
 import { progressLine, summaryLines } from './format';
 import { freePort } from './ports';
+import { reportFailure } from './report';
 
 const repoRoot = join(__dirname, '..', '..');
 const PROJECT = 'sterna-demo';
@@ -146,9 +147,10 @@ new Command('demo')
   .option('--keep', 'leave the dev server, UI and emulator running')
   .option('--json', 'print the run result as one JSON object on the last line')
   .action((opts: DemoOptions) =>
-    main(opts).catch((err: Error) => {
-      console.error(`demo failed: ${err.message}`);
-      process.exit(1);
+    main(opts).catch((err: unknown) => {
+      const report = reportFailure('demo', err);
+      for (const line of report.lines) console.error(line);
+      process.exit(report.exitCode);
     }),
   )
   .parse();

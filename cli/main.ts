@@ -5,92 +5,130 @@
  *   sterna validate examples/run.json
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
+ *
+ * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
+ * input was wrong, 1 otherwise (cli/report.ts).
  */
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
-import { cancel, getStatus, InvalidSpecError, listRuns, result, setBudget, setDeadline, startTrainingRun } from '../client';
+import type { Client } from '@temporalio/client';
+import { Command, CommanderError } from 'commander';
+import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun } from '../client';
+import { connectFromEnvironment } from '../client/connect';
+import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { searchAttributeCreateCommands } from '../workflows/search-attributes';
-import { checkSpec } from '../workflows/spec';
-import { connectClient } from './connect';
+import { checkSpec, type RunSpecInput } from '../workflows/spec';
+import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { progressLine, summaryLines, usd } from './format';
+import { ExitCode, reportFailure } from './report';
 
-function readSpec(path: string): unknown {
+let connected: Client | undefined;
+async function connect(): Promise<Client> {
+  connected ??= await connectFromEnvironment();
+  return connected;
+}
+
+function readSpec(path: string): RunSpecInput {
   try {
-    return JSON.parse(readFileSync(path, 'utf8'));
+    return JSON.parse(readFileSync(path, 'utf8')) as RunSpecInput;
   } catch (err) {
-    throw new Error(`cannot read run spec ${path}: ${(err as Error).message}`);
+    throw new SternaClientError(ClientErrorKind.InvalidArgument, `cannot read run spec ${path}: ${(err as Error).message}`, 'pass the path of a JSON run spec, e.g. examples/run.json');
   }
 }
 
+const program = new Command('sterna')
+  .description('Run GPU training on cheap preemptible capacity, as Temporal workflows.')
+  .option('--timeout <seconds>', 'how long status, budget and deadline wait for a worker to answer', secondsOption, 30)
+  .exitOverride()
+  .showHelpAfterError('(add --help for usage)');
+
+function timeoutMs(): number {
+  return (program.opts<{ timeout: number }>().timeout) * 1000;
+}
+
 async function follow(workflowId: string): Promise<void> {
-  const client = await connectClient();
+  const client = await connect();
   const done = result(client, workflowId);
   let finished = false;
   void done.finally(() => (finished = true)).catch(() => undefined);
+  let lastProblem: string | undefined;
   while (!finished) {
     try {
-      process.stdout.write(`\r${progressLine(await getStatus(client, workflowId))}`);
-    } catch {
-      /* the run may be between workers */
+      process.stdout.write(`\r${progressLine(await getStatus(client, workflowId, { timeoutMs: 5000 }))}`);
+      lastProblem = undefined;
+    } catch (err) {
+      // The run may be between workers; say so once rather than go quiet.
+      const problem = err instanceof Error ? err.message : String(err);
+      if (problem !== lastProblem) process.stderr.write(`\nstatus unavailable: ${problem}\n`);
+      lastProblem = problem;
     }
-    await new Promise((r) => setTimeout(r, 1000));
+    if (!finished) await new Promise((r) => setTimeout(r, 1000));
   }
   process.stdout.write('\n');
   for (const line of summaryLines(await done)) console.log(line);
 }
 
-const program = new Command('sterna').description('Run GPU training on cheap preemptible capacity, as Temporal workflows.');
-
 program
-  .command('validate <spec>')
+  .command('validate')
   .description('check a run spec without starting anything')
+  .argument('<spec>', 'path of a JSON run spec')
   .action((path: string) => {
     const check = checkSpec(readSpec(path));
     if (check.ok) return console.log(`${path}: valid`);
     for (const p of check.problems) console.error(`${path}: ${p.path}: ${p.message}`);
-    process.exitCode = 2;
+    process.exitCode = ExitCode.BadInput;
   });
 
 program
-  .command('start <spec>')
+  .command('start')
   .description('start a training run from a JSON spec')
-  .option('--id <workflowId>', 'workflow id (the run id); generated when omitted')
+  .argument('<spec>', 'path of a JSON run spec')
+  .option('--id <workflowId>', 'workflow id (the run id); generated when omitted', runIdArgument)
   .option('--task-queue <queue>', 'task queue of the Sterna workers', 'sterna')
   .option('--follow', 'show live progress until the run ends')
   .action(async (path: string, opts: { id?: string; taskQueue: string; follow?: boolean }) => {
-    const client = await connectClient();
-    const handle = await startTrainingRun(client, readSpec(path) as never, { workflowId: opts.id, taskQueue: opts.taskQueue });
+    const spec = readSpec(path);
+    const handle = await startTrainingRun(await connect(), spec, { workflowId: opts.id, taskQueue: opts.taskQueue });
     console.log(`started ${handle.workflowId}`);
     if (opts.follow) await follow(handle.workflowId);
   });
 
 program
-  .command('status <runId>')
+  .command('status')
+  .argument('<runId>', 'the run (workflow) id', runIdArgument)
   .option('--json', 'print the whole status as JSON')
   .action(async (id: string, opts: { json?: boolean }) => {
-    const status = await getStatus(await connectClient(), id);
+    const status = await getStatus(await connect(), id, { timeoutMs: timeoutMs() });
     if (opts.json) return console.log(JSON.stringify(status, null, 2));
     console.log(progressLine(status));
     for (const e of status.timeline.slice(-10)) console.log(`  ${e.at}  ${e.event}`);
   });
 
-program.command('follow <runId>').description('live progress until the run ends').action(follow);
+program
+  .command('follow')
+  .description('live progress until the run ends')
+  .argument('<runId>', 'the run (workflow) id', runIdArgument)
+  .action(follow);
 
 program
-  .command('budget <runId> <usd>')
+  .command('budget')
   .description('raise or lower the run budget')
-  .action(async (id: string, amount: string) => console.log(progressLine(await setBudget(await connectClient(), id, Number(amount)))));
+  .argument('<runId>', 'the run (workflow) id', runIdArgument)
+  .argument('<usd>', 'the new budget in USD, e.g. 20', usdArgument)
+  .action(async (id: string, amount: number) => console.log(progressLine(await setBudget(await connect(), id, amount, { timeoutMs: timeoutMs() }))));
 
 program
-  .command('deadline <runId> <iso>')
+  .command('deadline')
   .description('move the run deadline')
-  .action(async (id: string, at: string) => console.log(progressLine(await setDeadline(await connectClient(), id, at))));
+  .argument('<runId>', 'the run (workflow) id', runIdArgument)
+  .argument('<iso>', 'the new deadline, an ISO 8601 time, e.g. 2030-01-31T18:00:00Z', deadlineArgument)
+  .action(async (id: string, at: string) => console.log(progressLine(await setDeadline(await connect(), id, at, { timeoutMs: timeoutMs() }))));
 
 program
-  .command('cancel <runId>')
+  .command('cancel')
   .description('cancel a run; its resources are released first')
+  .argument('<runId>', 'the run (workflow) id', runIdArgument)
   .action(async (id: string) => {
-    await cancel(await connectClient(), id);
+    await cancel(await connect(), id);
     console.log(`cancellation requested for ${id}`);
   });
 
@@ -98,7 +136,7 @@ program
   .command('list')
   .option('--query <visibilityQuery>', 'e.g. \'SternaTeam = "ml-platform"\'')
   .action(async (opts: { query?: string }) => {
-    for (const r of await listRuns(await connectClient(), opts.query)) {
+    for (const r of await listRuns(await connect(), opts.query)) {
       console.log(`${r.workflowId.padEnd(40)} ${r.status.padEnd(12)} ${(r.phase ?? '').padEnd(16)} ${(r.zone ?? '').padEnd(18)} ${r.costUsd !== undefined ? usd(r.costUsd) : ''}`);
     }
   });
@@ -109,7 +147,16 @@ program
   .option('--namespace <namespace>', 'the namespace', '<namespace>')
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
-program.parseAsync().catch((err: Error) => {
-  console.error(err instanceof InvalidSpecError ? err.message : `sterna: ${err.message}`);
-  process.exit(err instanceof InvalidSpecError ? 2 : 1);
-});
+program
+  .parseAsync()
+  .catch((err: unknown) => {
+    // Commander has printed its own message (a missing or malformed argument) already.
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : ExitCode.BadInput;
+      return;
+    }
+    const report = reportFailure(program.args[0] ?? '', err);
+    for (const line of report.lines) console.error(line);
+    process.exitCode = report.exitCode;
+  })
+  .finally(() => connected?.connection.close());

@@ -1,32 +1,47 @@
 /**
- * The typed client for other services: start a training run, read its status, cancel
- * it, list runs. The spec is validated here with the same schema the workflow uses, so
- * a caller learns about a bad field before anything is started.
+ * The typed client for other services: start a training run, read its status, change
+ * its limits, cancel it, list runs. The spec is validated here with the same schema the
+ * workflow uses, so a caller learns about a bad field before anything is started; every
+ * failure is a SternaClientError whose `kind` says what went wrong, whose message says
+ * why (the cause Temporal wraps, e.g. the validator's reason) and whose `hint` says how
+ * to fix it.
  *
- *   const client = new Client({ connection: await Connection.connect() });
+ *   const client = await connectFromEnvironment();
  *   const run = await startTrainingRun(client, spec, { workflowId: 'team-a-run-42' });
  *   console.log(await getStatus(client, run.workflowId));
  */
 import { randomBytes } from 'node:crypto';
-import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { statusQuery, setBudgetUpdate, setDeadlineUpdate } from '../workflows/messages';
 import type { RunResult, RunStatus } from '../workflows/run-state';
 import { SternaTeam } from '../workflows/search-attributes';
-import { checkSpec, describeProblems, type RunSpecInput } from '../workflows/spec';
+import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
+import { budgetProblem, deadlineProblem } from './arguments';
+import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
 
 export const DEFAULT_TASK_QUEUE = 'sterna';
-
-export class InvalidSpecError extends Error {
-  override name = 'InvalidSpecError';
-  constructor(readonly problems: { path: string; message: string }[]) {
-    super(describeProblems(problems));
-  }
-}
 
 export interface StartOptions {
   workflowId?: string;
   taskQueue?: string;
+}
+
+/** For calls a worker must answer (queries, updates): how long to wait for one. */
+export interface CallOptions {
+  timeoutMs?: number;
+}
+
+async function calling<T>(client: Client, call: Call, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await (call.timeoutMs === undefined ? fn() : client.withDeadline(Date.now() + call.timeoutMs, fn));
+  } catch (err) {
+    throw await explain(client, err, call);
+  }
+}
+
+function invalidArgument(problem: string, workflowId: string): SternaClientError {
+  return new SternaClientError(ClientErrorKind.InvalidArgument, problem, 'pass a value of that form', { workflowId });
 }
 
 export async function startTrainingRun(client: Client, spec: RunSpecInput, options: StartOptions = {}): Promise<WorkflowHandle<typeof trainingRun>> {
@@ -35,34 +50,56 @@ export async function startTrainingRun(client: Client, spec: RunSpecInput, optio
   const s = check.spec;
   const workflowId = options.workflowId ?? `${s.name ?? 'run'}-${randomBytes(4).toString('hex')}`;
   const accelerators = s.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' | ');
-  return client.workflow.start('trainingRun', {
-    taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
-    workflowId,
-    args: [spec],
-    staticSummary: `train ${s.name ?? workflowId} on ${accelerators} (${s.pricing.mode}${s.pricing.budgetUsd ? `, budget $${s.pricing.budgetUsd}` : ''})`,
-    typedSearchAttributes: s.labels.team ? [{ key: SternaTeam, value: s.labels.team }] : undefined,
+  const call: Call = { operation: 'start', workflowId, requestBytes: Buffer.byteLength(JSON.stringify(spec)) };
+  return calling(client, call, () =>
+    client.workflow.start('trainingRun', {
+      taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+      workflowId,
+      args: [spec],
+      staticSummary: `train ${s.name ?? workflowId} on ${accelerators} (${s.pricing.mode}${s.pricing.budgetUsd ? `, budget $${s.pricing.budgetUsd}` : ''})`,
+      typedSearchAttributes: s.labels.team ? [{ key: SternaTeam, value: s.labels.team }] : undefined,
+    }),
+  );
+}
+
+export async function getStatus(client: Client, workflowId: string, options: CallOptions = {}): Promise<RunStatus> {
+  return calling(client, { operation: 'status', workflowId, needsWorker: true, ...options }, () => client.workflow.getHandle(workflowId).query(statusQuery));
+}
+
+export async function setBudget(client: Client, workflowId: string, budgetUsd: number, options: CallOptions = {}): Promise<RunStatus> {
+  const problem = budgetProblem(budgetUsd);
+  if (problem) throw invalidArgument(problem, workflowId);
+  return calling(client, { operation: 'setBudget', workflowId, needsWorker: true, ...options }, () =>
+    client.workflow.getHandle(workflowId).executeUpdate(setBudgetUpdate, { args: [budgetUsd] }),
+  );
+}
+
+export async function setDeadline(client: Client, workflowId: string, deadline: string, options: CallOptions = {}): Promise<RunStatus> {
+  const problem = deadlineProblem(deadline);
+  if (problem) throw invalidArgument(problem, workflowId);
+  return calling(client, { operation: 'setDeadline', workflowId, needsWorker: true, ...options }, () =>
+    client.workflow.getHandle(workflowId).executeUpdate(setDeadlineUpdate, { args: [deadline] }),
+  );
+}
+
+/**
+ * Requests cancellation; the run releases its resources before it ends. The server
+ * accepts a cancel request for a run that has already ended and does nothing, so that
+ * case is reported rather than passed off as a cancellation.
+ */
+export async function cancel(client: Client, workflowId: string): Promise<void> {
+  await calling(client, { operation: 'cancel', workflowId }, async () => {
+    const handle = client.workflow.getHandle(workflowId);
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING') {
+      throw new SternaClientError(ClientErrorKind.RunFinished, `run ${workflowId} has already ended (${status.name}); there is nothing to cancel`, `\`sterna status ${workflowId}\` shows how it ended`, { workflowId });
+    }
+    await handle.cancel();
   });
 }
 
-export async function getStatus(client: Client, workflowId: string): Promise<RunStatus> {
-  return client.workflow.getHandle(workflowId).query(statusQuery);
-}
-
-export async function setBudget(client: Client, workflowId: string, budgetUsd: number): Promise<RunStatus> {
-  return client.workflow.getHandle(workflowId).executeUpdate(setBudgetUpdate, { args: [budgetUsd] });
-}
-
-export async function setDeadline(client: Client, workflowId: string, deadline: string): Promise<RunStatus> {
-  return client.workflow.getHandle(workflowId).executeUpdate(setDeadlineUpdate, { args: [deadline] });
-}
-
-/** Requests cancellation; the run releases its resources before it ends. */
-export async function cancel(client: Client, workflowId: string): Promise<void> {
-  await client.workflow.getHandle(workflowId).cancel();
-}
-
 export async function result(client: Client, workflowId: string): Promise<RunResult> {
-  return client.workflow.getHandle<typeof trainingRun>(workflowId).result();
+  return calling(client, { operation: 'result', workflowId }, () => client.workflow.getHandle<typeof trainingRun>(workflowId).result());
 }
 
 export interface RunSummary {
@@ -76,21 +113,26 @@ export interface RunSummary {
 
 /** Runs, newest first; `query` is a Temporal visibility query, e.g. `SternaTeam = "ml"`. */
 export async function listRuns(client: Client, query?: string, limit = 100): Promise<RunSummary[]> {
-  const runs: RunSummary[] = [];
-  const q = ['WorkflowType = "trainingRun"', query].filter(Boolean).join(' AND ');
-  for await (const execution of client.workflow.list({ query: q })) {
-    const attrs = execution.searchAttributes as Record<string, unknown[] | undefined>;
-    runs.push({
-      workflowId: execution.workflowId,
-      status: execution.status.name,
-      startTime: execution.startTime,
-      phase: attrs.SternaPhase?.[0] as string | undefined,
-      zone: attrs.SternaZone?.[0] as string | undefined,
-      costUsd: attrs.SternaCostUsd?.[0] as number | undefined,
-    });
-    if (runs.length >= limit) break;
-  }
-  return runs;
+  const q = query ? `WorkflowType = "trainingRun" AND (${query})` : 'WorkflowType = "trainingRun"';
+  return calling(client, { operation: 'list' }, async () => {
+    const runs: RunSummary[] = [];
+    for await (const execution of client.workflow.list({ query: q })) {
+      const attrs = execution.searchAttributes as Record<string, unknown[] | undefined>;
+      runs.push({
+        workflowId: execution.workflowId,
+        status: execution.status.name,
+        startTime: execution.startTime,
+        phase: attrs.SternaPhase?.[0] as string | undefined,
+        zone: attrs.SternaZone?.[0] as string | undefined,
+        costUsd: attrs.SternaCostUsd?.[0] as number | undefined,
+      });
+      if (runs.length >= limit) break;
+    }
+    return runs;
+  });
 }
 
-export { WorkflowNotFoundError };
+export { budgetProblem, deadlineProblem } from './arguments';
+export { causeChain, causeMessages, findCause } from './causes';
+export { connectFromEnvironment, sizeAwareRetry } from './connect';
+export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

@@ -1,0 +1,57 @@
+/** A Temporal client from the standard environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles, TLS, API key). */
+import { connect as tcpConnect } from 'node:net';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { unreachable } from './errors';
+
+export const DEFAULT_ADDRESS = '127.0.0.1:7233';
+
+/**
+ * Throws a `ServerUnreachable` SternaClientError naming the address and the reason when
+ * no server answers. A refused connection or an unknown host is known at once, but the
+ * gRPC client would only say "Failed to connect before the deadline", 10 s later; a
+ * plain TCP connection first tells which.
+ */
+export async function connectFromEnvironment(): Promise<Client> {
+  const { connectionOptions, namespace } = loadClientConnectConfig();
+  const address = connectionOptions.address ?? DEFAULT_ADDRESS;
+  const refused = await tcpRefusal(address);
+  if (refused) throw unreachable(address, refused);
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...connectionOptions, address, interceptors: [sizeAwareRetry()] });
+  } catch (err) {
+    throw unreachable(address, err);
+  }
+  return new Client({ connection, namespace: namespace ?? 'default' });
+}
+
+/**
+ * The SDK's gRPC retry policy, except for a request over the server's size limit. The
+ * SDK retries RESOURCE_EXHAUSTED, usually a rate limit worth waiting out; but "received
+ * message larger than max" fails the same way every time, after some 40 s of backoff.
+ * For a Connection built by hand: `Connection.connect({ interceptors: [sizeAwareRetry()] })`.
+ */
+export function sizeAwareRetry(): ReturnType<typeof makeGrpcRetryInterceptor> {
+  const defaults = defaultGrpcRetryOptions();
+  return makeGrpcRetryInterceptor({
+    ...defaults,
+    retryableDecider: (attempt, status) => !/larger than max/i.test(status.details) && defaults.retryableDecider(attempt, status),
+  });
+}
+
+/** The error of a TCP connection to `host:port` that fails outright; undefined if it connects, hangs, or the address is not host:port. */
+function tcpRefusal(address: string): Promise<Error | undefined> {
+  const match = /^\[?([^\]/]+?)\]?:(\d+)$/.exec(address);
+  if (!match) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const socket = tcpConnect({ host: match[1], port: Number(match[2]) });
+    const done = (err?: Error) => {
+      socket.destroy();
+      resolve(err);
+    };
+    socket.setTimeout(2000, () => done());
+    socket.once('connect', () => done());
+    socket.once('error', (err) => done(err));
+  });
+}
