@@ -411,7 +411,7 @@ export class GkeProvider implements ComputeProvider {
     const result: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: toIso(pod?.status?.startTime) };
     try {
       // The uid precondition deletes exactly the Job whose labels were checked.
-      await this.batch.deleteNamespacedJob({ name: ref.name, namespace: this.namespace, propagationPolicy: 'Background', body: { preconditions: { uid: job.metadata?.uid } } });
+      await this.batch.deleteNamespacedJob({ name: ref.name, namespace: this.namespace, propagationPolicy: 'Background', body: { propagationPolicy: 'Background', preconditions: { uid: job.metadata?.uid } } });
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
     }
