@@ -89,10 +89,10 @@ describe('the sterna CLI says why a command failed and how to fix it', function 
     return (await testEnv()).client.workflow.getHandle(id).query(statusQuery);
   }
 
-  it('start: a multi-megabyte spec exits 2 with the server size limit and how to keep bulk out of the spec', async () => {
+  it('start: a multi-megabyte spec exits 2 naming the field and its limit, before anything reaches the server', async () => {
     const id = `${taskQueue}-big`;
     const outcome = await sterna(['start', specFile('big', spec({ env: { BIG: 'x'.repeat(5 * 1024 * 1024) } })), '--id', id, '--task-queue', taskQueue]);
-    expectFailure(outcome, 2, /refused the request \(5\.0 MB of JSON\) as too large/, /received message larger than max/, /to fix: keep bulk out of the run spec/);
+    expectFailure(outcome, 2, /invalid run spec: env: env takes \d+ bytes as sent to the VM, more than the 98304 allowed/, /stage it with datasets/);
     assert.doesNotMatch(outcome.stderr, /^sterna start: Failed to start Workflow$/m);
     await assert.rejects((await testEnv()).client.workflow.getHandle(id).describe(), WorkflowNotFoundError);
   });

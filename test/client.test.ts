@@ -17,7 +17,9 @@ import {
   startTrainingRun,
   SternaClientError,
   UpdateRejectedError,
+  type InvalidSpecError,
 } from '../client';
+import { explain } from '../client/errors';
 import type { RunSpecInput } from '../workflows/spec';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
@@ -86,21 +88,32 @@ describe('the client says why a call failed', function () {
     return workflowId;
   }
 
-  it('a spec over the server size limit: RequestTooLarge with the server words and the spec size, at once, and no run started', async () => {
+  it('a multi-megabyte spec: InvalidSpec naming the field, at once, and no run started', async () => {
+    const { client } = await testEnv();
+    const workflowId = `${taskQueue}-big`;
+    const err = await failureOf(startTrainingRun(client, spec({ env: { BIG: 'x'.repeat(3 * 1024 * 1024) } }), { workflowId, taskQueue }));
+    assert.equal(err.kind, ClientErrorKind.InvalidSpec);
+    assert.deepEqual((err as InvalidSpecError).problems.map((p) => p.path), ['env']);
+    await assert.rejects(client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
+  });
+
+  it('a request over the server size limit (any call, not only specs): RequestTooLarge with the server words, at once', async () => {
     const client = new Client({ connection: await Connection.connect({ address: await testServerAddress(), interceptors: [sizeAwareRetry()] }) });
     try {
       for (const [megabytes, serverWords] of [
         [3, /Blob data size exceeds limit/],
         [5, /received message larger than max/],
       ] as const) {
-        const workflowId = `${taskQueue}-big-${megabytes}`;
+        const workflowId = `${taskQueue}-raw-${megabytes}`;
+        const payload = 'x'.repeat(megabytes * 1024 * 1024);
         const t0 = Date.now();
-        const err = await failureOf(startTrainingRun(client, spec({ env: { BIG: 'x'.repeat(megabytes * 1024 * 1024) } }), { workflowId, taskQueue }));
+        const raw = await client.workflow.start('trainingRun', { workflowId, taskQueue, args: [payload as never] }).catch((e: unknown) => e);
+        const err = await explain(client, raw, { operation: 'start', workflowId, requestBytes: payload.length });
         assert.ok(Date.now() - t0 < 10_000, `refused after ${Date.now() - t0} ms: a size the server refuses is not retried`);
+        assert.ok(err instanceof SternaClientError, String(err));
         assert.equal(err.kind, ClientErrorKind.RequestTooLarge);
         assert.match(err.message, serverWords);
         assert.match(err.message, new RegExp(`${megabytes}\\.\\d MB`));
-        assert.match(err.hint, /out of the run spec/);
         await assert.rejects(client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
       }
     } finally {

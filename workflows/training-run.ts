@@ -198,7 +198,7 @@ class Run {
       {
         validator: (deadline) => {
           const problem = deadlineProblem(deadline, Date.now());
-          if (problem) throw failure(FailureType.InvalidSpec, `deadline: ${problem}`);
+          if (problem) throw failure(FailureType.InvalidSpec, `deadline ${problem}`);
         },
       },
     );
