@@ -1,6 +1,8 @@
 /** The trainingRun workflow's messages, named for their kind. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { Owner } from './naming';
 import type { RunStatus } from './run-state';
+import type { AgentSnapshot } from './types';
 
 export const statusQuery = defineQuery<RunStatus>('status');
 
@@ -16,3 +18,17 @@ export const setDeadlineUpdate = defineUpdate<RunStatus, [deadline: string]>('se
  * its next poll. `name` is the resource it concerns; a notice for another attempt is ignored.
  */
 export const preemptionNoticeSignal = defineSignal<[notice: { name: string; reason?: string }]>('preemptionNotice');
+
+/**
+ * What the fleet observer (or the run's own fallback look) saw of one resource: sent to
+ * the run whose workflow id the resource names. The run acts on it only when `name` and
+ * `owner` are its live attempt's; anything else is ignored.
+ */
+export interface ResourceObservation {
+  name: string;
+  owner: Owner;
+  /** ISO time of the look. */
+  at: string;
+  snapshot: AgentSnapshot;
+}
+export const observationSignal = defineSignal<[observation: ResourceObservation]>('observation');
