@@ -3,15 +3,21 @@
  * connected with the standard Temporal environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
  * TLS and API-key variables or a profile), default the local dev server.
  */
+import { existsSync } from 'node:fs';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildProviders } from './providers';
+import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 import { createSternaWorker } from './worker';
 
 async function main(): Promise<void> {
   const config = loadWorkerConfig();
+  // The workflows as `npm run build` bundled them: no bundling at start, and every worker
+  // of a deployment runs the same code.
+  const codePath = process.env.STERNA_WORKFLOW_BUNDLE ?? WORKFLOW_BUNDLE;
+  if (!existsSync(codePath)) throw new Error(`no workflow bundle at ${codePath}: run \`npm run build\` first (or set STERNA_WORKFLOW_BUNDLE)`);
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
@@ -20,6 +26,7 @@ async function main(): Promise<void> {
     namespace: namespace ?? 'default',
     taskQueue: config.taskQueue,
     providers,
+    workflowBundle: { codePath },
     maxConcurrentActivities: config.maxConcurrentActivities,
   });
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);

@@ -3,7 +3,7 @@
  * queue. Production ships a prebuilt bundle (`workflowBundle`); development and tests
  * bundle from source (`workflowsPath`).
  */
-import { type NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 
 export interface SternaWorkerOptions {
@@ -11,7 +11,7 @@ export interface SternaWorkerOptions {
   namespace?: string;
   taskQueue: string;
   providers: Providers;
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  workflowBundle?: WorkflowBundleOption;
   maxConcurrentActivities?: number;
 }
 

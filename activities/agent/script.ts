@@ -8,7 +8,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AgentInputs } from '../../workflows/activity-contract';
 import type { CheckpointRef } from '../../workflows/types';
+
+export type { AgentInputs };
 
 let cached: string | undefined;
 
@@ -18,16 +21,6 @@ export function agentScript(): string {
   return cached;
 }
 
-export interface AgentInputs {
-  runId: string;
-  attempt: number;
-  argv: string[];
-  env: Record<string, string>;
-  datasets: { uri: string; path: string }[];
-  checkpointUri: string;
-  resumeFrom?: CheckpointRef;
-  pollSeconds: number;
-}
 
 /** Decoded by `decode_list` in sterna-agent.sh; sized by `encodedListBytes` in workflows/spec.ts. */
 export function encodeList(items: readonly string[]): string {
