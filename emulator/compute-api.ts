@@ -14,7 +14,7 @@
 import { allZones, findZone, machineTypesInZone, type Catalog } from '../config/catalog';
 import { GceError, invalidField, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
-import { NAME_PATTERN, PROJECT_PATTERN, API_BASE } from './ids';
+import { NAME_PATTERN, PROJECT_NUMBER, PROJECT_PATTERN, API_BASE } from './ids';
 import type { Instances } from './instances';
 import { renderOperation, type Operations } from './operations';
 import {
@@ -122,7 +122,7 @@ export async function handleCompute(ctx: ComputeContext, req: ComputeRequest): P
 
   if (rest.length === 0) {
     get();
-    return ok({ kind: 'compute#project', id: '123456789012', name: project, selfLink: `${API_BASE}projects/${project}` });
+    return ok({ kind: 'compute#project', id: PROJECT_NUMBER, name: project, selfLink: `${API_BASE}projects/${project}` });
   }
 
   if (rest[0] === 'aggregated' && rest.length === 2) {
