@@ -305,7 +305,13 @@ export class SyntheticGuests {
   }
 
   private publish(i: InstanceRecord, rec: SyntheticGuestRecord, view: GuestView): void {
-    // As the agent does: nothing reaches guest attributes unless the VM enables them.
+    // Checkpoints are uploaded whether or not the agent can publish them.
+    let checkpoint: string | undefined;
+    if (view.checkpointStep !== undefined && view.checkpointStep !== rec.checkpointStep && rec.checkpointUri) {
+      checkpoint = this.writeCheckpoint(rec.checkpointUri, view.checkpointStep);
+      rec.checkpointStep = view.checkpointStep;
+    }
+    // As the agent's writes: nothing reaches guest attributes unless the VM enables them.
     if (!i.guestAttributesEnabled) return;
     const attrs = (i.guestAttributes.sterna ??= {});
     const before = JSON.stringify(attrs);
@@ -315,10 +321,7 @@ export class SyntheticGuests {
     if (view.totalBytes !== undefined) set('total-bytes', view.totalBytes);
     if (view.stagedBytes !== undefined) set('staged-bytes', view.stagedBytes);
     if (view.step !== undefined) set('step', view.step);
-    if (view.checkpointStep !== undefined && view.checkpointStep !== rec.checkpointStep && rec.checkpointUri) {
-      attrs.checkpoint = this.writeCheckpoint(rec.checkpointUri, view.checkpointStep);
-      rec.checkpointStep = view.checkpointStep;
-    }
+    if (checkpoint !== undefined) attrs.checkpoint = checkpoint;
     if (view.exitCode !== undefined) set('exit', view.exitCode);
     set('phase', view.phase);
     if (JSON.stringify(attrs) !== before) this.o.changed(i);
