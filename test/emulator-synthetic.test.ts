@@ -188,6 +188,18 @@ describe('GCE emulator: synthetic guests', function () {
     assert.equal((await emu.instances()).find((i) => i.name === 'vm-staging')?.exitCode, 143);
   });
 
+  it('carries on across an emulator restart, with the run it started with', async () => {
+    await emu.admin.setSyntheticGuests({ steps: 60 });
+    await insert(spotVm('vm-restart', { 'sterna-checkpoint-uri': 'gs://bkt/ckpt/run-9' }));
+    await until('training', async () => (Number((await attributes('vm-restart')).step ?? 0) >= 3 ? true : undefined));
+    await emu.restart();
+    instances = new InstancesClient(emu.clientOptions);
+    assert.equal((await emu.admin.syntheticGuests()).defaults.steps, 20, 'the restarted emulator has its start options');
+    const { last } = await watch('vm-restart');
+    assert.deepEqual([last.phase, last.step, last.exit], ['exited', '60', '0'], 'the guest kept the 60 steps it started with');
+    assert.ok(existsSync(join(buckets, 'bkt', 'ckpt', 'run-9', 'step-60.json')));
+  });
+
   it('publishes nothing without enable-guest-attributes, as the agent cannot, yet runs to its exit', async () => {
     await insert(spotVm('vm-quiet', { 'sterna-checkpoint-uri': 'gs://bkt/ckpt/run-8' }, false));
     const view = await until('the guest exited', async () => (await emu.instances()).find((i) => i.name === 'vm-quiet' && i.exitCode !== undefined));
