@@ -128,8 +128,22 @@ export class Instances {
   }
 
   list(project: string, zone: string, filter?: string): InstanceRecord[] {
+    const here = this.state.instances.filter((i) => i.project === project && i.zone === zone);
+    if (!filter) return here;
     const matches = compileFilter(filter);
-    return this.state.instances.filter((i) => i.project === project && i.zone === zone && matches(renderInstance(i)));
+    return here.filter((i) => matches(renderInstance(i)));
+  }
+
+  /** A project's instances by zone, in one pass (aggregatedList over a large fleet). */
+  byZone(project: string): Map<string, InstanceRecord[]> {
+    const zones = new Map<string, InstanceRecord[]>();
+    for (const i of this.state.instances) {
+      if (i.project !== project) continue;
+      let list = zones.get(i.zone);
+      if (!list) zones.set(i.zone, (list = []));
+      list.push(i);
+    }
+    return zones;
   }
 
   all(): InstanceRecord[] {
@@ -628,7 +642,8 @@ export class Instances {
 
   /** Notes a guest attribute change made by a synthetic guest (persisted, wakes metadata waiters). */
   guestChanged(i: InstanceRecord): void {
-    if (this.state.instances.includes(i)) this.changed(i);
+    // No membership check: a removed VM's guest is dropped in remove(), before it can publish.
+    this.changed(i);
   }
 
   // --- guest attributes and serial port ---------------------------------------------------

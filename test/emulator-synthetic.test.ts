@@ -243,5 +243,12 @@ describe('GCE emulator: a thousand synthetic guests', function () {
     assert.ok(timersCreated < 50, `${timersCreated} timers created in a second by ${count} training guests`);
     const moved = (await emu.instances()).filter((v) => Number(v.guestAttributes.sterna.step) > stepsBefore.get(v.name)!);
     assert.equal(moved.length, count, 'every guest kept training');
+
+    // Listing the fleet costs what it costs on GCE: pages of at most 500 instances.
+    await emu.admin.resetApiUsage();
+    const listed: string[] = [];
+    for await (const [, scoped] of instances.aggregatedListAsync({ project: PROJECT, filter: 'labels.missing:* OR status = RUNNING' })) listed.push(...(scoped.instances ?? []).map((i) => i.name ?? ''));
+    assert.equal(new Set(listed).size, count);
+    assert.equal((await emu.admin.apiUsage(PROJECT)).projects[0].methods['compute.instances.aggregatedList'].calls, 2);
   });
 });
