@@ -200,6 +200,13 @@ describe('GCE emulator: synthetic guests', function () {
     assert.ok(existsSync(join(buckets, 'bkt', 'ckpt', 'run-9', 'step-60.json')));
   });
 
+  it('refuses a synthetic run that makes no sense, naming the field', async () => {
+    await assert.rejects(emu.admin.setSyntheticGuests({ steps: 0 }), /400.*steps/);
+    await assert.rejects(emu.admin.setSyntheticGuests({ stepSeconds: -1 }), /400.*stepSeconds/);
+    await assert.rejects(emu.admin.setSyntheticGuests({ exitCode: 256 }), /400.*exitCode/);
+    assert.equal((await emu.admin.syntheticGuests()).defaults.steps, 20, 'unchanged');
+  });
+
   it('publishes nothing without enable-guest-attributes, as the agent cannot, yet runs to its exit', async () => {
     await insert(spotVm('vm-quiet', { 'sterna-checkpoint-uri': 'gs://bkt/ckpt/run-8' }, false));
     const view = await until('the guest exited', async () => (await emu.instances()).find((i) => i.name === 'vm-quiet' && i.exitCode !== undefined));
