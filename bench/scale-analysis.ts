@@ -1,0 +1,241 @@
+/**
+ * The scale benchmark's figures, as pure functions of what it collected: workflow
+ * histories, the emulator's operations and API counters. No I/O here, so the rules
+ * (what counts as a slot wait, which insert replaces which preemption, what is a read)
+ * are tested without a server.
+ */
+import type { History } from '@temporalio/common/lib/proto-utils';
+import type { ApiUsageView, MethodUsage } from '../emulator/admin-client';
+
+export type HistoryEvent = NonNullable<History['events']>[number];
+
+/** An activity that waited longer than this between scheduled and started waited for a slot. */
+export const SLOT_WAIT_MS = 1000;
+
+/** Calls that change the cloud; every other call of the Compute API is a read of some kind. */
+export const WRITE_METHODS: ReadonlySet<string> = new Set(['compute.instances.insert', 'compute.instances.delete', 'compute.zoneOperations.delete']);
+
+function num(value: number | { toString(): string } | null | undefined): number {
+  if (value === null || value === undefined) return NaN;
+  return typeof value === 'number' ? value : Number(value.toString());
+}
+
+function timeMs(event: HistoryEvent): number {
+  const t = event.eventTime;
+  return t ? num(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6 : NaN;
+}
+
+export type ExecutionEnd = 'completed' | 'failed' | 'cancelled' | 'terminated' | 'timed-out' | 'continued' | 'running';
+
+export interface ActivityGap {
+  activity: string;
+  /** Scheduled -> started (ms). */
+  gapMs: number;
+  /** 1 for a first try; a retry's gap includes its backoff, so it is not a slot wait. */
+  attempt: number;
+  /** When it was scheduled (epoch ms). */
+  scheduledAtMs: number;
+}
+
+export interface ExecutionFacts {
+  events: number;
+  startMs: number;
+  endMs?: number;
+  end: ExecutionEnd;
+  continuedAsRunId?: string;
+  activities: ActivityGap[];
+  /** Workflow task scheduled -> started (ms): how long the run waited for the worker to think. */
+  workflowTaskGapsMs: number[];
+}
+
+/** What one execution's history says about waiting, size and outcome. */
+export function executionFacts(events: readonly HistoryEvent[]): ExecutionFacts {
+  const scheduled = new Map<number, { activity: string; atMs: number }>();
+  const tasks = new Map<number, number>();
+  const facts: ExecutionFacts = { events: events.length, startMs: events.length > 0 ? timeMs(events[0]) : NaN, end: 'running', activities: [], workflowTaskGapsMs: [] };
+  for (const e of events) {
+    const id = num(e.eventId);
+    const at = timeMs(e);
+    if (e.activityTaskScheduledEventAttributes) scheduled.set(id, { activity: e.activityTaskScheduledEventAttributes.activityType?.name ?? '?', atMs: at });
+    else if (e.activityTaskStartedEventAttributes) {
+      const from = scheduled.get(num(e.activityTaskStartedEventAttributes.scheduledEventId));
+      if (from) facts.activities.push({ activity: from.activity, gapMs: at - from.atMs, attempt: e.activityTaskStartedEventAttributes.attempt ?? 1, scheduledAtMs: from.atMs });
+    } else if (e.workflowTaskScheduledEventAttributes) tasks.set(id, at);
+    else if (e.workflowTaskStartedEventAttributes) {
+      const from = tasks.get(num(e.workflowTaskStartedEventAttributes.scheduledEventId));
+      if (from !== undefined) facts.workflowTaskGapsMs.push(at - from);
+    } else if (e.workflowExecutionCompletedEventAttributes) close(facts, 'completed', at);
+    else if (e.workflowExecutionFailedEventAttributes) close(facts, 'failed', at);
+    else if (e.workflowExecutionCanceledEventAttributes) close(facts, 'cancelled', at);
+    else if (e.workflowExecutionTerminatedEventAttributes) close(facts, 'terminated', at);
+    else if (e.workflowExecutionTimedOutEventAttributes) close(facts, 'timed-out', at);
+    else if (e.workflowExecutionContinuedAsNewEventAttributes) {
+      close(facts, 'continued', at);
+      facts.continuedAsRunId = e.workflowExecutionContinuedAsNewEventAttributes.newExecutionRunId ?? undefined;
+    }
+  }
+  return facts;
+}
+
+function close(facts: ExecutionFacts, end: ExecutionEnd, atMs: number): void {
+  facts.end = end;
+  facts.endMs = atMs;
+}
+
+/** One run: its executions (continue-as-new chain) folded together. */
+export interface RunFacts {
+  workflowId: string;
+  executions: number;
+  events: number;
+  startMs: number;
+  endMs?: number;
+  end: ExecutionEnd;
+  activities: ActivityGap[];
+  workflowTaskGapsMs: number[];
+}
+
+export function runFacts(workflowId: string, chain: readonly ExecutionFacts[]): RunFacts {
+  const last = chain[chain.length - 1];
+  return {
+    workflowId,
+    executions: chain.length,
+    events: chain.reduce((s, e) => s + e.events, 0),
+    startMs: chain[0].startMs,
+    endMs: last.end === 'running' || last.end === 'continued' ? undefined : last.endMs,
+    end: last.end,
+    activities: chain.flatMap((e) => e.activities),
+    workflowTaskGapsMs: chain.flatMap((e) => e.workflowTaskGapsMs),
+  };
+}
+
+/** Nearest-rank percentile (p in 0..100) of unsorted values; undefined for none. */
+export function percentile(values: readonly number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export interface HistorySummary {
+  runsAnalysed: number;
+  executions: number;
+  events: number;
+  runHours: number;
+  eventsPerRunHour: number;
+  /** Runs with at least one first-try activity that waited more than SLOT_WAIT_MS to start. */
+  slotWaits: number;
+  slotWaitActivities: Record<string, number>;
+  activityStartP50Ms?: number;
+  activityStartP99Ms?: number;
+  activityStartMaxMs?: number;
+  activities: number;
+  activityRetries: number;
+  workflowTaskStartP50Ms?: number;
+  workflowTaskStartP99Ms?: number;
+  workflowTaskStartMaxMs?: number;
+  workflowTasks: number;
+}
+
+/** `untilMs` closes the run-time of runs still open (the measurement's end). */
+export function summarizeHistories(runs: readonly RunFacts[], untilMs: number): HistorySummary {
+  const firstTries = runs.flatMap((r) => r.activities.filter((a) => a.attempt === 1));
+  const gaps = firstTries.map((a) => a.gapMs);
+  const tasks = runs.flatMap((r) => r.workflowTaskGapsMs);
+  const waited = firstTries.filter((a) => a.gapMs > SLOT_WAIT_MS);
+  const slotWaitActivities: Record<string, number> = {};
+  for (const a of waited) slotWaitActivities[a.activity] = (slotWaitActivities[a.activity] ?? 0) + 1;
+  const runHours = runs.reduce((s, r) => s + Math.max(0, (r.endMs ?? untilMs) - r.startMs), 0) / 3_600_000;
+  const events = runs.reduce((s, r) => s + r.events, 0);
+  return {
+    runsAnalysed: runs.length,
+    executions: runs.reduce((s, r) => s + r.executions, 0),
+    events,
+    runHours,
+    eventsPerRunHour: runHours > 0 ? events / runHours : 0,
+    slotWaits: runs.filter((r) => r.activities.some((a) => a.attempt === 1 && a.gapMs > SLOT_WAIT_MS)).length,
+    slotWaitActivities,
+    activityStartP50Ms: percentile(gaps, 50),
+    activityStartP99Ms: percentile(gaps, 99),
+    activityStartMaxMs: gaps.length > 0 ? Math.max(...gaps) : undefined,
+    activities: firstTries.length,
+    activityRetries: runs.reduce((s, r) => s + r.activities.filter((a) => a.attempt > 1).length, 0),
+    workflowTaskStartP50Ms: percentile(tasks, 50),
+    workflowTaskStartP99Ms: percentile(tasks, 99),
+    workflowTaskStartMaxMs: tasks.length > 0 ? tasks.reduce((m, t) => Math.max(m, t), 0) : undefined,
+    workflowTasks: tasks.length,
+  };
+}
+
+// --- preemption -> replacement insert --------------------------------------------------
+
+export interface TimedName {
+  name: string;
+  atMs: number;
+}
+
+/** `st-<run>-<hash>-<exec>-a<attempt>` (workflows/naming.ts) -> its chain and attempt. */
+export function attemptOf(name: string): { chain: string; attempt: number } | undefined {
+  const m = /^(.*)-a(\d+)$/.exec(name);
+  return m ? { chain: m[1], attempt: Number(m[2]) } : undefined;
+}
+
+export interface PreemptionLatencies {
+  /** Seconds from each preemption to the insert of the same run's next attempt. */
+  seconds: number[];
+  /** Preempted VMs whose run inserted no later attempt (it ended, or the measurement did). */
+  unreplaced: string[];
+}
+
+/**
+ * Pairs each preemption with the first insert, at or after it, of a later attempt of
+ * the same run (the same name but for the attempt number).
+ */
+export function preemptionLatencies(preemptions: readonly TimedName[], inserts: readonly TimedName[]): PreemptionLatencies {
+  const byChain = new Map<string, { attempt: number; atMs: number }[]>();
+  for (const insert of inserts) {
+    const a = attemptOf(insert.name);
+    if (!a) continue;
+    let list = byChain.get(a.chain);
+    if (!list) byChain.set(a.chain, (list = []));
+    list.push({ attempt: a.attempt, atMs: insert.atMs });
+  }
+  const result: PreemptionLatencies = { seconds: [], unreplaced: [] };
+  for (const p of preemptions) {
+    const a = attemptOf(p.name);
+    const next = a && (byChain.get(a.chain) ?? []).filter((i) => i.attempt > a.attempt && i.atMs >= p.atMs).sort((x, y) => x.atMs - y.atMs)[0];
+    if (next) result.seconds.push((next.atMs - p.atMs) / 1000);
+    else result.unreplaced.push(p.name);
+  }
+  return result;
+}
+
+// --- cloud API calls -------------------------------------------------------------------
+
+export interface ApiFigures {
+  calls: number;
+  reads: number;
+  writes: number;
+  rateLimited: number;
+  errors: number;
+  /** Per method: calls and 403s. */
+  methods: Record<string, MethodUsage>;
+  elapsedSeconds: number;
+}
+
+/** One project's calls, optionally minus an earlier reading of the same counters. */
+export function apiFigures(view: ApiUsageView, project: string, before?: ApiUsageView): ApiFigures {
+  const now = view.projects.find((p) => p.project === project)?.methods ?? {};
+  const then = before?.projects.find((p) => p.project === project)?.methods ?? {};
+  const figures: ApiFigures = { calls: 0, reads: 0, writes: 0, rateLimited: 0, errors: 0, methods: {}, elapsedSeconds: view.elapsedSeconds - (before?.elapsedSeconds ?? 0) };
+  for (const [method, usage] of Object.entries(now)) {
+    const prior = then[method] ?? { calls: 0, rateLimited: 0, errors: 0 };
+    const delta = { calls: usage.calls - prior.calls, rateLimited: usage.rateLimited - prior.rateLimited, errors: usage.errors - prior.errors };
+    if (delta.calls === 0) continue;
+    figures.methods[method] = delta;
+    figures.calls += delta.calls;
+    figures.rateLimited += delta.rateLimited;
+    figures.errors += delta.errors;
+    if (WRITE_METHODS.has(method)) figures.writes += delta.calls;
+    else figures.reads += delta.calls;
+  }
+  return figures;
+}

@@ -1,0 +1,168 @@
+/**
+ * The processes the scale benchmark measures, each its own OS process so its memory and
+ * CPU are its own: the Temporal dev server, the GCE emulator with synthetic guests, and
+ * one Sterna worker exactly as `npm run worker` runs it (default tuning, prebuilt
+ * workflow bundle). Every child dies with the benchmark, even a killed one.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { freePort } from '../cli/ports';
+import { startDevServer, type DevServer } from '../config/dev-server';
+import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
+import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
+
+/** The compiled tree (build/): this file is build/bench/scale-stack.js. */
+const BUILD = join(__dirname, '..');
+
+/** The fleet observer's workflow type, once branch h/obs is merged. */
+export const OBSERVER_WORKFLOW_TYPE = 'fleetObserver';
+
+/** True when this build has the fleet observer (workflows/fleet/observer.ts). */
+export function observerAvailable(): boolean {
+  return existsSync(join(BUILD, 'workflows', 'fleet', 'observer.js'));
+}
+
+export interface Child {
+  name: string;
+  pid: number;
+  logFile: string;
+  exited: Promise<number | null>;
+  /** Exit code or signal once it has exited. */
+  ended(): string | undefined;
+  stop(graceMs?: number): Promise<void>;
+}
+
+function spawnChild(name: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Child {
+  const fd = openSync(logFile, 'a');
+  const child: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', fd, fd], detached: true });
+  closeSync(fd);
+  if (child.pid === undefined) throw new Error(`could not start the ${name} (${args.join(' ')})`);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const guard = guardProcessGroup(child.pid);
+  return {
+    name,
+    pid: child.pid,
+    logFile,
+    exited,
+    ended: () => (child.exitCode !== null ? `exit code ${child.exitCode}` : child.signalCode !== null ? `signal ${child.signalCode}` : undefined),
+    async stop(graceMs = 10_000) {
+      stopGuard(guard);
+      await stopProcessGroup(child, exited, graceMs);
+    },
+  };
+}
+
+async function waitForLine(child: Child, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const match = pattern.exec(readFileSync(child.logFile, 'utf8'));
+    if (match) return match;
+    const ended = child.ended();
+    if (ended) throw new Error(`the ${child.name} ended (${ended}) before it was ready; see ${child.logFile}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the ${child.name} was not ready after ${timeoutMs / 1000} s; see ${child.logFile}`);
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The workflow bundle the worker loads: `npm run build`'s when it is newer than the
+ * compiled workflows, otherwise one made now (a stale bundle would measure old code).
+ */
+export async function workflowBundlePath(workDir: string): Promise<{ path: string; built: boolean }> {
+  if (existsSync(WORKFLOW_BUNDLE) && statSync(WORKFLOW_BUNDLE).mtimeMs >= newestMtime(join(BUILD, 'workflows'))) return { path: WORKFLOW_BUNDLE, built: false };
+  const quiet = () => undefined;
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: (m) => console.warn(m), error: (m) => console.error(m) },
+  });
+  const path = join(workDir, 'workflow-bundle.js');
+  writeFileSync(path, code);
+  return { path, built: true };
+}
+
+export interface EmulatorSettings {
+  stateDir: string;
+  bucketsDir: string;
+  steps: number;
+  checkpointEvery: number;
+}
+
+/** The emulator as `npm run emulator` runs it, with synthetic guests; resolves with its endpoint. */
+export async function startEmulatorProcess(workDir: string, settings: EmulatorSettings): Promise<{ child: Child; endpoint: string }> {
+  mkdirSync(settings.stateDir, { recursive: true });
+  const args = [
+    join(BUILD, 'emulator', 'main.js'),
+    '--port', '0',
+    '--state-dir', settings.stateDir,
+    '--guest', 'synthetic',
+    '--synthetic-steps', String(settings.steps),
+    '--synthetic-step-seconds', '1',
+    '--synthetic-checkpoint-every', String(settings.checkpointEvery),
+    '--buckets-dir', settings.bucketsDir,
+    '--kill-vms-on-exit',
+    '--quiet',
+  ];
+  const child = spawnChild('GCE emulator', args, { ...process.env }, join(workDir, 'emulator.out'));
+  try {
+    const [, endpoint] = await waitForLine(child, /listening on (http:\/\/\S+)/, 60_000);
+    return { child, endpoint };
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
+export interface WorkerSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  project: string;
+  emulatorEndpoint: string;
+  bucketsDir: string;
+  bundlePath: string;
+  /** STERNA_OBSERVER_* settings; ignored by a build without the observer. */
+  observer: { startOnBoot: boolean; intervalSeconds?: number };
+}
+
+/** One worker process, default tuning, as `npm run worker` starts it. */
+export async function startWorkerProcess(workDir: string, s: WorkerSettings): Promise<Child> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: s.address,
+    TEMPORAL_NAMESPACE: s.namespace,
+    STERNA_TASK_QUEUE: s.taskQueue,
+    STERNA_GCE_PROJECT: s.project,
+    STERNA_GCE_ENDPOINT: s.emulatorEndpoint,
+    STERNA_LOCAL_BUCKETS: s.bucketsDir,
+    STERNA_WORKFLOW_BUNDLE: s.bundlePath,
+    STERNA_OBSERVER_ON_START: String(s.observer.startOnBoot),
+    ...(s.observer.intervalSeconds !== undefined ? { STERNA_OBSERVER_INTERVAL_SECONDS: String(s.observer.intervalSeconds) } : {}),
+  };
+  // The benchmark's own tuning must not leak into "default tuning".
+  delete env.STERNA_MAX_CONCURRENT_ACTIVITIES;
+  const child = spawnChild('Sterna worker', [join(BUILD, 'workers', 'main.js')], env, join(workDir, 'worker.log'));
+  try {
+    await waitForLine(child, /sterna worker on task queue/, 120_000);
+    return child;
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
+export async function startTemporal(workDir: string): Promise<DevServer> {
+  const port = await freePort(0);
+  if (port === undefined) throw new Error('no free port for the Temporal dev server');
+  return startDevServer({ port, headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000 });
+}
