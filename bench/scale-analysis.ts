@@ -4,10 +4,30 @@
  * (what counts as a slot wait, which insert replaces which preemption, what is a read)
  * are tested without a server.
  */
-import type { History } from '@temporalio/common/lib/proto-utils';
 import type { ApiUsageView, MethodUsage } from '../emulator/admin-client';
 
-export type HistoryEvent = NonNullable<History['events']>[number];
+/** A protobuf int64 (a Long) or a plain number. */
+type Int64 = number | { toString(): string };
+
+/**
+ * The few fields of a Temporal history event (temporal.api.history.v1.IHistoryEvent)
+ * that the figures use; the SDK's events fit it, and tests write plain ones.
+ */
+export interface HistoryEvent {
+  eventId?: Int64 | null;
+  eventTime?: { seconds?: Int64 | null; nanos?: number | null } | null;
+  activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
+  activityTaskStartedEventAttributes?: { scheduledEventId?: Int64 | null; attempt?: number | null } | null;
+  workflowTaskScheduledEventAttributes?: object | null;
+  workflowTaskStartedEventAttributes?: { scheduledEventId?: Int64 | null } | null;
+  workflowExecutionStartedEventAttributes?: object | null;
+  workflowExecutionCompletedEventAttributes?: object | null;
+  workflowExecutionFailedEventAttributes?: object | null;
+  workflowExecutionCanceledEventAttributes?: object | null;
+  workflowExecutionTerminatedEventAttributes?: object | null;
+  workflowExecutionTimedOutEventAttributes?: object | null;
+  workflowExecutionContinuedAsNewEventAttributes?: { newExecutionRunId?: string | null } | null;
+}
 
 /** An activity that waited longer than this between scheduled and started waited for a slot. */
 export const SLOT_WAIT_MS = 1000;
@@ -15,7 +35,7 @@ export const SLOT_WAIT_MS = 1000;
 /** Calls that change the cloud; every other call of the Compute API is a read of some kind. */
 export const WRITE_METHODS: ReadonlySet<string> = new Set(['compute.instances.insert', 'compute.instances.delete', 'compute.zoneOperations.delete']);
 
-function num(value: number | { toString(): string } | null | undefined): number {
+function num(value: Int64 | null | undefined): number {
   if (value === null || value === undefined) return NaN;
   return typeof value === 'number' ? value : Number(value.toString());
 }

@@ -58,14 +58,15 @@ export class PreemptionInjector {
       // Both draws are made whatever the fleet looks like, so a seed replays one sequence of choices.
       const keep = random();
       const pick = random();
-      const training = (await this.admin.instances()).filter(preemptible);
-      if (keep >= training.length / this.maxVms) continue;
-      const vm = training[Math.floor(pick * training.length)];
-      const atMs = Date.now();
       try {
+        const training = (await this.admin.instances()).filter(preemptible);
+        if (keep >= training.length / this.maxVms) continue;
+        const vm = training[Math.floor(pick * training.length)];
+        const atMs = Date.now();
         await this.admin.preempt(vm.project, vm.zone, vm.name);
         this.injected.push({ name: vm.name, zone: vm.zone, atMs });
       } catch {
+        // The VM stopped in between (409), or the emulator was busy: no preemption this time.
         this.missed++;
       }
     }

@@ -1,0 +1,122 @@
+/**
+ * The scale benchmark: its rules (what is a slot wait, which insert replaces which
+ * preemption, what is a read) without a server, and a tiny slice of the real thing —
+ * five runs on a spawned worker, dev server and synthetic-guest emulator — whose JSON
+ * line carries every figure the README's table needs. Timing is not asserted.
+ */
+import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { ApiUsageView } from '../emulator/admin-client';
+import { apiFigures, executionFacts, preemptionLatencies, runFacts, summarizeHistories, type HistoryEvent } from '../bench/scale-analysis';
+import { parseScaleOptions, ScaleOptionError } from '../bench/scale-options';
+
+const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
+
+function activity(id: number, name: string, scheduledMs: number, startedMs: number, attempt = 1): HistoryEvent[] {
+  return [
+    { eventId: id, eventTime: at(scheduledMs), activityTaskScheduledEventAttributes: { activityType: { name } } },
+    { eventId: id + 1, eventTime: at(startedMs), activityTaskStartedEventAttributes: { scheduledEventId: id, attempt } },
+  ];
+}
+
+describe('bench:scale rules', () => {
+  it('counts a run as waiting for a slot only when a first try started more than a second after it was scheduled', () => {
+    const started: HistoryEvent = { eventId: 1, eventTime: at(0), workflowExecutionStartedEventAttributes: {} };
+    const completed: HistoryEvent = { eventId: 99, eventTime: at(3_600_000), workflowExecutionCompletedEventAttributes: {} };
+    const waited = runFacts('a', [executionFacts([started, ...activity(10, 'provision', 1000, 4000), completed])]);
+    const retried = runFacts('b', [executionFacts([started, ...activity(10, 'observe', 1000, 9000, 3), ...activity(20, 'observe', 10_000, 10_005), completed])]);
+    const summary = summarizeHistories([waited, retried], 3_600_000);
+    assert.equal(summary.slotWaits, 1);
+    assert.deepEqual(summary.slotWaitActivities, { provision: 1 });
+    assert.equal(summary.activityRetries, 1);
+    assert.equal(summary.runHours, 2);
+    assert.equal(summary.eventsPerRunHour, (4 + 6) / 2);
+  });
+
+  it('follows a continue-as-new chain and adds its executions up', () => {
+    const first = executionFacts([
+      { eventId: 1, eventTime: at(0), workflowExecutionStartedEventAttributes: {} },
+      { eventId: 2, eventTime: at(60_000), workflowExecutionContinuedAsNewEventAttributes: { newExecutionRunId: 'run-2' } },
+    ]);
+    assert.equal(first.continuedAsRunId, 'run-2');
+    const second = executionFacts([
+      { eventId: 1, eventTime: at(60_000), workflowExecutionStartedEventAttributes: {} },
+      { eventId: 2, eventTime: at(120_000), workflowExecutionFailedEventAttributes: {} },
+    ]);
+    const run = runFacts('w', [first, second]);
+    assert.deepEqual({ executions: run.executions, events: run.events, end: run.end, ms: run.endMs! - run.startMs }, { executions: 2, events: 4, end: 'failed', ms: 120_000 });
+  });
+
+  it("pairs a preemption with the first later insert of the same run's next attempt, never another run's", () => {
+    const latencies = preemptionLatencies(
+      [
+        { name: 'st-run-a-hash-exec-a1', atMs: 10_000 },
+        { name: 'st-run-b-hash-exec-a2', atMs: 10_000 },
+      ],
+      [
+        { name: 'st-run-a-hash-exec-a1', atMs: 0 },
+        { name: 'st-run-a-hash-exec-a2', atMs: 13_500 },
+        { name: 'st-run-a-hash-exec-a3', atMs: 20_000 },
+        // Run b's only later insert belongs to run a's name space: no match.
+        { name: 'st-run-b-hash-exec-a1', atMs: 12_000 },
+      ],
+    );
+    assert.deepEqual(latencies, { seconds: [3.5], unreplaced: ['st-run-b-hash-exec-a2'] });
+  });
+
+  it('counts every call but inserts and deletes as a read, per project, minus an earlier reading', () => {
+    const view = (elapsedSeconds: number, get: number, insert: number, limited: number): ApiUsageView => ({
+      since: '',
+      now: '',
+      elapsedSeconds,
+      projects: [
+        {
+          project: 'p',
+          totals: { calls: 0, rateLimited: 0, errors: 0 },
+          methods: { 'compute.instances.get': { calls: get, rateLimited: limited, errors: 0 }, 'compute.instances.insert': { calls: insert, rateLimited: 0, errors: 0 } },
+        },
+        { project: 'other', totals: { calls: 0, rateLimited: 0, errors: 0 }, methods: { 'compute.instances.get': { calls: 1000, rateLimited: 0, errors: 0 } } },
+      ],
+    });
+    const figures = apiFigures(view(120, 50, 4, 2), 'p', view(60, 20, 4, 0));
+    assert.deepEqual({ calls: figures.calls, reads: figures.reads, writes: figures.writes, rateLimited: figures.rateLimited, elapsed: figures.elapsedSeconds }, { calls: 30, reads: 30, writes: 0, rateLimited: 2, elapsed: 60 });
+  });
+
+  it('refuses bad flags naming the flag and what it takes', () => {
+    const base = { runs: '5', duration: '1m', preemptionRate: '2', seed: '1', checkpointEvery: '60', observer: 'auto' };
+    assert.throws(() => parseScaleOptions({ ...base, runs: '0' }), (err: Error) => err instanceof ScaleOptionError && /^--runs: expected a whole number from 1/.test(err.message));
+    assert.throws(() => parseScaleOptions({ ...base, duration: 'soon' }), /^ScaleOptionError: --duration: expected a duration such as 90s/);
+    assert.throws(() => parseScaleOptions({ ...base, observer: 'maybe' }), /--observer: expected one of on, off, auto/);
+    assert.throws(() => parseScaleOptions({ ...base, pollSeconds: '0.1' }), /--poll-seconds: the spec allows recovery.pollSeconds from 0.2 to 60/);
+    assert.equal(parseScaleOptions({ ...base, runs: '500' }).rampSeconds, 50);
+  });
+});
+
+describe('bench:scale on the real stack (5 runs)', function () {
+  this.timeout(300_000);
+
+  it('runs every run to completion on one worker and reports the figures as the JSON last line', async () => {
+    const script = join(__dirname, '..', 'bench', 'scale.js');
+    const child = spawn(process.execPath, [script, '--runs', '5', '--duration', '20s', '--preemption-rate', '120', '--seed', '3', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0, `bench:scale exited with ${code}:\n${stderr}`);
+    const lines = stdout.trim().split('\n');
+    const result = JSON.parse(lines[lines.length - 1]) as Record<string, unknown>;
+    for (const key of ['runs', 'completed', 'workerPeakRssMb', 'apiReadsPerRunMinute', 'rateLimited', 'slotWaits', 'preemptions', 'preemptionToInsertP50S', 'preemptionToInsertP99S']) {
+      assert.ok(key in result, `the JSON line lacks ${key}`);
+    }
+    assert.deepEqual({ runs: result.runs, completed: result.completed, failed: result.failed, unfinished: result.unfinished }, { runs: 5, completed: 5, failed: 0, unfinished: 0 });
+    assert.ok(result.design === 'per-run-looks' || result.design === 'fleet-observer', `design ${String(result.design)}`);
+    for (const key of ['workerPeakRssMb', 'apiReadsPerRunMinute', 'historyEventsPerRunHour', 'workerCpuSecondsPerRunHour']) {
+      assert.ok(typeof result[key] === 'number' && (result[key] as number) > 0, `${key} is ${String(result[key])}`);
+    }
+    // Every preempted VM was training, so its run must have inserted a replacement.
+    assert.equal(result.preemptionsUnreplaced, 0);
+    if ((result.preemptions as number) > 0) assert.equal(typeof result.preemptionToInsertP50S, 'number');
+  });
+});
