@@ -148,6 +148,8 @@ export interface HistorySummary {
   activityStartP99Ms?: number;
   activityStartMaxMs?: number;
   activities: number;
+  /** First tries by activity type (`observe` is a look, `provision` an attempt's create). */
+  activityCounts: Record<string, number>;
   activityRetries: number;
   workflowTaskStartP50Ms?: number;
   workflowTaskStartP99Ms?: number;
@@ -163,6 +165,8 @@ export function summarizeHistories(runs: readonly RunFacts[], untilMs: number): 
   const waited = firstTries.filter((a) => a.gapMs > SLOT_WAIT_MS);
   const slotWaitActivities: Record<string, number> = {};
   for (const a of waited) slotWaitActivities[a.activity] = (slotWaitActivities[a.activity] ?? 0) + 1;
+  const activityCounts: Record<string, number> = {};
+  for (const a of firstTries) activityCounts[a.activity] = (activityCounts[a.activity] ?? 0) + 1;
   const runHours = runs.reduce((s, r) => s + Math.max(0, (r.endMs ?? untilMs) - r.startMs), 0) / 3_600_000;
   const events = runs.reduce((s, r) => s + r.events, 0);
   return {
@@ -177,6 +181,7 @@ export function summarizeHistories(runs: readonly RunFacts[], untilMs: number): 
     activityStartP99Ms: percentile(gaps, 99),
     activityStartMaxMs: gaps.length > 0 ? Math.max(...gaps) : undefined,
     activities: firstTries.length,
+    activityCounts,
     activityRetries: runs.reduce((s, r) => s + r.activities.filter((a) => a.attempt > 1).length, 0),
     workflowTaskStartP50Ms: percentile(tasks, 50),
     workflowTaskStartP99Ms: percentile(tasks, 99),

@@ -43,6 +43,8 @@ export class ProcessSampler {
   private last: ProcessUsage | undefined;
   private readonly timer: NodeJS.Timeout;
   private baselineCpu = 0;
+  /** RSS readings (MB) since startMeasuring(), for the typical footprint beside the peak. */
+  private readonly rss: number[] = [];
 
   constructor(
     readonly pid: number,
@@ -55,13 +57,24 @@ export class ProcessSampler {
 
   sample(): ProcessUsage | undefined {
     const now = processUsage(this.pid);
-    if (now) this.last = now;
+    if (now) {
+      this.last = now;
+      this.rss.push(now.rssMb);
+    }
     return this.last;
   }
 
   /** CPU seconds from here on are what `usage()` reports (start-up excluded). */
   startMeasuring(): void {
+    this.rss.length = 0;
     this.baselineCpu = this.sample()?.cpuSeconds ?? 0;
+  }
+
+  /** Median RSS over the measurement (MB). */
+  medianRssMb(): number | undefined {
+    if (this.rss.length === 0) return undefined;
+    const sorted = [...this.rss].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)];
   }
 
   usage(): ProcessUsage | undefined {

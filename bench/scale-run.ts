@@ -60,9 +60,17 @@ export interface ScaleResult {
   workerPeakRssMb: number;
   workerCpuSeconds: number;
   workerCpuSecondsPerRunHour: number;
+  /** Median of the worker's RSS samples (one a second) over the measurement. */
+  workerMedianRssMb?: number;
+  /** Mean CPU cores used over the measurement, per process. */
+  workerCores: number;
+  temporalCores?: number;
+  emulatorCores?: number;
   temporalPeakRssMb?: number;
   temporalCpuSeconds?: number;
   emulatorCpuSeconds?: number;
+  /** Direct looks (`observe` activities) per run per minute: the per-run design's cadence. */
+  looksPerRunMinute: number;
   apiReadsPerRunMinute: number;
   apiCallsPerRunMinute: number;
   /** Reads per run per minute while every run was alive (after the ramp, before the first finished). */
@@ -221,6 +229,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const usage = await admin.apiUsage(PROJECT);
     // No run ended before the cap: the steady window lasts to the end.
     if (steadyStart && !steadyEnd && !firstSettled) steadyEnd = usage;
+    const workerMedianRss = workerSampler.medianRssMb();
     const worker$ = workerSampler.stop();
     const temporal$ = temporalSampler.stop();
     const emulator$ = emulatorSampler.stop();
@@ -240,6 +249,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     for (const r of runs) if (r.outcome && r.outcome !== 'completed' && !unfinished.includes(r)) failures[r.outcome] = (failures[r.outcome] ?? 0) + 1;
     const rateLimitedByMethod = Object.fromEntries(Object.entries(api.methods).filter(([, m]) => m.rateLimited > 0).map(([k, m]) => [k, m.rateLimited]));
     const runHours = runMinutes / 60;
+    const wallSeconds = (tEnd - t0) / 1000;
     return {
       runs: o.runs,
       completed: runs.filter((r) => r.outcome === 'completed').length,
@@ -254,11 +264,15 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       rampSeconds: o.rampSeconds,
       preemptionRate: o.preemptionRate,
       seed: o.seed,
-      wallSeconds: (tEnd - t0) / 1000,
+      wallSeconds: round(wallSeconds, 1),
       runHours,
       workerPeakRssMb: round(worker$?.peakRssMb ?? NaN, 1),
       workerCpuSeconds: round(worker$?.cpuSeconds ?? NaN, 1),
       workerCpuSecondsPerRunHour: round((worker$?.cpuSeconds ?? NaN) / runHours, 1),
+      workerMedianRssMb: optionalRound(workerMedianRss, 1),
+      workerCores: round((worker$?.cpuSeconds ?? NaN) / wallSeconds, 2),
+      temporalCores: optionalRound(temporal$ && temporal$.cpuSeconds / wallSeconds, 2),
+      emulatorCores: optionalRound(emulator$ && emulator$.cpuSeconds / wallSeconds, 2),
       temporalPeakRssMb: usageOf(temporal$, 'peakRssMb'),
       temporalCpuSeconds: usageOf(temporal$, 'cpuSeconds'),
       emulatorCpuSeconds: usageOf(emulator$, 'cpuSeconds'),
@@ -269,6 +283,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       rateLimited: api.rateLimited,
       rateLimitedByMethod,
       api,
+      looksPerRunMinute: round((history.activityCounts.observe ?? 0) / (history.runHours * 60), 2),
       historyEventsPerRunHour: round(history.eventsPerRunHour, 0),
       historyEventsPerRun: round(history.events / Math.max(1, history.runsAnalysed), 0),
       slotWaits: history.slotWaits,
