@@ -27,6 +27,11 @@ export interface ScaleOptions {
   observer: ObserverChoice;
   /** Seconds between two looks of the fleet observer (when it runs). */
   observerIntervalSeconds?: number;
+  /**
+   * The worker's V8 heap limit (--max-old-space-size, MB); undefined is default tuning.
+   * The SDK sizes its workflow cache from it: (heap - 200) x 600 / 1024 workflows.
+   */
+  workerHeapMb?: number;
   /** Fetch the histories of at most this many runs (all when undefined). */
   historySample?: number;
   /** Keep the work directory (logs, emulator state) after the run. */
@@ -81,6 +86,7 @@ export interface ScaleFlags {
   observer: string;
   observerInterval?: string;
   historySample?: string;
+  workerHeapMb?: string;
   keep?: boolean;
   json?: boolean;
 }
@@ -102,6 +108,7 @@ export function parseScaleOptions(flags: ScaleFlags): ScaleOptions {
     checkpointEverySteps: wholeNumber('checkpoint-every', flags.checkpointEvery, 1),
     observer: observerChoice(flags.observer),
     observerIntervalSeconds: flags.observerInterval !== undefined ? seconds('observer-interval', flags.observerInterval) : undefined,
+    workerHeapMb: flags.workerHeapMb !== undefined ? wholeNumber('worker-heap-mb', flags.workerHeapMb, 256, 65_536) : undefined,
     historySample: flags.historySample !== undefined ? wholeNumber('history-sample', flags.historySample, 1) : undefined,
     keep: flags.keep ?? false,
     json: flags.json ?? false,

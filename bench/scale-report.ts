@@ -13,7 +13,7 @@ export function formatScaleReport(r: ScaleResult): string {
   const h = r.history;
   return [
     `scale benchmark: ${r.runs} runs, ${r.durationSeconds} s of training each, ${r.preemptionRate} preemptions per VM-hour, seed ${r.seed}`,
-    `design measured: ${design}`,
+    `design measured: ${design}; worker tuning: ${r.workerTuning}`,
     `machine: ${r.machine}; ${r.date}`,
     '',
     `  runs completed / failed / unfinished   ${r.completed} / ${r.failed} / ${r.unfinished}${Object.keys(r.failures).length ? `  (${JSON.stringify(r.failures)})` : ''}`,

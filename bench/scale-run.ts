@@ -51,6 +51,8 @@ export interface ScaleResult {
   observerRequested: 'on' | 'off';
   observerWorkflows: number;
   pollSeconds: number;
+  /** `default`, or the V8 heap limit the worker ran with. */
+  workerTuning: string;
   durationSeconds: number;
   rampSeconds: number;
   preemptionRate: number;
@@ -154,9 +156,10 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       bucketsDir,
       bundlePath: bundle.path,
       observer: { startOnBoot: wantObserver, intervalSeconds: o.observerIntervalSeconds },
+      heapMb: o.workerHeapMb,
     });
     children.push(worker);
-    log(`worker pid ${worker.pid} on task queue ${taskQueue} (default tuning)`);
+    log(`worker pid ${worker.pid} on task queue ${taskQueue} (${tuning(o)})`);
     const workerSampler = new ProcessSampler(worker.pid);
     const temporalSampler = new ProcessSampler(temporal.pid);
     const emulatorSampler = new ProcessSampler(emulator.child.pid);
@@ -260,6 +263,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       observerRequested: wantObserver ? 'on' : 'off',
       observerWorkflows,
       pollSeconds,
+      workerTuning: tuning(o),
       durationSeconds: o.durationSeconds,
       rampSeconds: o.rampSeconds,
       preemptionRate: o.preemptionRate,
@@ -406,6 +410,10 @@ async function countWorkflows(client: Client, query: string): Promise<number> {
     return 0;
   }
   return n;
+}
+
+function tuning(o: ScaleOptions): string {
+  return o.workerHeapMb === undefined ? 'default' : `--max-old-space-size=${o.workerHeapMb}`;
 }
 
 function round(x: number, digits: number): number {

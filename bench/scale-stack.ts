@@ -133,9 +133,11 @@ export interface WorkerSettings {
   bundlePath: string;
   /** STERNA_OBSERVER_* settings; ignored by a build without the observer. */
   observer: { startOnBoot: boolean; intervalSeconds?: number };
+  /** V8 heap limit (MB): not default tuning, for memory experiments. */
+  heapMb?: number;
 }
 
-/** One worker process, default tuning, as `npm run worker` starts it. */
+/** One worker process as `npm run worker` starts it: default tuning unless `heapMb` is set. */
 export async function startWorkerProcess(workDir: string, s: WorkerSettings): Promise<Child> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -151,6 +153,8 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   };
   // The benchmark's own tuning must not leak into "default tuning".
   delete env.STERNA_MAX_CONCURRENT_ACTIVITIES;
+  delete env.NODE_OPTIONS;
+  if (s.heapMb !== undefined) env.NODE_OPTIONS = `--max-old-space-size=${s.heapMb}`;
   const child = spawnChild('Sterna worker', [join(BUILD, 'workers', 'main.js')], env, join(workDir, 'worker.log'));
   try {
     await waitForLine(child, /sterna worker on task queue/, 120_000);
