@@ -182,6 +182,11 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     state.lastCheckpoint = s.checkpoint;
     record(state, now, { kind: TimelineKind.Checkpoint, event: `checkpoint at step ${s.checkpoint.step}`, attempt: live.attempt, step: s.checkpoint.step });
   }
+  if (s.preempted && s.lifecycle !== 'terminated' && s.lifecycle !== 'gone' && state.notice !== live.ref.name) {
+    // Draining: the final checkpoint of the notice period is still to come.
+    state.notice = live.ref.name;
+    record(state, now, { kind: TimelineKind.PreemptionNotice, event: `preemption notice for ${live.ref.name}: from the provider`, attempt: live.attempt, zone: live.offer.zone });
+  }
   const ending = endingOf(s, state.phase === Phase.Staging);
   if (ending) {
     if (ending.exitCode !== undefined) live.exitCode = ending.exitCode;
