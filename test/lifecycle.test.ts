@@ -199,7 +199,7 @@ describe('trainingRun on the GCE emulator', function () {
     const histories = await Promise.all(runs.map(async (run) => ({ workflowId: run.workflowId, history: await run.fetchHistory() })));
     // STERNA_RECORD_HISTORIES=test/histories keeps them, so later changes are replayed against them.
     if (process.env.STERNA_RECORD_HISTORIES) {
-      for (const [i, run] of runs.entries()) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, `lifecycle-${titles[i]}.json`), run.workflowId);
+      for (const [i, run] of runs.entries()) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, `lifecycle-${titles[i]}.binpb`), run.workflowId);
     }
     const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories);
     let count = 0;

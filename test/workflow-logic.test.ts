@@ -130,7 +130,7 @@ describe('trainingRun decisions (scripted cloud)', function () {
       const firstHandle = env.client.workflow.getHandle(run.workflowId, run.firstExecutionRunId);
       const first = await firstHandle.describe();
       assert.equal(first.status.name, 'CONTINUED_AS_NEW');
-      if (process.env.STERNA_RECORD_HISTORIES) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, 'continue-as-new.json'), run.workflowId, run.firstExecutionRunId);
+      if (process.env.STERNA_RECORD_HISTORIES) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, 'continue-as-new.binpb'), run.workflowId, run.firstExecutionRunId);
     });
   });
 

@@ -1,22 +1,20 @@
 /**
- * Workflow histories as JSON files, the format `temporal workflow show --output json`
- * writes and `historyFromJSON` reads (the SDK's own historyToJSON needs the protobuf
- * runtime it was built with, which npm may install twice).
+ * Workflow histories kept as files for replay tests: the protobuf encoding of
+ * `temporal.api.history.v1.History`, exactly as the server sent it. (The SDK's JSON
+ * helpers need the protobuf runtime they were built with, and npm installs that package
+ * twice here beside the Google clients' older one, so JSON files would not load.)
  */
-import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { promisify } from 'node:util';
-import { findTemporalCli } from '../../config/temporal-cli';
-import { testEnv, testServerAddress } from './temporal';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { temporal } from '@temporalio/proto';
+import { testEnv } from './temporal';
 
-const run = promisify(execFile);
+const { History } = temporal.api.history.v1;
 
 export async function saveHistory(file: string, workflowId: string, runId?: string): Promise<void> {
-  const cli = await findTemporalCli();
-  if (!cli) throw new Error('the Temporal CLI is installed by npm test');
-  const env = await testEnv();
-  const args = ['workflow', 'show', '--address', await testServerAddress(), '--namespace', env.namespace ?? 'default', '--workflow-id', workflowId, '--output', 'json'];
-  if (runId) args.push('--run-id', runId);
-  const { stdout } = await run(cli, args, { maxBuffer: 64 * 1024 * 1024 });
-  writeFileSync(file, stdout);
+  const history = await (await testEnv()).client.workflow.getHandle(workflowId, runId).fetchHistory();
+  writeFileSync(file, History.encode(history).finish());
+}
+
+export function loadHistory(file: string): temporal.api.history.v1.IHistory {
+  return History.decode(readFileSync(file));
 }
