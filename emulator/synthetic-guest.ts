@@ -323,6 +323,8 @@ export class SyntheticGuests {
     if (view.step !== undefined) set('step', view.step);
     if (checkpoint !== undefined) attrs.checkpoint = checkpoint;
     if (view.exitCode !== undefined) set('exit', view.exitCode);
+    // As the agent's preemption watcher: GCE's notice is relayed the moment it comes.
+    if (i.preempted && rec.termAtMs !== undefined && view.phase !== 'exited') set('preempted', 'TRUE');
     set('phase', view.phase);
     if (JSON.stringify(attrs) !== before) this.o.changed(i);
   }

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { agentAttributes, agentScript, type AgentInputs } from '../activities/agent/script';
+import { eventually } from './helpers/processes';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
 const PROJECT = 'agent-test';
@@ -71,8 +72,10 @@ describe('the agent runs exactly the trainer it was given', function () {
     }
   }
 
-  /** Boots a VM whose startup script is the agent, waits for the agent to exit, and reads what happened. */
-  async function runAgent(inputs: Pick<AgentInputs, 'runId' | 'argv' | 'env'> & Partial<AgentInputs>): Promise<AgentRun> {
+  type Inputs = Pick<AgentInputs, 'runId' | 'argv' | 'env'> & Partial<AgentInputs>;
+
+  /** Boots a spot VM whose startup script is the agent with these inputs; returns its name. */
+  async function bootAgent(inputs: Inputs): Promise<string> {
     const name = `agent-${++vms}`;
     const attributes = agentAttributes({ attempt: 1, datasets: [], checkpointUri: `file://${scratch}/ckpt`, pollSeconds: 0.2, ...inputs });
     const items = [{ key: 'startup-script', value: agentScript() }, { key: 'enable-guest-attributes', value: 'TRUE' }, ...Object.entries(attributes).map(([key, value]) => ({ key, value }))];
@@ -82,13 +85,19 @@ describe('the agent runs exactly the trainer it was given', function () {
       instanceResource: {
         name,
         machineType: `zones/${ZONE}/machineTypes/g2-standard-4`,
-        scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false },
+        scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false },
         metadata: { items },
         disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: 'projects/debian-cloud/global/images/family/debian-12', diskSizeGb: '50' } }],
         networkInterfaces: [{ network: 'global/networks/default' }],
       },
     });
     await done(lro.latestResponse.name as string);
+    return name;
+  }
+
+  /** Boots a VM whose startup script is the agent, waits for the agent to exit, and reads what happened. */
+  async function runAgent(inputs: Inputs): Promise<AgentRun> {
+    const name = await bootAgent(inputs);
     const deadline = Date.now() + 60_000;
     for (;;) {
       const view = (await emu.instances()).find((i) => i.name === name);
@@ -129,6 +138,17 @@ describe('the agent runs exactly the trainer it was given', function () {
   after(async () => {
     await emu?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('publishes GCE\'s preemption notice as a guest attribute the moment the metadata server says so', async () => {
+    const name = await bootAgent({ runId: 'notice', argv: ['sleep', '60'], env: {} });
+    const guest = async () => (await emu.instances()).find((i) => i.name === name)?.guestAttributes.sterna ?? {};
+    await eventually('training', async () => ((await guest()).phase === 'training' ? true : undefined), 30_000, 100);
+    assert.equal((await guest()).preempted, undefined, 'no notice before the preemption');
+    await emu.preempt(ZONE, name);
+    await eventually('the notice published', async () => ((await guest()).preempted === 'TRUE' ? true : undefined), 30_000, 50);
+    const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
+    await done(del.latestResponse.name as string);
   });
 
   it('passes hostile argv items and env values through byte for byte, and adds nothing', async () => {

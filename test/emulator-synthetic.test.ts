@@ -155,7 +155,7 @@ describe('GCE emulator: synthetic guests', function () {
     });
     const final = await attributes('vm-preempt');
     const file = join(buckets, 'bkt', 'ckpt', 'run-5', `step-${stepAtNotice + 1}.json`);
-    assert.deepEqual(final, { phase: 'exited', exit: '143', step: String(stepAtNotice + 1), 'total-bytes': '4096', 'staged-bytes': '4096', checkpoint: `${stepAtNotice + 1} ${sha256(file)} gs://bkt/ckpt/run-5/step-${stepAtNotice + 1}.json` });
+    assert.deepEqual(final, { phase: 'exited', exit: '143', preempted: 'TRUE', step: String(stepAtNotice + 1), 'total-bytes': '4096', 'staged-bytes': '4096', checkpoint: `${stepAtNotice + 1} ${sha256(file)} gs://bkt/ckpt/run-5/step-${stepAtNotice + 1}.json` });
     const stoppedAfterMs = Date.parse(stopped.lastStopTimestamp!) - Date.parse(preempted.preemptAt);
     assert.ok(stoppedAfterMs < 750, `the guest was gone after ${stoppedAfterMs} ms, well within the 1500 ms notice`);
     const view = (await emu.instances()).find((i) => i.name === 'vm-preempt')!;

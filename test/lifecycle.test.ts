@@ -1,15 +1,15 @@
 import { strict as assert } from 'node:assert';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { runKey } from '../workflows/naming';
 import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
+import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
@@ -199,7 +199,7 @@ describe('trainingRun on the GCE emulator', function () {
     const histories = await Promise.all(runs.map(async (run) => ({ workflowId: run.workflowId, history: await run.fetchHistory() })));
     // STERNA_RECORD_HISTORIES=test/histories keeps them, so later changes are replayed against them.
     if (process.env.STERNA_RECORD_HISTORIES) {
-      histories.forEach(({ history }, i) => writeFileSync(join(process.env.STERNA_RECORD_HISTORIES!, `lifecycle-${titles[i]}.json`), historyToJSON(history)));
+      for (const [i, run] of runs.entries()) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, `lifecycle-${titles[i]}.binpb`), run.workflowId);
     }
     const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories);
     let count = 0;

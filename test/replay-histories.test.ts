@@ -7,10 +7,10 @@
  *   STERNA_RECORD_HISTORIES=test/histories scripts/mocha-only.sh build/test/lifecycle.test.js build/test/workflow-logic.test.js
  */
 import { strict as assert } from 'node:assert';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { loadHistory } from './helpers/histories';
 import { workflowBundle } from './helpers/temporal';
 
 const DIR = join(__dirname, '..', '..', 'test', 'histories');
@@ -19,9 +19,9 @@ describe('replay of recorded histories', function () {
   this.timeout(120_000);
 
   it('replays every committed history without nondeterminism', async () => {
-    const files = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+    const files = readdirSync(DIR).filter((f) => f.endsWith('.binpb')).sort();
     assert.ok(files.length >= 5, `histories of the main paths are committed (found ${files.length})`);
-    const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(readFileSync(join(DIR, f), 'utf8'))) }));
+    const histories = files.map((f) => ({ workflowId: f, history: loadHistory(join(DIR, f)) }));
     const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories);
     const failed: string[] = [];
     for await (const result of replay) if (result.error) failed.push(`${result.workflowId}: ${String(result.error)}`);

@@ -59,9 +59,10 @@ class Harness {
     return this;
   }
 
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = { run: runKey(WORKFLOW), execution: EXEC, attempt }): Command {
+  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = { run: runKey(WORKFLOW), execution: EXEC, attempt }, via: 'observer' | 'look' = 'look'): Command {
     return this.send({
       kind: 'observed',
+      via,
       observation: { name: resourceName(WORKFLOW, owner.execution, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } },
     });
   }
@@ -161,11 +162,24 @@ describe('the run machine (pure, no server)', () => {
       assert.deepEqual(run.at(8).send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
     });
 
+    it('looks only as a fallback while the fleet observer speaks, and at the poll interval once it falls silent', () => {
+      const run = new Harness().running();
+      const mine = { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 };
+      assert.deepEqual(run.at(2).observe(1, { phase: 'training' }, mine, 'observer'), { kind: 'wait', untilMs: T0 + 62_000 });
+      assert.deepEqual(run.at(30).observe(1, { phase: 'training', step: 3 }, mine, 'observer'), { kind: 'wait', untilMs: T0 + 90_000 });
+      assert.deepEqual(run.at(90).send({ kind: 'tick' }), { kind: 'look', attempt: 1 }, 'a minute of silence: one look');
+      assert.deepEqual(run.observe(1, { phase: 'training' }), { kind: 'wait', untilMs: T0 + 150_000 });
+      // The observer has been silent for three minutes: back to looking every poll interval.
+      run.at(211);
+      assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
+      assert.deepEqual(run.observe(1, { phase: 'training' }), { kind: 'wait', untilMs: T0 + 216_000 });
+    });
+
     it('ignores observations of another resource or another execution', () => {
       const run = new Harness().running();
       run.observe(1, { phase: 'exited', exitCode: 0 }, { run: runKey(WORKFLOW), execution: executionToken('other-execution'), attempt: 1 });
       assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Running);
-      run.send({ kind: 'observed', observation: { name: 'victim-db', owner: { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 }, at: '', snapshot: { lifecycle: 'gone', preempted: false } } });
+      run.send({ kind: 'observed', via: 'observer', observation: { name: 'victim-db', owner: { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 }, at: '', snapshot: { lifecycle: 'gone', preempted: false } } });
       assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Running);
     });
 

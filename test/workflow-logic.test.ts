@@ -1,12 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { setBudgetUpdate, setDeadlineUpdate, statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunSpecInput } from '../workflows/spec';
+import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { sternaTestWorker, testEnv, uniqueTaskQueue } from './helpers/temporal';
@@ -131,7 +130,7 @@ describe('trainingRun decisions (scripted cloud)', function () {
       const firstHandle = env.client.workflow.getHandle(run.workflowId, run.firstExecutionRunId);
       const first = await firstHandle.describe();
       assert.equal(first.status.name, 'CONTINUED_AS_NEW');
-      if (process.env.STERNA_RECORD_HISTORIES) writeFileSync(join(process.env.STERNA_RECORD_HISTORIES, 'continue-as-new.json'), historyToJSON(await firstHandle.fetchHistory()));
+      if (process.env.STERNA_RECORD_HISTORIES) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, 'continue-as-new.binpb'), run.workflowId, run.firstExecutionRunId);
     });
   });
 

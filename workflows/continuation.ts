@@ -89,6 +89,7 @@ const RunStateSchema = z.strictObject({
   placement: z.strictObject({ offers: z.array(OfferSchema), tried: z.array(z.string()) }).optional(),
   notice: z.string().optional(),
   lastHeardAt: z.number().finite().optional(),
+  observerHeardAt: z.number().finite().optional(),
   capacityRetryAt: z.number().finite().optional(),
   policyCheckAt: z.number().finite().optional(),
 });

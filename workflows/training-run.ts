@@ -124,7 +124,7 @@ class Driver {
       { validator: (deadline) => this.refuse(newDeadlineProblem(deadline, Date.now())) },
     );
     setHandler(preemptionNoticeSignal, (notice) => void this.inbox.push({ kind: 'notice', ...notice }));
-    setHandler(observationSignal, (observation) => void this.inbox.push({ kind: 'observed', observation }));
+    setHandler(observationSignal, (observation) => void this.inbox.push({ kind: 'observed', observation, via: 'observer' }));
   }
 
   private refuse(problem: string | undefined): void {
@@ -226,7 +226,7 @@ class Driver {
   private async look(number: number): Promise<RunEvent> {
     const attempt = this.state.attempts[number - 1];
     const snapshot = await this.acts.quick.observe.executeWithOptions({ summary: `look at ${attempt.ref.name}` }, [{ ref: attempt.ref }]);
-    return { kind: 'observed', observation: { name: attempt.ref.name, owner: ownerOf(this.context(), number), at: new Date(Date.now()).toISOString(), snapshot } };
+    return { kind: 'observed', via: 'look', observation: { name: attempt.ref.name, owner: ownerOf(this.context(), number), at: new Date(Date.now()).toISOString(), snapshot } };
   }
 
   /** The next message, or a tick when `untilMs` comes first. No activity slot is held. */

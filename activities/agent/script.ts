@@ -50,6 +50,8 @@ export function parseAgentValues(values: Record<string, string>): {
   totalBytes?: number;
   checkpoint?: CheckpointRef;
   exitCode?: number;
+  /** The agent saw GCE's preemption notice on its metadata server. */
+  noticed?: boolean;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
   let checkpoint: CheckpointRef | undefined;
@@ -66,5 +68,6 @@ export function parseAgentValues(values: Record<string, string>): {
     totalBytes: int(values['total-bytes']),
     checkpoint,
     exitCode: int(values.exit),
+    noticed: values.preempted === 'TRUE' ? true : undefined,
   };
 }

@@ -30,7 +30,8 @@ export type RunEvent =
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
   | { kind: 'released'; attempt: number; outcome: 'deleted' | 'absent' | 'not-ours'; startedAt?: string; stoppedAt?: string }
-  | { kind: 'observed'; observation: ResourceObservation }
+  /** What the fleet observer signalled, or what the run's own look saw. */
+  | { kind: 'observed'; observation: ResourceObservation; via: 'observer' | 'look' }
   | { kind: 'notice'; name: string; reason?: string }
   /** A timer fired or a limit moved: re-evaluate. */
   | { kind: 'tick' };
@@ -66,6 +67,14 @@ export const CHANGEOVER_SECONDS = 120;
 export const POLICY_CHECK_SECONDS = 300;
 /** Wait between rounds when every acceptable offer failed: capacity comes back. */
 export const NO_CAPACITY_BACKOFF_MS = 30_000;
+/**
+ * While the fleet observer speaks, the run's own look is only a fallback: once per this
+ * many seconds of silence. A run that has not heard the observer recently (none runs, or
+ * it died) looks every `recovery.pollSeconds`, so a dead observer delays but never loses.
+ */
+export const FALLBACK_LOOK_SECONDS = 60;
+/** The observer counts as alive this long after its last signal. */
+export const OBSERVER_ALIVE_SECONDS = 180;
 /** A run that meets this many resources squatting on its names stops with ResourceConflict. */
 export const MAX_CONFLICTS = 3;
 
@@ -115,7 +124,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       absorbRelease(state, event, now);
       return undefined;
     case 'observed':
-      return absorbObservation(state, spec, event.observation, context);
+      return absorbObservation(state, spec, event.observation, event.via, context);
     case 'notice': {
       const live = currentAttempt(state);
       if (live && event.name === live.ref.name) {
@@ -170,17 +179,23 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
   record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
 }
 
-function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, context: Context): Command | undefined {
+function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
   const live = currentAttempt(state);
   if (!live || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
   if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
   const now = context.nowMs;
   state.lastHeardAt = now;
+  if (via === 'observer') state.observerHeardAt = now;
   const s = observation.snapshot;
   if (s.step !== undefined) state.step = s.step;
   if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {
     state.lastCheckpoint = s.checkpoint;
     record(state, now, { kind: TimelineKind.Checkpoint, event: `checkpoint at step ${s.checkpoint.step}`, attempt: live.attempt, step: s.checkpoint.step });
+  }
+  if (s.preempted && s.lifecycle !== 'terminated' && s.lifecycle !== 'gone' && state.notice !== live.ref.name) {
+    // Draining: the final checkpoint of the notice period is still to come.
+    state.notice = live.ref.name;
+    record(state, now, { kind: TimelineKind.PreemptionNotice, event: `preemption notice for ${live.ref.name}: from the provider`, attempt: live.attempt, zone: live.offer.zone });
   }
   const ending = endingOf(s, state.phase === Phase.Staging);
   if (ending) {
@@ -297,7 +312,9 @@ function shouldContinueAsNew(state: RunState, context: Context): boolean {
 /** While an attempt stages or trains: look when nothing was heard, ask the policy, wait. */
 function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context): Command {
   const now = context.nowMs;
-  const lookAt = (state.lastHeardAt ?? now) + spec.recovery.pollSeconds * 1000;
+  const observerAlive = state.observerHeardAt !== undefined && now - state.observerHeardAt < OBSERVER_ALIVE_SECONDS * 1000;
+  const lookEverySeconds = observerAlive ? Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS) : spec.recovery.pollSeconds;
+  const lookAt = (state.lastHeardAt ?? now) + lookEverySeconds * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
   // The deadline can force a move from spot to on-demand while spot still runs; the
   // round's offers (kept while the attempt lives) give the policy its prices.

@@ -127,6 +127,8 @@ export interface RunState {
   notice?: string;
   /** Epoch ms of the last word about the live attempt (observer or look). */
   lastHeardAt?: number;
+  /** Epoch ms of the fleet observer's last signal: while it speaks, looks are rare. */
+  observerHeardAt?: number;
   /** Epoch ms of the next look at capacity after a round found nothing acceptable. */
   capacityRetryAt?: number;
   /** Epoch ms the auto policy is asked again whether to leave spot. */
