@@ -64,15 +64,20 @@ export interface ExecutionFacts {
   end: ExecutionEnd;
   continuedAsRunId?: string;
   activities: ActivityGap[];
-  /** Workflow task scheduled -> started (ms): how long the run waited for the worker to think. */
-  workflowTaskGapsMs: number[];
+  /** Workflow tasks: scheduled -> started (ms), how long the run waited for the worker to think. */
+  workflowTasks: TaskGap[];
+}
+
+export interface TaskGap {
+  gapMs: number;
+  scheduledAtMs: number;
 }
 
 /** What one execution's history says about waiting, size and outcome. */
 export function executionFacts(events: readonly HistoryEvent[]): ExecutionFacts {
   const scheduled = new Map<number, { activity: string; atMs: number }>();
   const tasks = new Map<number, number>();
-  const facts: ExecutionFacts = { events: events.length, startMs: events.length > 0 ? timeMs(events[0]) : NaN, end: 'running', activities: [], workflowTaskGapsMs: [] };
+  const facts: ExecutionFacts = { events: events.length, startMs: events.length > 0 ? timeMs(events[0]) : NaN, end: 'running', activities: [], workflowTasks: [] };
   for (const e of events) {
     const id = num(e.eventId);
     const at = timeMs(e);
@@ -83,7 +88,7 @@ export function executionFacts(events: readonly HistoryEvent[]): ExecutionFacts 
     } else if (e.workflowTaskScheduledEventAttributes) tasks.set(id, at);
     else if (e.workflowTaskStartedEventAttributes) {
       const from = tasks.get(num(e.workflowTaskStartedEventAttributes.scheduledEventId));
-      if (from !== undefined) facts.workflowTaskGapsMs.push(at - from);
+      if (from !== undefined) facts.workflowTasks.push({ gapMs: at - from, scheduledAtMs: from });
     } else if (e.workflowExecutionCompletedEventAttributes) close(facts, 'completed', at);
     else if (e.workflowExecutionFailedEventAttributes) close(facts, 'failed', at);
     else if (e.workflowExecutionCanceledEventAttributes) close(facts, 'cancelled', at);
@@ -111,7 +116,7 @@ export interface RunFacts {
   endMs?: number;
   end: ExecutionEnd;
   activities: ActivityGap[];
-  workflowTaskGapsMs: number[];
+  workflowTasks: TaskGap[];
 }
 
 export function runFacts(workflowId: string, chain: readonly ExecutionFacts[]): RunFacts {
@@ -124,7 +129,7 @@ export function runFacts(workflowId: string, chain: readonly ExecutionFacts[]): 
     endMs: last.end === 'running' || last.end === 'continued' ? undefined : last.endMs,
     end: last.end,
     activities: chain.flatMap((e) => e.activities),
-    workflowTaskGapsMs: chain.flatMap((e) => e.workflowTaskGapsMs),
+    workflowTasks: chain.flatMap((e) => e.workflowTasks),
   };
 }
 
@@ -161,7 +166,7 @@ export interface HistorySummary {
 export function summarizeHistories(runs: readonly RunFacts[], untilMs: number): HistorySummary {
   const firstTries = runs.flatMap((r) => r.activities.filter((a) => a.attempt === 1));
   const gaps = firstTries.map((a) => a.gapMs);
-  const tasks = runs.flatMap((r) => r.workflowTaskGapsMs);
+  const tasks = runs.flatMap((r) => r.workflowTasks.map((t) => t.gapMs));
   const waited = firstTries.filter((a) => a.gapMs > SLOT_WAIT_MS);
   const slotWaitActivities: Record<string, number> = {};
   for (const a of waited) slotWaitActivities[a.activity] = (slotWaitActivities[a.activity] ?? 0) + 1;
@@ -187,6 +192,34 @@ export function summarizeHistories(runs: readonly RunFacts[], untilMs: number): 
     workflowTaskStartP99Ms: percentile(tasks, 99),
     workflowTaskStartMaxMs: tasks.length > 0 ? tasks.reduce((m, t) => Math.max(m, t), 0) : undefined,
     workflowTasks: tasks.length,
+  };
+}
+
+export interface WindowFigures {
+  fromMs: number;
+  toMs: number;
+  /** Runs with a first-try activity scheduled in the window that waited more than SLOT_WAIT_MS. */
+  slotWaits: number;
+  activityStartP99Ms?: number;
+  workflowTaskStartP50Ms?: number;
+  workflowTaskStartP99Ms?: number;
+}
+
+/**
+ * The waiting figures of what was scheduled in [fromMs, toMs): the steady state, apart
+ * from the start burst (every run placing at once) and the end (every run releasing).
+ */
+export function windowFigures(runs: readonly RunFacts[], fromMs: number, toMs: number): WindowFigures {
+  const inside = (atMs: number) => atMs >= fromMs && atMs < toMs;
+  const firstTries = runs.map((r) => r.activities.filter((a) => a.attempt === 1 && inside(a.scheduledAtMs)));
+  const tasks = runs.flatMap((r) => r.workflowTasks.filter((t) => inside(t.scheduledAtMs)).map((t) => t.gapMs));
+  return {
+    fromMs,
+    toMs,
+    slotWaits: firstTries.filter((list) => list.some((a) => a.gapMs > SLOT_WAIT_MS)).length,
+    activityStartP99Ms: percentile(firstTries.flat().map((a) => a.gapMs), 99),
+    workflowTaskStartP50Ms: percentile(tasks, 50),
+    workflowTaskStartP99Ms: percentile(tasks, 99),
   };
 }
 

@@ -29,6 +29,11 @@ export function formatScaleReport(r: ScaleResult): string {
     `  runs that waited > ${SLOT_WAIT_MS / 1000} s for an activity  ${r.slotWaits}${waits ? `  (${waits})` : ''}`,
     `  activity schedule->start p50/p99/max   ${fmt(h.activityStartP50Ms, 0)} / ${fmt(h.activityStartP99Ms, 0)} / ${fmt(h.activityStartMaxMs, 0)} ms over ${h.activities} first tries (${h.activityRetries} retries)`,
     `  workflow task schedule->start p50/p99  ${fmt(h.workflowTaskStartP50Ms, 0)} / ${fmt(h.workflowTaskStartP99Ms, 0)} ms (max ${fmt(h.workflowTaskStartMaxMs, 0)}) over ${h.workflowTasks} tasks`,
+    ...(r.steady
+      ? [
+          `  steady window only: slot waits, activity start p99, WFT start p50/p99   ${r.steady.slotWaits} runs, ${fmt(r.steady.activityStartP99Ms, 0)} ms, ${fmt(r.steady.workflowTaskStartP50Ms, 0)} / ${fmt(r.steady.workflowTaskStartP99Ms, 0)} ms`,
+        ]
+      : []),
     `  preemptions (unreplaced)               ${r.preemptions} (${r.preemptionsUnreplaced})`,
     `  preemption -> insert p50/p99/max       ${fmt(r.preemptionToInsertP50S, 2)} / ${fmt(r.preemptionToInsertP99S, 2)} / ${fmt(r.preemptionToInsertMaxS, 2)} s`,
     '',

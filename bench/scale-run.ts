@@ -25,6 +25,8 @@ import {
   type HistorySummary,
   type RunFacts,
   type TimedName,
+  type WindowFigures,
+  windowFigures,
 } from './scale-analysis';
 import type { ScaleOptions } from './scale-options';
 import { PreemptionInjector } from './scale-preemptions';
@@ -78,6 +80,8 @@ export interface ScaleResult {
   /** Reads per run per minute while every run was alive (after the ramp, before the first finished). */
   steadyReadsPerRunMinute?: number;
   steadySeconds?: number;
+  /** Slot waits and task latencies of what was scheduled in the steady window (no start or end burst). */
+  steady?: WindowFigures;
   rateLimited: number;
   rateLimitedByMethod: Record<string, number>;
   api: ApiFigures;
@@ -177,11 +181,14 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     let steadyStart: ApiUsageView | undefined;
     let steadyEnd: ApiUsageView | undefined;
     let firstSettled = false;
+    let steadyFromMs: number | undefined;
+    let steadyToMs: number | undefined;
     const onSettled = (run: Tracked, outcome: string) => {
       run.settledAtMs = Date.now();
       run.outcome = outcome;
       if (!firstSettled) {
         firstSettled = true;
+        steadyToMs = run.settledAtMs;
         if (steadyStart) void admin.apiUsage(PROJECT).then((v) => (steadyEnd = v));
       }
     };
@@ -200,7 +207,9 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const rampEnd = Date.now();
     log(`started ${o.runs} runs in ${((rampEnd - t0) / 1000).toFixed(1)} s`);
     const steadyTimer = setTimeout(() => {
-      if (!firstSettled) void admin.apiUsage(PROJECT).then((v) => (steadyStart = v));
+      if (firstSettled) return;
+      steadyFromMs = Date.now();
+      void admin.apiUsage(PROJECT).then((v) => (steadyStart = v));
     }, SETTLE_MS);
 
     const capAt = t0 + o.timeCapSeconds * 1000;
@@ -245,6 +254,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const sample = sampleOf(runs, o.historySample, o.seed);
     const facts = await mapLimited(sample, 4, (r) => chainFacts(client, r));
     const history = summarizeHistories(facts, tEnd);
+    const steadyWindow = steadyFromMs !== undefined && (steadyToMs ?? tEnd) - steadyFromMs >= MIN_STEADY_SECONDS * 1000 ? windowFigures(facts, steadyFromMs, steadyToMs ?? tEnd) : undefined;
     const latencies = await preemptionToInsert(emulator.endpoint, injector.injected, t0);
     const observerWorkflows = await countWorkflows(client, `WorkflowType = '${OBSERVER_WORKFLOW_TYPE}'`);
 
@@ -284,6 +294,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       apiCallsPerRunMinute: round(api.calls / runMinutes, 2),
       steadyReadsPerRunMinute: steady && steady.elapsedSeconds >= MIN_STEADY_SECONDS ? round(steady.reads / ((steady.elapsedSeconds / 60) * o.runs), 2) : undefined,
       steadySeconds: steady ? round(steady.elapsedSeconds, 0) : undefined,
+      steady: steadyWindow,
       rateLimited: api.rateLimited,
       rateLimitedByMethod,
       api,

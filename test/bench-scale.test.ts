@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ApiUsageView } from '../emulator/admin-client';
-import { apiFigures, executionFacts, preemptionLatencies, runFacts, summarizeHistories, type HistoryEvent } from '../bench/scale-analysis';
+import { apiFigures, executionFacts, preemptionLatencies, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
 import { parseScaleOptions, ScaleOptionError } from '../bench/scale-options';
 
 const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
@@ -32,6 +32,9 @@ describe('bench:scale rules', () => {
     assert.equal(summary.activityRetries, 1);
     assert.equal(summary.runHours, 2);
     assert.equal(summary.eventsPerRunHour, (4 + 6) / 2);
+    // The steady window leaves out the start burst: the wait at 1 s is not in [2 s, 1 h).
+    assert.equal(windowFigures([waited, retried], 2000, 3_600_000).slotWaits, 0);
+    assert.equal(windowFigures([waited, retried], 0, 3_600_000).slotWaits, 1);
   });
 
   it('follows a continue-as-new chain and adds its executions up', () => {
