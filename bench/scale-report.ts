@@ -16,6 +16,7 @@ export function formatScaleReport(r: ScaleResult): string {
     `design measured: ${design}; worker tuning: ${r.workerTuning}`,
     `machine: ${r.machine}; ${r.date}`,
     '',
+    ...(r.workerExited ? [`  THE WORKER DIED during the measurement (${r.workerExited}); the figures below stop there`] : []),
     `  runs completed / failed / unfinished   ${r.completed} / ${r.failed} / ${r.unfinished}${Object.keys(r.failures).length ? `  (${JSON.stringify(r.failures)})` : ''}`,
     `  wall time, run-hours                   ${fmt(r.wallSeconds, 0)} s, ${fmt(r.runHours, 2)}`,
     `  worker peak RSS (median)               ${fmt(r.workerPeakRssMb)} MB (${fmt(r.workerMedianRssMb)} MB)`,

@@ -28,6 +28,7 @@ import {
   type WindowFigures,
   windowFigures,
 } from './scale-analysis';
+import { ClosureWatcher } from './scale-closures';
 import type { ScaleOptions } from './scale-options';
 import { PreemptionInjector } from './scale-preemptions';
 import { ProcessSampler, type ProcessUsage } from './scale-proc';
@@ -46,8 +47,10 @@ export interface ScaleResult {
   runs: number;
   completed: number;
   failed: number;
-  /** Runs still running at the time cap (then cancelled). */
+  /** Runs still running at the time cap (then cancelled), or when the worker died. */
   unfinished: number;
+  /** Set when the worker process died during the measurement (exit code or signal). */
+  workerExited?: string;
   failures: Record<string, number>;
   design: Design;
   observerRequested: 'on' | 'off';
@@ -138,6 +141,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
   let temporal: DevServer | undefined;
   let connection: Connection | undefined;
   const samplers: ProcessSampler[] = [];
+  let keepForPostMortem = false;
   try {
     log(`work dir ${workDir}`);
     const bundle = await workflowBundlePath(workDir);
@@ -178,18 +182,23 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const t0 = Date.now();
     const injector = new PreemptionInjector(admin, o.preemptionRate, o.runs, o.seed);
     const runs: Tracked[] = [];
+    const byId = new Map<string, Tracked>();
     let steadyStart: ApiUsageView | undefined;
     let steadyEnd: ApiUsageView | undefined;
     let firstSettled = false;
     let steadyFromMs: number | undefined;
     let steadyToMs: number | undefined;
-    const onSettled = (run: Tracked, outcome: string) => {
-      run.settledAtMs = Date.now();
-      run.outcome = outcome;
-      if (!firstSettled) {
+    const closures = new ClosureWatcher(client, taskQueue, 'trainingRun');
+    const collectClosures = async () => {
+      for (const closed of await closures.poll().catch(() => [])) {
+        const run = byId.get(closed.workflowId);
+        if (!run || run.outcome) continue;
+        run.settledAtMs = closed.closedAtMs;
+        run.outcome = closed.closure;
+        if (firstSettled) continue;
         firstSettled = true;
-        steadyToMs = run.settledAtMs;
-        if (steadyStart) void admin.apiUsage(PROJECT).then((v) => (steadyEnd = v));
+        steadyToMs = closed.closedAtMs;
+        if (steadyStart) steadyEnd = await admin.apiUsage(PROJECT);
       }
     };
     const stamp = Date.now().toString(36);
@@ -199,10 +208,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       const handle = await client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] });
       const run: Tracked = { workflowId, handle, firstRunId: handle.firstExecutionRunId, startedAtMs: Date.now() };
       runs.push(run);
-      handle.result().then(
-        () => onSettled(run, 'completed'),
-        (err: unknown) => onSettled(run, failureName(err)),
-      );
+      byId.set(workflowId, run);
     }
     const rampEnd = Date.now();
     log(`started ${o.runs} runs in ${((rampEnd - t0) / 1000).toFixed(1)} s`);
@@ -214,8 +220,16 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
 
     const capAt = t0 + o.timeCapSeconds * 1000;
     let lastReport = Date.now();
+    let workerExited: string | undefined;
     while (runs.some((r) => !r.outcome) && Date.now() < capAt) {
-      await sleep(1000);
+      await sleep(3000);
+      await collectClosures();
+      workerExited = worker.ended();
+      if (workerExited) {
+        keepForPostMortem = true;
+        log(`the worker exited (${workerExited}); see ${worker.logFile}`);
+        break;
+      }
       if (Date.now() - lastReport >= 30_000) {
         lastReport = Date.now();
         const w = workerSampler.usage();
@@ -223,18 +237,21 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
         const done = runs.filter((r) => r.outcome === 'completed').length;
         const failed = runs.filter((r) => r.outcome && r.outcome !== 'completed').length;
         log(
-          `${Math.round((Date.now() - t0) / 1000)} s: ${done} completed, ${failed} failed, ${guests?.running ?? '?'} guests running, ` +
+          `${Math.round((Date.now() - t0) / 1000)} s: ${done} completed, ${failed} ended otherwise, ${guests?.running ?? '?'} guests running, ` +
             `${injector.injected.length} preempted; worker RSS ${w?.rssMb.toFixed(0)} MB (peak ${w?.peakRssMb.toFixed(0)}), CPU ${w?.cpuSeconds.toFixed(0)} s`,
         );
       }
     }
     clearTimeout(steadyTimer);
     const unfinished = runs.filter((r) => !r.outcome);
-    if (unfinished.length > 0) {
+    if (unfinished.length > 0 && !workerExited) {
       log(`time cap reached: cancelling ${unfinished.length} runs`);
-      await Promise.all(unfinished.map((r) => r.handle.cancel().catch(() => undefined)));
+      await mapLimited(unfinished, 16, (r) => r.handle.cancel().catch(() => undefined));
       const until = Date.now() + 120_000;
-      while (unfinished.some((r) => !r.outcome) && Date.now() < until) await sleep(1000);
+      while (unfinished.some((r) => !r.outcome) && Date.now() < until) {
+        await sleep(3000);
+        await collectClosures();
+      }
     }
     await injector.stop();
     const tEnd = Date.now();
@@ -258,16 +275,18 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const latencies = await preemptionToInsert(emulator.endpoint, injector.injected, t0);
     const observerWorkflows = await countWorkflows(client, `WorkflowType = '${OBSERVER_WORKFLOW_TYPE}'`);
 
+    const ended = runs.filter((r) => r.outcome && r.outcome !== 'completed' && !unfinished.includes(r));
     const failures: Record<string, number> = {};
-    for (const r of runs) if (r.outcome && r.outcome !== 'completed' && !unfinished.includes(r)) failures[r.outcome] = (failures[r.outcome] ?? 0) + 1;
+    for (const name of await mapLimited(ended, 8, (r) => whyEnded(r))) failures[name] = (failures[name] ?? 0) + 1;
     const rateLimitedByMethod = Object.fromEntries(Object.entries(api.methods).filter(([, m]) => m.rateLimited > 0).map(([k, m]) => [k, m.rateLimited]));
     const runHours = runMinutes / 60;
     const wallSeconds = (tEnd - t0) / 1000;
     return {
       runs: o.runs,
       completed: runs.filter((r) => r.outcome === 'completed').length,
-      failed: runs.filter((r) => r.outcome && r.outcome !== 'completed' && !unfinished.includes(r)).length,
+      failed: ended.length,
       unfinished: unfinished.length,
+      workerExited,
       failures,
       design: observerWorkflows > 0 ? 'fleet-observer' : 'per-run-looks',
       observerRequested: wantObserver ? 'on' : 'off',
@@ -316,7 +335,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     await connection?.close().catch(() => undefined);
     for (const child of children.reverse()) await child.stop().catch(() => undefined);
     await temporal?.stop().catch(() => undefined);
-    if (o.keep) log(`kept ${workDir}`);
+    if (o.keep || keepForPostMortem) log(`kept ${workDir}`);
     else rmSync(workDir, { recursive: true, force: true });
   }
 }
@@ -330,6 +349,17 @@ async function makeRoom(admin: EmulatorAdminClient, runs: number): Promise<void>
   const gpus = 2 * runs + 16;
   for (const zone of zones) await admin.setCapacity(zone, { accelerator: ACCELERATOR, spot: gpus });
   for (const region of regions) await admin.setQuota(PROJECT, region, metric, gpus);
+}
+
+/** A failed run's failure type; how any other run ended. */
+async function whyEnded(run: Tracked): Promise<string> {
+  if (run.outcome !== 'failed') return run.outcome ?? 'unknown';
+  try {
+    await run.handle.result();
+    return 'completed';
+  } catch (err) {
+    return failureName(err);
+  }
 }
 
 function failureName(err: unknown): string {
