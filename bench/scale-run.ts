@@ -202,6 +202,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       }
     };
     const stamp = Date.now().toString(36);
+    let rampReport = Date.now();
     for (let i = 0; i < o.runs; i++) {
       await sleep(t0 + (i * o.rampSeconds * 1000) / o.runs - Date.now());
       const workflowId = `scale-${stamp}-${i}`;
@@ -209,6 +210,10 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       const run: Tracked = { workflowId, handle, firstRunId: handle.firstExecutionRunId, startedAtMs: Date.now() };
       runs.push(run);
       byId.set(workflowId, run);
+      if (Date.now() - rampReport >= 30_000) {
+        rampReport = Date.now();
+        log(`${Math.round((Date.now() - t0) / 1000)} s: started ${runs.length} of ${o.runs}; worker RSS ${workerSampler.usage()?.rssMb.toFixed(0)} MB`);
+      }
     }
     const rampEnd = Date.now();
     log(`started ${o.runs} runs in ${((rampEnd - t0) / 1000).toFixed(1)} s`);
