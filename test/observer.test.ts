@@ -15,7 +15,7 @@ import { createActivities } from '../activities';
 import { createFleetActivities, observerOptions, startObserver, type ObserverOptions } from '../activities/fleet';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
-import type { EnsureObserverResult, WatchFleetResult } from '../workflows/fleet/contract';
+import { observerWorkflowId, resourceKey, type EnsureObserverResult, type WatchFleetResult } from '../workflows/fleet/contract';
 import type { ResourceObservation } from '../workflows/messages';
 import { ownerLabels, runKey } from '../workflows/naming';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy';
@@ -212,5 +212,47 @@ describe('fleet observer on the GCE emulator', function () {
     await hear(client, run.workflowId, 'an observation from the new observer', (o) => o.snapshot.lifecycle === 'running' && o.snapshot.phase !== undefined);
     await run.cancel();
     await run.result().catch(() => undefined);
+  });
+});
+
+describe('fleet observer when its worker is killed', function () {
+  this.timeout(300_000);
+  let stack: Stack;
+  const interval = process.env.STERNA_OBSERVER_INTERVAL_SECONDS;
+
+  before(async () => {
+    process.env.STERNA_OBSERVER_INTERVAL_SECONDS = '1';
+    stack = await startStack({ timeFactor: 10 });
+  });
+  after(async () => {
+    if (interval === undefined) delete process.env.STERNA_OBSERVER_INTERVAL_SECONDS;
+    else process.env.STERNA_OBSERVER_INTERVAL_SECONDS = interval;
+    await stack?.env.client.workflow.getHandle(observerWorkflowId(stack.taskQueue, 'gce', PROJECT)).terminate('test over').catch(() => undefined);
+    await stack?.stop();
+  });
+
+  it('is started by the worker, and after a SIGKILL resumes on the next worker with the memory it heartbeats', async () => {
+    const { client } = stack.env;
+    let worker = stack.spawnWorker();
+    const observer = client.workflow.getHandle(observerWorkflowId(stack.taskQueue, 'gce', PROJECT));
+    await eventually('the observer started by the worker', async () => ((await observer.describe()).status.name === 'RUNNING' ? true : undefined), 90_000, 500);
+    const run = await stack.start(trainingSpec(4000, 1));
+    const training = await hear(client, run.workflowId, 'the VM running', (o) => o.snapshot.lifecycle === 'running' && o.snapshot.phase === 'training');
+    await worker.kill('SIGKILL');
+    worker = stack.spawnWorker();
+    const [vm] = await stack.provider.listRunResources(runKey(run.workflowId));
+    assert.equal(vm.name, training.observation.name);
+    await stack.emulator.preempt(vm.zone, vm.name);
+    await hear(client, run.workflowId, 'the preemption, heard by the resumed observer', (o) => o.name === vm.name && o.snapshot.preempted);
+    const [watching] = (await observer.describe()).raw.pendingActivities ?? [];
+    assert.ok((watching?.attempt ?? 0) >= 2, `watchFleet was retried after the kill (attempt ${watching?.attempt})`);
+    // What a retry resumes from: the memory, heartbeated after every look.
+    const details = defaultPayloadConverter.fromPayload<WatchFleetResult>(watching!.heartbeatDetails!.payloads![0]);
+    const remembered = details.memory.resources[resourceKey(vm)];
+    assert.equal(remembered?.workflowId, run.workflowId);
+    assert.equal(remembered?.preempted, true);
+    await run.cancel();
+    await run.result().catch(() => undefined);
+    await worker.kill('SIGTERM');
   });
 });
