@@ -5,7 +5,8 @@
 import { strict as assert } from 'node:assert';
 import { absorbLook, emptyMemory, markSent, observationsDue, planLook, readBucket, type DueObservation } from '../activities/fleet/planner';
 import type { FleetResource } from '../activities/providers/provider';
-import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetMemory, type FleetSettings, type Lifecycle } from '../workflows/fleet/contract';
+import { carry, resume, type FleetMemory } from '../activities/fleet/memory';
+import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../workflows/fleet/contract';
 
 const settings: FleetSettings = DEFAULT_FLEET_SETTINGS;
 const INTERVAL_MS = settings.intervalSeconds * 1000;
@@ -104,7 +105,7 @@ describe('fleet planner', () => {
     let memory = emptyMemory(T0, tight);
     memory = { ...memory, tokens: 0 };
     // Everything is known and read once already.
-    for (const r of fleet) memory.resources[resourceKey(r.ref)] = { ref: r.ref, owner: r.owner, workflowId: r.workflowId, lifecycle: 'running', preempted: false, agent: training(10, 10).values, readAtMs: T0, absentLooks: 0, sent: { lifecycle: 'running', preempted: false, phase: 'training', step: 10, checkpointStep: 10, atMs: T0 } };
+    for (const r of fleet) memory.resources[resourceKey(r.ref)] = { ref: r.ref, owner: r.owner, workflowId: r.workflowId, lifecycle: 'running', preempted: false, agent: training(10, 10).values, readAtMs: T0, absentLooks: 0, told: { lifecycle: 'running', preempted: false, phase: 'training', step: 10, checkpointStep: 10, atMs: T0 } };
     const ended = fleet.map((r, i) => (i === 42 ? { ...r, lifecycle: 'terminated' as const } : r));
     const agents = (name: string): Agent => (name === 'st-run-42-a1' ? { values: { phase: 'exited', step: 55, exitCode: 143, checkpoint: { step: 50, sha256: 'd'.repeat(64), uri: 'gs://b/step-50' } }, preempted: true } : training(10, 10));
     // No token yet: the change is seen, the preemption checked, but nothing is told.
@@ -209,3 +210,49 @@ describe('fleet planner', () => {
     assert.ok(maxGapMs <= expectedGapMs * 1.3, `a running VM went ${maxGapMs / 1000} s unread (expected about ${expectedGapMs / 1000} s)`);
   });
 });
+
+describe('fleet memory, as carried between watchFleet calls', () => {
+  it('keeps what each run was told, so a resumed observer tells nothing twice', () => {
+    let memory = look(emptyMemory(T0, settings), [vm(1), vm(2, 'pending')], T0, () => training(10, 10)).memory;
+    memory = resume(JSON.parse(JSON.stringify(carry(memory))), 'gce');
+    assert.deepEqual(memory.resources[resourceKey(vm(1).ref)].told, { lifecycle: 'running', preempted: false, phase: 'training', checkpointStep: 10, exitCode: undefined, step: 10, atMs: T0 });
+    assert.deepEqual(memory.resources[resourceKey(vm(1).ref)].owner, vm(1).owner);
+    // The agent's values were dropped in transit; the next read finds nothing new, so nothing is told.
+    const next = look(memory, [vm(1), vm(2, 'pending')], T0 + 60_000, () => training(10, 10));
+    assert.deepEqual(next.plan.reads.map((r) => r.name), ['st-run-1-a1']);
+    assert.deepEqual(next.due, []);
+  });
+
+  it('keeps a preemption and a pending preemption check', () => {
+    const first = look(emptyMemory(T0, settings), [vm(1), vm(2)], T0, () => training(10)).memory;
+    const plan = planLook(first, [vm(1, 'stopping'), vm(2, 'stopping')], T0 + INTERVAL_MS, settings);
+    // vm 1's check answered (preempted); vm 2's failed.
+    const absorbed = absorbLook(plan.memory, { reads: {}, checked: [resourceKey(vm(1).ref)], preempted: [resourceKey(vm(1).ref)] }, T0 + INTERVAL_MS);
+    const resumed = resume(carry(absorbed), 'gce');
+    assert.equal(resumed.resources[resourceKey(vm(1).ref)].preempted, true);
+    assert.equal(resumed.resources[resourceKey(vm(1).ref)].preemptionCheckDue, undefined);
+    assert.equal(resumed.resources[resourceKey(vm(2).ref)].preempted, false);
+    assert.equal(resumed.resources[resourceKey(vm(2).ref)].preemptionCheckDue, true);
+  });
+
+  it('marks news that was not delivered for a fresh read, since its values are not carried', () => {
+    const plan = planLook(emptyMemory(T0, settings), [vm(1, 'terminated'), vm(2)], T0, settings);
+    const absorbed = absorbLook(plan.memory, { reads: { [resourceKey(vm(1).ref)]: { phase: 'exited', exitCode: 0 }, [resourceKey(vm(2).ref)]: { phase: 'training' } }, checked: [resourceKey(vm(1).ref)], preempted: [] }, T0);
+    // The signals failed: nothing was marked told.
+    const resumed = resume(carry(absorbed), 'gce');
+    assert.equal(resumed.resources[resourceKey(vm(1).ref)].readDue, 'ended');
+    assert.equal(resumed.resources[resourceKey(vm(2).ref)].readDue, 'changed');
+    assert.deepEqual(observationsDue(resumed, T0, settings), [], 'held until read again');
+  });
+
+  it('carries 2,000 resources in well under Temporal\'s 2 MB payload limit', () => {
+    const fleet = Array.from({ length: 2000 }, (_, i) => ({ ...vm(i), workflowId: `team-a/training-run-${i}`, ref: { ...vm(i).ref, name: `st-team-a-training-run-${i}-abcdefg-1234567-a1` } }));
+    const agent = (): Agent => ({ values: { phase: 'training', step: 123456, checkpoint: { step: 123000, sha256: 'a'.repeat(64), uri: 'gs://my-bucket/checkpoints/team-a-training-run/step-123000.pt' } } });
+    let memory = emptyMemory(T0, settings);
+    for (let t = 0; t < 300_000; t += INTERVAL_MS) memory = look(memory, fleet, T0 + t, agent).memory;
+    const bytes = JSON.stringify(carry(memory)).length;
+    assert.ok(bytes < 600_000, `${bytes} bytes for 2,000 resources`);
+    assert.equal(Object.keys(resume(carry(memory), 'gce').resources).length, 2000);
+  });
+});
+

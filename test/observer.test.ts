@@ -13,9 +13,10 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { createFleetActivities, observerOptions, startObserver, type ObserverOptions } from '../activities/fleet';
+import { resume } from '../activities/fleet/memory';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
-import { observerWorkflowId, resourceKey, type EnsureObserverResult, type WatchFleetResult } from '../workflows/fleet/contract';
+import { observerWorkflowId, type EnsureObserverResult, type WatchFleetResult } from '../workflows/fleet/contract';
 import type { ResourceObservation } from '../workflows/messages';
 import { ownerLabels, runKey } from '../workflows/naming';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy';
@@ -244,13 +245,16 @@ describe('fleet observer when its worker is killed', function () {
     assert.equal(vm.name, training.observation.name);
     await stack.emulator.preempt(vm.zone, vm.name);
     await hear(client, run.workflowId, 'the preemption, heard by the resumed observer', (o) => o.name === vm.name && o.snapshot.preempted);
-    const [watching] = (await observer.describe()).raw.pendingActivities ?? [];
-    assert.ok((watching?.attempt ?? 0) >= 2, `watchFleet was retried after the kill (attempt ${watching?.attempt})`);
-    // What a retry resumes from: the memory, heartbeated after every look.
-    const details = defaultPayloadConverter.fromPayload<WatchFleetResult>(watching!.heartbeatDetails!.payloads![0]);
-    const remembered = details.memory.resources[resourceKey(vm)];
-    assert.equal(remembered?.workflowId, run.workflowId);
-    assert.equal(remembered?.preempted, true);
+    // The retried watchFleet heartbeats what it remembers (the run's VM, now its replacement
+    // once the run has released the preempted one): what a further retry resumes from.
+    const { attempt } = await eventually('the retried watchFleet heartbeating its memory', async () => {
+      const [watching] = (await observer.describe()).raw.pendingActivities ?? [];
+      const payload = watching?.heartbeatDetails?.payloads?.[0];
+      if (!payload || (watching!.attempt ?? 0) < 2) return undefined;
+      const remembered = Object.values(resume(defaultPayloadConverter.fromPayload<WatchFleetResult>(payload).memory, 'gce').resources);
+      return remembered.some((r) => r.workflowId === run.workflowId && r.told) ? { attempt: watching!.attempt } : undefined;
+    }, 30_000, 250);
+    assert.ok((attempt ?? 0) >= 2, `watchFleet was retried after the kill (attempt ${attempt})`);
     await run.cancel();
     await run.result().catch(() => undefined);
     await worker.kill('SIGTERM');

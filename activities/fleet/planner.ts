@@ -15,19 +15,11 @@
  * agent in a busy phase, then the slow progress cadence, oldest read first. So a small
  * fleet is read about once a minute and a large one as often as the budget allows.
  */
-import {
-  ReadDue,
-  resourceKey,
-  type AgentValues,
-  type FleetMemory,
-  type FleetSettings,
-  type Lifecycle,
-  type SentObservation,
-  type WatchedResource,
-} from '../../workflows/fleet/contract';
+import { resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../../workflows/fleet/contract';
 import type { ResourceObservation } from '../../workflows/messages';
 import type { ResourceRef } from '../../workflows/types';
 import type { FleetResource } from '../providers/provider';
+import { differsFromTold, ReadDue, toldOf, type FleetMemory, type WatchedResource } from './memory';
 
 /** Listings in a row that must miss a resource before it counts as gone. */
 const ABSENT_LOOKS_FOR_GONE = 2;
@@ -189,26 +181,10 @@ export interface DueObservation {
   observation: ResourceObservation;
 }
 
-function sentOf(entry: WatchedResource, atMs: number): SentObservation {
-  return {
-    lifecycle: entry.lifecycle,
-    preempted: entry.preempted,
-    phase: entry.agent.phase,
-    checkpointStep: entry.agent.checkpoint?.step,
-    exitCode: entry.agent.exitCode,
-    step: entry.agent.step,
-    atMs,
-  };
-}
-
-/** News for the run: any decisive field changed, or the step moved and the last word is old enough. */
+/** News for the run: a decisive field changed, or the step moved and the last word is old enough. */
 function isNews(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
-  const sent = entry.sent;
-  if (!sent) return true;
-  const now = sentOf(entry, nowMs);
-  if (now.lifecycle !== sent.lifecycle || now.preempted !== sent.preempted || now.phase !== sent.phase) return true;
-  if (now.checkpointStep !== sent.checkpointStep || now.exitCode !== sent.exitCode) return true;
-  return now.step !== sent.step && nowMs - sent.atMs >= settings.progressSignalSeconds * 1000;
+  if (!entry.told || differsFromTold(entry)) return true;
+  return entry.agent.step !== entry.told.step && nowMs - entry.told.atMs >= settings.progressSignalSeconds * 1000;
 }
 
 /**
@@ -242,10 +218,10 @@ export function markSent(memory: FleetMemory, delivered: string[], nowMs: number
   const resources = { ...memory.resources };
   for (const key of delivered) {
     const entry = resources[key];
-    if (entry) resources[key] = { ...entry, sent: sentOf(entry, nowMs) };
+    if (entry) resources[key] = { ...entry, told: toldOf(entry, nowMs) };
   }
   for (const [key, entry] of Object.entries(resources)) {
-    if (entry.lifecycle === 'gone' && (!entry.workflowId || entry.sent?.lifecycle === 'gone')) delete resources[key];
+    if (entry.lifecycle === 'gone' && (!entry.workflowId || entry.told?.lifecycle === 'gone')) delete resources[key];
   }
   return { ...memory, resources };
 }

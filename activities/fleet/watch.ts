@@ -12,10 +12,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { resourceKey, type FleetMemory, type WatchFleetInput, type WatchFleetResult, type WatchStats } from '../../workflows/fleet/contract';
+import { resourceKey, type WatchFleetInput, type WatchFleetResult, type WatchStats } from '../../workflows/fleet/contract';
 import { observationSignal, type ResourceObservation } from '../../workflows/messages';
 import type { ResourceRef } from '../../workflows/types';
 import type { ComputeProvider } from '../providers/provider';
+import { carry, resume, type FleetMemory } from './memory';
 import { absorbLook, emptyMemory, markSent, observationsDue, planLook, type LookResults } from './planner';
 
 /** Reads and signals in flight at once. */
@@ -105,25 +106,29 @@ function preemptionLookups(provider: ComputeProvider, refs: ResourceRef[]): numb
 
 export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput): Promise<WatchFleetResult> {
   const context = Context.current();
+  // A retry resumes from the last heartbeat; a new call from the previous call's result.
   const resumed = context.info.heartbeatDetails as WatchFleetResult | undefined;
-  let memory = resumed?.memory ?? input.memory ?? emptyMemory(Date.now(), input.settings);
+  const from = resumed?.memory ?? input.memory;
+  let memory = from ? resume(from, input.backend) : emptyMemory(Date.now(), input.settings);
   const stats = resumed?.stats ?? zeroStats();
   const intervalMs = input.settings.intervalSeconds * 1000;
   const returnAt = Date.now() + input.returnAfterSeconds * 1000;
-  const beat = () => context.heartbeat({ memory, stats } satisfies WatchFleetResult);
+  let carried = carry(memory);
+  const beat = () => context.heartbeat({ memory: carried, stats } satisfies WatchFleetResult);
   const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
   try {
     for (let next = Date.now(); ; ) {
       stats.looks++;
       try {
         memory = await look(provider, signalRun, input, memory, stats);
+        carried = carry(memory);
       } catch (err) {
         stats.failedLooks++;
         context.log.warn('fleet look failed; the next one tries again', { error: String(err) });
       }
       beat();
       next = Math.max(next + intervalMs, Date.now());
-      if (next >= returnAt) return { memory, stats };
+      if (next >= returnAt) return { memory: carried, stats };
       await sleep(next - Date.now(), undefined, { signal: context.cancellationSignal }).catch(() => {
         throw new CancelledFailure('watchFleet cancelled');
       });

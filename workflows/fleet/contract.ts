@@ -4,7 +4,6 @@
  * memory crosses the activity boundary, rides in heartbeat details and is carried
  * through continue-as-new.
  */
-import type { Owner } from '../naming';
 import type { AgentSnapshot, Backend, ResourceRef } from '../types';
 
 export type Lifecycle = AgentSnapshot['lifecycle'];
@@ -40,59 +39,24 @@ export const DEFAULT_FLEET_SETTINGS: FleetSettings = {
   burstSeconds: 10,
 };
 
-/** What was last sent to the run about a resource: the fields whose change is news. */
-export interface SentObservation {
-  lifecycle: Lifecycle;
-  preempted: boolean;
-  phase?: string;
-  checkpointStep?: number;
-  exitCode?: number;
-  step?: number;
-  atMs: number;
-}
-
-/** Why the guest attributes must be read before the next regular turn. */
-export const ReadDue = {
-  /** The attempt ended (terminated): read once so its newest checkpoint and exit code are not missed. */
-  Ended: 'ended',
-  /** New, or its status changed. */
-  Changed: 'changed',
-} as const;
-export type ReadDue = (typeof ReadDue)[keyof typeof ReadDue];
-
-/** One watched resource. */
-export interface WatchedResource {
-  ref: ResourceRef;
-  owner: Owner;
-  /** The run to signal (the `sterna-run-id` the agent reads); none for a resource that does not say. */
-  workflowId?: string;
-  lifecycle: Lifecycle;
-  /** Sticky: once the capacity was reclaimed it stays reclaimed. */
-  preempted: boolean;
-  agent: AgentValues;
-  /** Epoch ms of the last read of the agent's values. */
-  readAtMs?: number;
-  readDue?: ReadDue;
-  /** It stopped and GCE has not yet said whether it was preempted. */
-  preemptionCheckDue?: boolean;
-  /** Complete listings in a row that did not show it; two make it gone (one may race a watch restart). */
-  absentLooks: number;
-  sent?: SentObservation;
-}
-
-export interface FleetMemory {
-  /** By `resourceKey(ref)`. */
-  resources: Record<string, WatchedResource>;
-  /** The read budget's token bucket: tokens left, as of `tokensAtMs`. */
+/**
+ * The observer's memory as it travels between watchFleet calls (activity input and
+ * result, heartbeat details, continue-as-new): one compact row per resource, so 2,000
+ * resources stay well inside Temporal's 2 MB payload limit. Opaque to the workflow;
+ * activities/fleet/memory.ts writes and reads it.
+ */
+export interface CarriedMemory {
+  version: 1;
   tokens: number;
   tokensAtMs: number;
+  rows: unknown[][];
 }
 
 export interface WatchFleetInput {
   backend: Backend;
   settings: FleetSettings;
   /** The previous call's memory; absent on the first call (every resource is then new). */
-  memory?: FleetMemory;
+  memory?: CarriedMemory;
   /** Return after about this long, so the workflow can continue as new (seconds). */
   returnAfterSeconds: number;
 }
@@ -113,7 +77,7 @@ export interface WatchStats {
 }
 
 export interface WatchFleetResult {
-  memory: FleetMemory;
+  memory: CarriedMemory;
   stats: WatchStats;
 }
 
@@ -142,7 +106,7 @@ export interface FleetObserverInput {
   /** The observer ends after the fleet was empty this long; the next run starts it again (seconds). */
   idleExitSeconds: number;
   /** Carried through continue-as-new. */
-  memory?: FleetMemory;
+  memory?: CarriedMemory;
   /** Since when (epoch ms) the observer has had no resources and no request. */
   idleSinceMs?: number;
 }

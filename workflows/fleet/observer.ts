@@ -15,7 +15,7 @@
  * that is down delays a run but never loses it.
  */
 import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { FleetActivities, FleetMemory, FleetObserverInput } from './contract';
+import type { CarriedMemory, FleetActivities, FleetObserverInput } from './contract';
 import { observerWantedSignal } from './messages';
 
 /** watchFleet calls per workflow run: at 5 minutes each, a new run every 15 minutes keeps histories small. */
@@ -33,7 +33,7 @@ export async function fleetObserver(input: FleetObserverInput): Promise<void> {
   setHandler(observerWantedSignal, () => {
     idleSinceMs = undefined;
   });
-  let memory: FleetMemory | undefined = input.memory;
+  let memory: CarriedMemory | undefined = input.memory;
   for (let call = 0; call < CALLS_PER_RUN && !workflowInfo().continueAsNewSuggested; call++) {
     const result = await watchFleet({ backend: input.backend, settings: input.settings, memory, returnAfterSeconds: input.watchSeconds });
     memory = result.memory;
