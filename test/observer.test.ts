@@ -16,13 +16,15 @@ import { createFleetActivities, observerOptions, startObserver, type ObserverOpt
 import { resume } from '../activities/fleet/memory';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
+import { createSternaWorker } from '../workers/worker';
 import { observerWorkflowId, type EnsureObserverResult, type WatchFleetResult } from '../workflows/fleet/contract';
 import type { ResourceObservation } from '../workflows/messages';
 import { ownerLabels, runKey } from '../workflows/naming';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
-import { workflowBundle } from './helpers/temporal';
+import { ScriptedProvider } from './helpers/scripted-provider';
+import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 
 const INTERVAL_S = 1;
 const OBSERVER: ObserverOptions = observerOptions({
@@ -196,6 +198,23 @@ describe('fleet observer on the GCE emulator', function () {
     }
   });
 
+  it('replays its histories, across continue-as-new, without nondeterminism', async () => {
+    const histories = [];
+    for (let runId: string | undefined = undefined; ; ) {
+      const history = await client.workflow.getHandle(observerId, runId).fetchHistory();
+      histories.push({ workflowId: observerId, history });
+      runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+      if (!runId) break;
+    }
+    assert.ok(histories.length >= 2, 'the observer continued as new at least once');
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories)) {
+      assert.equal(result.error, undefined, String(result.error));
+      replayed++;
+    }
+    assert.equal(replayed, histories.length);
+  });
+
   it('is started again by ensureObserver once terminated, and watches again', async () => {
     const handle = client.workflow.getHandle(observerId);
     await handle.terminate('simulating a lost observer');
@@ -260,3 +279,36 @@ describe('fleet observer when its worker is killed', function () {
     await worker.kill('SIGTERM');
   });
 });
+
+describe('fleet observer lifetime', function () {
+  this.timeout(60_000);
+
+  it('ends after an idle spell, and the next ensureObserver starts it again', async () => {
+    const env = await testEnv();
+    const taskQueue = uniqueTaskQueue('observer-idle');
+    const provider = new ScriptedProvider([{ zone: 'us-central1-a', spot: 1, onDemand: 2 }]);
+    const observer = observerOptions({ settings: { intervalSeconds: 0.5 }, watchSeconds: 2, idleExitSeconds: 1 });
+    const worker = await createSternaWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace,
+      taskQueue,
+      providers: { gce: provider },
+      workflowBundle: await workflowBundle(require.resolve('../workflows')),
+      observer,
+    });
+    await worker.runUntil(async () => {
+      const activities = createFleetActivities({ providers: { gce: provider }, client: env.client, observer });
+      const context = new MockActivityEnvironment({ taskQueue });
+      const first: EnsureObserverResult = await context.run(activities.ensureObserver, { backend: 'gce' as const });
+      assert.equal(first.workflowId, observerWorkflowId(taskQueue, 'gce', 'scripted'));
+      // Nothing to watch: it ends by itself after its idle spell.
+      await env.client.workflow.getHandle(first.workflowId, first.runId).result();
+      const results = await watchResults(env.client, first.workflowId);
+      assert.ok(results.length >= 2 && results.every((r) => r.stats.resources === 0 && r.stats.listings > 0), JSON.stringify(results.map((r) => r.stats)));
+      const again: EnsureObserverResult = await context.run(activities.ensureObserver, { backend: 'gce' as const });
+      assert.notEqual(again.runId, first.runId);
+      await env.client.workflow.getHandle(again.workflowId).terminate('test over');
+    });
+  });
+});
+
