@@ -1,36 +1,9 @@
 /**
- * Spot availability traces (format: ../shared/traces/README.md), parsed, narrowed to
- * one group of interchangeable instances, and optionally resampled to a coarser grid.
+ * Spot availability traces (format: ../shared/traces/README.md, parsed by
+ * config/spot-trace.ts), narrowed to one group of interchangeable instances, and
+ * optionally resampled to a coarser grid.
  */
-import { readFileSync } from 'node:fs';
-import { z } from 'zod';
-
-/** The Can't Be Late convention for traces without a recorded spot price. */
-export const ON_DEMAND_TO_SPOT_PRICE_RATIO = 3.1446;
-
-const shape = {
-  instanceType: z.string().optional(),
-  accelerator: z.string().optional(),
-  acceleratorCount: z.number().optional(),
-  onDemandPrice: z.number().positive().optional(),
-};
-
-const traceFileSchema = z.object({
-  name: z.string(),
-  gapSeconds: z.number().positive(),
-  ...shape,
-  zones: z
-    .array(
-      z.object({
-        zone: z.string(),
-        region: z.string().optional(),
-        available: z.string().regex(/^[01]*$/),
-        spotPrice: z.union([z.number().positive(), z.array(z.number().positive())]).optional(),
-        ...shape,
-      }),
-    )
-    .min(1),
-});
+import { readTraceFile, type TraceFile, type TraceZoneEntry } from '../config/spot-trace';
 
 /** One zone's spot series on the trace grid. */
 export interface ZoneSeries {
@@ -53,36 +26,32 @@ export interface Trace {
   ticks: number;
 }
 
-type TraceFile = z.infer<typeof traceFileSchema>;
-type ZoneEntry = TraceFile['zones'][number];
-
-function groupOf(file: TraceFile, entry: ZoneEntry): string {
-  const type = entry.instanceType ?? file.instanceType ?? 'instance';
-  const acc = entry.accelerator ?? file.accelerator;
-  const count = entry.acceleratorCount ?? file.acceleratorCount ?? 1;
-  return acc === undefined ? type : `${type} (${acc} x${count})`;
+function groupOf(entry: TraceZoneEntry): string {
+  const type = entry.instanceType ?? 'instance';
+  return entry.accelerator === undefined ? type : `${type} (${entry.accelerator} x${entry.acceleratorCount})`;
 }
 
-function seriesOf(file: TraceFile, entry: ZoneEntry): ZoneSeries {
+function seriesOf(entry: TraceZoneEntry): ZoneSeries {
   const ticks = entry.available.length;
-  const onDemandPrice = entry.onDemandPrice ?? file.onDemandPrice;
-  if (onDemandPrice === undefined) throw new Error(`${file.name}: ${entry.zone} has no onDemandPrice`);
-  const raw = entry.spotPrice ?? onDemandPrice / ON_DEMAND_TO_SPOT_PRICE_RATIO;
-  if (Array.isArray(raw) && raw.length !== ticks) throw new Error(`${file.name}: ${entry.zone} spotPrice length ${raw.length} != ${ticks}`);
+  const raw = entry.spotPrice;
   const spotPrice = Array.isArray(raw) ? Float64Array.from(raw) : new Float64Array(ticks).fill(raw);
   const available = Uint8Array.from(entry.available, (c) => (c === '1' ? 1 : 0));
-  return { zone: entry.zone, available, spotPrice, onDemandPrice };
+  return { zone: entry.zone, available, spotPrice, onDemandPrice: entry.onDemandPrice };
+}
+
+/** Narrows a parsed trace to one instance group (default: the file's first). */
+export function narrowTrace(file: TraceFile, group?: string): Trace {
+  const groups = [...new Set(file.entries.map(groupOf))];
+  const chosen = group === undefined ? groups[0] : groups.find((g) => g === group || g.startsWith(`${group} `));
+  if (chosen === undefined) throw new Error(`${file.name}: no instance group ${group}; groups: ${groups.join(', ')}`);
+  const zones = file.entries.filter((e) => groupOf(e) === chosen).map(seriesOf);
+  const ticks = Math.min(...zones.map((z) => z.available.length));
+  return { name: file.name, gapSeconds: file.gapSeconds, group: chosen, groups, zones, ticks };
 }
 
 /** Load a trace narrowed to one instance group (default: the file's first). */
 export function loadTrace(path: string, group?: string): Trace {
-  const file = traceFileSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
-  const groups = [...new Set(file.zones.map((e) => groupOf(file, e)))];
-  const chosen = group === undefined ? groups[0] : groups.find((g) => g === group || g.startsWith(`${group} `));
-  if (chosen === undefined) throw new Error(`${file.name}: no instance group ${group}; groups: ${groups.join(', ')}`);
-  const zones = file.zones.filter((e) => groupOf(file, e) === chosen).map((e) => seriesOf(file, e));
-  const ticks = Math.min(...zones.map((z) => z.available.length));
-  return { name: file.name, gapSeconds: file.gapSeconds, group: chosen, groups, zones, ticks };
+  return narrowTrace(readTraceFile(path), group);
 }
 
 /**

@@ -23,7 +23,7 @@ import { buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
 import { runKey } from '../workflows/naming';
 import { rankOffers } from '../workflows/placement';
-import type { RunResult } from '../workflows/run-state';
+import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import { progressLine, summaryLines } from './format';
 import { freePort } from './ports';

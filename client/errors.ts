@@ -16,7 +16,7 @@ import {
   type Connection,
 } from '@temporalio/client';
 import { describeProblems } from '../workflows/spec';
-import { causeMessages, findCause, isGrpcStatusError } from './causes';
+import { causeMessages, findCause, isGrpcStatusError } from '../workflows/causes';
 
 export const ClientErrorKind = {
   /** The run spec fails validation; nothing was started. */

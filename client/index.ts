@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { statusQuery, setBudgetUpdate, setDeadlineUpdate } from '../workflows/messages';
-import type { RunResult, RunStatus } from '../workflows/run-state';
+import type { RunResult, RunStatus } from '../workflows/run/views';
 import { SternaTeam } from '../workflows/search-attributes';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
@@ -133,6 +133,6 @@ export async function listRuns(client: Client, query?: string, limit = 100): Pro
 }
 
 export { budgetProblem, deadlineProblem } from './arguments';
-export { causeChain, causeMessages, findCause } from './causes';
+export { causeChain, causeMessages, findCause } from '../workflows/causes';
 export { connectFromEnvironment, sizeAwareRetry } from './connect';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

@@ -5,11 +5,14 @@
  *   await admin.setCapacity('us-central1-a', { accelerator: 'nvidia-l4', spot: 0 });
  *   await admin.preempt('my-project', 'us-central1-a', 'vm-1');
  */
-import type { AdminInstanceView, BillingResponse, CapacityView, ClockView, PriceView } from './admin';
+import type { AdminInstanceView, BillingResponse, CapacityView, ClockView, PriceView, SyntheticGuestsView } from './admin';
+import type { ApiUsageView, MethodUsage, ProjectUsage } from './api-usage';
 import type { BillingSummary } from './billing';
 import type { FaultRule, FaultSpec } from './faults';
+import type { RateQuotaChange, RateQuotaUsage, RateQuotaView } from './rate-quotas';
+import type { SyntheticGuestConfig } from './synthetic-guest';
 
-export type { AdminInstanceView, BillingResponse, BillingSummary, CapacityView, ClockView, FaultRule, FaultSpec, PriceView };
+export type { AdminInstanceView, ApiUsageView, BillingResponse, BillingSummary, CapacityView, ClockView, FaultRule, FaultSpec, MethodUsage, PriceView, ProjectUsage, RateQuotaChange, RateQuotaUsage, RateQuotaView, SyntheticGuestConfig, SyntheticGuestsView };
 
 export class EmulatorAdminError extends Error {
   override name = 'EmulatorAdminError';
@@ -97,6 +100,39 @@ export class EmulatorAdminClient {
 
   async prices(zone?: string): Promise<PriceView[]> {
     return (await this.call<{ prices: PriceView[] }>('GET', `prices${zone ? `?zone=${encodeURIComponent(zone)}` : ''}`)).prices;
+  }
+
+  /** Calls to the GCE API by project and method since the emulator started or the last reset. */
+  apiUsage(project?: string): Promise<ApiUsageView> {
+    return this.call('GET', `api-usage${project ? `?project=${encodeURIComponent(project)}` : ''}`);
+  }
+
+  /** Zeroes the call counters (a benchmark resets them when its measurement starts). */
+  resetApiUsage(): Promise<ApiUsageView> {
+    return this.call('DELETE', 'api-usage');
+  }
+
+  /** The rate quota groups, their limits, and each project's use of the current interval. */
+  rateQuotas(project?: string): Promise<RateQuotaView> {
+    return this.call('GET', `rate-quotas${project ? `?project=${encodeURIComponent(project)}` : ''}`);
+  }
+
+  /**
+   * Changes rate quotas at runtime, e.g. `{ limits: { read_requests_per_region: 5 }, windowSeconds: 2 }`;
+   * with `project`, for that project only; a null limit restores the default.
+   */
+  setRateQuotas(change: RateQuotaChange): Promise<RateQuotaView> {
+    return this.call('POST', 'rate-quotas', change);
+  }
+
+  /** What synthetic guests run (emulators started with `guest: 'synthetic'`), and how many run now. */
+  syntheticGuests(): Promise<SyntheticGuestsView> {
+    return this.call('GET', 'synthetic-guests');
+  }
+
+  /** Changes the run of synthetic guests booted from now on, e.g. `{ steps: 50, stepSeconds: 2, checkpointEvery: 10 }`. */
+  setSyntheticGuests(change: Partial<SyntheticGuestConfig>): Promise<SyntheticGuestsView> {
+    return this.call('POST', 'synthetic-guests', change);
   }
 
   injectFault(spec: FaultSpec): Promise<FaultRule> {

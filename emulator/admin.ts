@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { findZone, machineTypeFor, pricePerHour, type Catalog } from '../config/catalog';
+import type { ApiUsage } from './api-usage';
 import { summarize, type BillingSummary } from './billing';
 import { capacityLimit, capacityUsed, quotaLimit, quotaUsage } from './capacity';
 import type { Clock } from './clock';
@@ -13,7 +14,9 @@ import { GceError, notFound, Reason } from './errors';
 import { FaultSchema, type FaultRule, type Faults } from './faults';
 import { NAME_PATTERN, PROJECT_PATTERN } from './ids';
 import type { Instances } from './instances';
+import type { RateQuotaChange, RateQuotas } from './rate-quotas';
 import type { SpotModel } from './spot-model';
+import type { SyntheticGuestConfig, SyntheticGuests } from './synthetic-guest';
 import type { EmulatorState, InstanceRecord } from './types';
 import { groupAlive } from './vm-process';
 
@@ -29,6 +32,25 @@ const CapacityBody = z.strictObject({
 });
 
 const QuotaBody = z.strictObject({ metric: z.string().regex(/^[A-Z0-9_]{1,100}$/), limit: z.number().min(0).nullable() });
+
+const RateQuotaBody = z.strictObject({
+  enabled: z.boolean().optional(),
+  windowSeconds: z.number().positive().max(3600).optional(),
+  /** Group id (read_requests_per_region) or metric -> requests per window; null restores the default. */
+  limits: z.record(z.string(), z.number().int().min(0).nullable()).optional(),
+  project: z.string().regex(PROJECT_PATTERN).optional(),
+}) satisfies z.ZodType<RateQuotaChange>;
+
+const SyntheticGuestBody = z.strictObject({
+  steps: z.number().int().min(1).optional(),
+  stepSeconds: z.number().positive().optional(),
+  checkpointEvery: z.number().int().min(1).optional(),
+  startingSeconds: z.number().min(0).optional(),
+  stagingSeconds: z.number().min(0).optional(),
+  uploadSeconds: z.number().min(0).optional(),
+  datasetBytes: z.number().int().min(0).optional(),
+  exitCode: z.number().int().min(0).max(255).optional(),
+}) satisfies z.ZodType<Partial<SyntheticGuestConfig>>;
 
 const PreemptBody = z.strictObject({ afterSeconds: z.number().min(0).max(10 * 365 * 86400).optional() });
 
@@ -49,6 +71,8 @@ export interface AdminInstanceView {
   acceleratorCount: number;
   labels: Record<string, string>;
   preempted: boolean;
+  /** `process` (a local process group) or `synthetic` (simulated agent, no process). */
+  guest: 'process' | 'synthetic';
   guestAttributes: Record<string, Record<string, string>>;
   dir: string;
   pid?: number;
@@ -59,6 +83,15 @@ export interface AdminInstanceView {
   metadataPort?: number;
   lastStartTimestamp?: string;
   lastStopTimestamp?: string;
+  /** When the VM's time limit ends it, while it is RUNNING with one. */
+  terminationTimestamp?: string;
+}
+
+export interface SyntheticGuestsView {
+  /** What VMs booted from now on run. */
+  defaults: SyntheticGuestConfig;
+  /** Synthetic guests currently running (not exited). */
+  running: number;
 }
 
 export interface BillingResponse {
@@ -92,6 +125,9 @@ export interface AdminContext {
   instances: Instances;
   faults: Faults;
   spotModel: SpotModel;
+  rateQuotas: RateQuotas;
+  apiUsage: ApiUsage;
+  synthetic: SyntheticGuests;
   persist(): void;
 }
 
@@ -123,7 +159,7 @@ function capacityView(ctx: AdminContext, zone: string): CapacityView {
   };
 }
 
-export function instanceView(i: InstanceRecord): AdminInstanceView {
+export function instanceView(i: InstanceRecord, alive: (i: InstanceRecord) => boolean = () => false): AdminInstanceView {
   const iso = (ms?: number) => (ms === undefined ? undefined : new Date(ms).toISOString());
   return {
     project: i.project,
@@ -137,16 +173,18 @@ export function instanceView(i: InstanceRecord): AdminInstanceView {
     acceleratorCount: i.gpus?.count ?? 0,
     labels: i.labels,
     preempted: i.preempted,
+    guest: i.guest ?? 'process',
     guestAttributes: i.guestAttributes,
     dir: i.vm.dir,
     pid: i.vm.pid,
     pgid: i.vm.pgid,
-    processAlive: i.vm.exitedAtMs === undefined && groupAlive(i.vm.pgid),
+    processAlive: i.guest === 'synthetic' ? alive(i) : i.vm.exitedAtMs === undefined && groupAlive(i.vm.pgid),
     exitCode: i.vm.exitCode,
     killed: i.vm.killed ?? false,
     metadataPort: i.vm.metadataPort,
     lastStartTimestamp: iso(i.lastStartMs),
     lastStopTimestamp: iso(i.lastStopMs),
+    terminationTimestamp: iso(i.terminationAtMs),
   };
 }
 
@@ -232,7 +270,7 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
     case 'GET spot-model':
       return ok(ctx.spotModel.describe());
     case 'GET instances':
-      return ok({ instances: ctx.instances.all().map(instanceView) });
+      return ok({ instances: ctx.instances.all().map((i) => instanceView(i, (x) => ctx.synthetic.alive(x))) });
     case 'GET billing':
       return ok(billing(ctx, query));
     case 'GET prices':
@@ -263,7 +301,31 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       const i = findInstance(ctx, project, zoneOf(ctx, zone), name);
       const b = parse(PreemptBody, body);
       const result = ctx.instances.preempt(i, 'admin API', b.afterSeconds);
-      return ok({ ...result, instance: instanceView(i) });
+      return ok({ ...result, instance: instanceView(i, (x) => ctx.synthetic.alive(x)) });
+    }
+    case 'GET api-usage':
+      return ok(ctx.apiUsage.view(ctx.clock.now(), query.get('project') ?? undefined));
+    case 'DELETE api-usage': {
+      const now = ctx.clock.now();
+      ctx.apiUsage.reset(now);
+      return ok(ctx.apiUsage.view(now));
+    }
+    case 'GET rate-quotas':
+      return ok(ctx.rateQuotas.view(ctx.clock.now(), query.get('project') ?? undefined));
+    case 'POST rate-quotas':
+      ctx.rateQuotas.configure(parse(RateQuotaBody, body));
+      return ok(ctx.rateQuotas.view(ctx.clock.now()));
+    case 'GET synthetic-guests':
+    case 'POST synthetic-guests': {
+      if (method === 'POST') {
+        try {
+          ctx.synthetic.configure(parse(SyntheticGuestBody, body));
+        } catch (err) {
+          throw err instanceof GceError ? err : new GceError(400, Reason.Invalid, (err as Error).message);
+        }
+      }
+      const view: SyntheticGuestsView = { defaults: ctx.synthetic.defaults, running: ctx.synthetic.count };
+      return ok(view);
     }
     case 'GET faults':
       return ok({ faults: ctx.faults.list() });

@@ -14,7 +14,7 @@
 import { allZones, findZone, machineTypesInZone, type Catalog } from '../config/catalog';
 import { GceError, invalidField, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
-import { NAME_PATTERN, PROJECT_PATTERN, API_BASE } from './ids';
+import { NAME_PATTERN, PROJECT_NUMBER, PROJECT_PATTERN, API_BASE } from './ids';
 import type { Instances } from './instances';
 import { renderOperation, type Operations } from './operations';
 import {
@@ -62,7 +62,8 @@ function checkZone(ctx: ComputeContext, project: string, zone: string): string {
   return zone;
 }
 
-function page<T>(items: T[], query: URLSearchParams): { items: T[]; nextPageToken?: string } {
+/** `maxResults` (GCE: 500 at most, and by default) and where `pageToken` says the page starts. */
+function pageParams(query: URLSearchParams): { size: number; offset: number } {
   const maxRaw = query.get('maxResults');
   const max = maxRaw === null || maxRaw === '' ? MAX_RESULTS : Number(maxRaw);
   if (!Number.isInteger(max) || max < 0 || max > MAX_RESULTS) throw invalidField('maxResults', maxRaw, `Must be an integer between 0 and ${MAX_RESULTS}.`);
@@ -72,10 +73,40 @@ function page<T>(items: T[], query: URLSearchParams): { items: T[]; nextPageToke
     offset = Number(Buffer.from(token, 'base64url').toString('utf8'));
     if (!Number.isInteger(offset) || offset < 0) throw invalidField('pageToken', token, 'Invalid page token.');
   }
-  const size = max === 0 ? MAX_RESULTS : max;
+  return { size: max === 0 ? MAX_RESULTS : max, offset };
+}
+
+function pageToken(offset: number): string {
+  return Buffer.from(String(offset)).toString('base64url');
+}
+
+function page<T>(items: T[], query: URLSearchParams): { items: T[]; nextPageToken?: string } {
+  const { size, offset } = pageParams(query);
   const slice = items.slice(offset, offset + size);
-  const next = offset + size < items.length ? Buffer.from(String(offset + size)).toString('base64url') : undefined;
-  return next ? { items: slice, nextPageToken: next } : { items: slice };
+  return offset + size < items.length ? { items: slice, nextPageToken: pageToken(offset + size) } : { items: slice };
+}
+
+/**
+ * `aggregated/instances`, paged as GCE pages it (at most `maxResults`, 500, instances a
+ * page, the filter applied first), so listing a large fleet takes several calls. The
+ * token is a position in the zone-ordered fleet: each page renders only what it returns.
+ */
+function aggregatedInstances(ctx: ComputeContext, project: string, query: URLSearchParams): Record<string, unknown> {
+  const matches = compileFilter(query.get('filter'));
+  const { size, offset } = pageParams(query);
+  const byZone = ctx.instances.byZone(project);
+  const ordered = allZones(ctx.catalog).flatMap((z) => byZone.get(z.name) ?? []);
+  const items: Record<string, { instances: unknown[] }> = {};
+  let taken = 0;
+  let position = offset;
+  for (; position < ordered.length && taken < size; position++) {
+    const rendered = renderInstance(ordered[position]);
+    if (!matches(rendered)) continue;
+    (items[`zones/${ordered[position].zone}`] ??= { instances: [] }).instances.push(rendered);
+    taken++;
+  }
+  const id = `projects/${project}/aggregated/instances`;
+  return { kind: 'compute#instanceAggregatedList', id, items, ...(position < ordered.length ? { nextPageToken: pageToken(position) } : {}), selfLink: `${API_BASE}${id}` };
 }
 
 function listOf(kind: string, id: string, items: unknown[], query: URLSearchParams): Record<string, unknown> {
@@ -122,21 +153,13 @@ export async function handleCompute(ctx: ComputeContext, req: ComputeRequest): P
 
   if (rest.length === 0) {
     get();
-    return ok({ kind: 'compute#project', id: '123456789012', name: project, selfLink: `${API_BASE}projects/${project}` });
+    return ok({ kind: 'compute#project', id: PROJECT_NUMBER, name: project, selfLink: `${API_BASE}projects/${project}` });
   }
 
   if (rest[0] === 'aggregated' && rest.length === 2) {
     get();
     if (rest[1] === 'acceleratorTypes') return ok(renderAggregatedAcceleratorTypes(project, ctx.catalog));
-    if (rest[1] === 'instances') {
-      const matches = compileFilter(query.get('filter'));
-      const items: Record<string, unknown> = {};
-      for (const z of allZones(ctx.catalog)) {
-        const list = ctx.instances.list(project, z.name).map(renderInstance).filter(matches);
-        if (list.length) items[`zones/${z.name}`] = { instances: list };
-      }
-      return ok({ kind: 'compute#instanceAggregatedList', id: `projects/${project}/aggregated/instances`, items, selfLink: `${API_BASE}projects/${project}/aggregated/instances` });
-    }
+    if (rest[1] === 'instances') return ok(aggregatedInstances(ctx, project, query));
     throw notFound(path);
   }
 

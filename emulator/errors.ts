@@ -22,18 +22,25 @@ export const Reason = {
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
+export interface GceErrorJson {
+  error: { code: number; message: string; errors: { message: string; domain: string; reason: string }[]; details?: unknown[] };
+}
+
 export class GceError extends Error {
   constructor(
     readonly status: number,
     readonly reason: Reason,
     message: string,
     readonly domain = 'global',
+    /** google.rpc details (ErrorInfo, Help), as Google APIs add them to quota errors. */
+    readonly details?: unknown[],
   ) {
     super(message);
   }
 
-  toJSON(): { error: { code: number; message: string; errors: { message: string; domain: string; reason: string }[] } } {
-    return { error: { code: this.status, message: this.message, errors: [{ message: this.message, domain: this.domain, reason: this.reason }] } };
+  toJSON(): GceErrorJson {
+    const errors = [{ message: this.message, domain: this.domain, reason: this.reason }];
+    return { error: { code: this.status, message: this.message, errors, ...(this.details ? { details: this.details } : {}) } };
   }
 }
 

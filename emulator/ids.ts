@@ -21,3 +21,6 @@ export const PROJECT_PATTERN = /^(?:[a-z][-a-z0-9.]{0,62}:)?[a-z][-a-z0-9]{0,61}
 
 /** The self links GCE returns name the public endpoint, whatever endpoint the client used. */
 export const API_BASE = 'https://www.googleapis.com/compute/v1/';
+
+/** The project number every emulated project has (GCE's metadata and quota errors name projects by number). */
+export const PROJECT_NUMBER = '123456789012';

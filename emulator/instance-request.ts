@@ -10,7 +10,12 @@
  *   - GPU VMs cannot live-migrate: onHostMaintenance must be TERMINATE (400 otherwise)
  *   - spot / preemptible VMs: automaticRestart false, onHostMaintenance TERMINATE
  *     (both defaulted when omitted), instanceTerminationAction STOP (default) or DELETE
- *   - label keys/values and metadata keys in GCE's formats, 512 KB of metadata at most
+ *   - at most 64 labels, keys and values in GCE's format
+ *   - metadata keys [a-zA-Z0-9-_]+ under 128 bytes, values up to 256 KiB, all keys and
+ *     values together under 512 KiB (GCE's documented limits)
+ *   - time limits: `maxRunDuration` (30 s to 120 days) or `terminationTime` (RFC 3339,
+ *     30 s to 120 days ahead, in emulated time), not both, not on legacy preemptible
+ *     VMs; `instanceTerminationAction` STOP (GCE's default) or DELETE
  * Fields not modelled (disks, networks, service accounts, ...) are only type-checked
  * where the emulator reads them, and echoed back as sent.
  */
@@ -20,11 +25,19 @@ import { badRequest, GceError, invalidField, Reason, required } from './errors';
 import { NAME_PATTERN } from './ids';
 import type { GpuRequest } from './types';
 
+/** GCE: "The total size of all keys and values must be less than 512 KB." */
 const MAX_METADATA_BYTES = 512 * 1024;
+/** GCE: a value's size "must be less than or equal to 262144 bytes (256 KiB)". */
+const MAX_METADATA_VALUE_BYTES = 256 * 1024;
+/** GCE: keys match [a-zA-Z0-9-_]+ "and be less than 128 bytes in length". */
+const METADATA_KEY = /^[a-zA-Z0-9_-]{1,127}$/;
 const MAX_LABELS = 64;
 const LABEL_KEY = /^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$/u;
 const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
-const METADATA_KEY = /^[a-zA-Z0-9_-]{1,128}$/;
+/** GCE's bounds on a VM time limit, both as a duration and as a termination time ahead of now. */
+const MIN_TIME_LIMIT_SECONDS = 30;
+const MAX_TIME_LIMIT_SECONDS = 120 * 86400;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 
 const Scheduling = z.looseObject({
   provisioningModel: z.string().optional(),
@@ -32,6 +45,8 @@ const Scheduling = z.looseObject({
   onHostMaintenance: z.string().optional(),
   automaticRestart: z.boolean().optional(),
   instanceTerminationAction: z.string().optional(),
+  maxRunDuration: z.looseObject({ seconds: z.union([z.string(), z.number()]).optional(), nanos: z.number().int().optional() }).optional(),
+  terminationTime: z.string().optional(),
 });
 
 const InstanceBody = z.looseObject({
@@ -54,12 +69,23 @@ const InstanceBody = z.looseObject({
   deletionProtection: z.boolean().optional(),
 });
 
+/** `scheduling.maxRunDuration` (emulated seconds of RUNNING) or `scheduling.terminationTime` (epoch ms, wall clock). */
+export type TimeLimit = { maxRunDurationSeconds: number } | { terminationTimeMs: number };
+
+/** What validation needs to know about time: now (wall clock) and how fast emulated time runs. */
+export interface ValidationClock {
+  nowMs: number;
+  timeFactor: number;
+}
+
 export interface ValidInsert {
   name: string;
   machineType: string;
   gpus?: GpuRequest;
   spot: boolean;
   terminationAction: 'STOP' | 'DELETE';
+  /** A time limit, if the request set one. */
+  timeLimit?: TimeLimit;
   labels: Record<string, string>;
   metadata: Record<string, string>;
   /** The body with scheduling defaults filled in, as the instance will echo it. */
@@ -85,7 +111,33 @@ function issuePath(path: PropertyKey[]): string {
   return ['resource', ...path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))].join('.').replace(/\.\[/g, '[');
 }
 
-export function validateInsert(body: unknown, zone: string, catalog: Catalog): ValidInsert {
+function maxRunDurationSeconds(value: { seconds?: string | number; nanos?: number }): number {
+  const field = 'resource.scheduling.maxRunDuration';
+  const raw = value.seconds ?? 0;
+  const seconds = typeof raw === 'number' ? raw : /^-?\d{1,12}$/.test(raw) ? Number(raw) : NaN;
+  const nanos = value.nanos ?? 0;
+  if (!Number.isInteger(seconds)) throw invalidField(`${field}.seconds`, raw, 'Must be a whole number of seconds.');
+  if (nanos < 0 || nanos > 999_999_999) throw invalidField(`${field}.nanos`, nanos, 'Must be from 0 to 999,999,999.');
+  const total = seconds + nanos / 1e9;
+  if (total < MIN_TIME_LIMIT_SECONDS || total > MAX_TIME_LIMIT_SECONDS) {
+    throw invalidField(field, `${total}s`, `The time limit must be between ${MIN_TIME_LIMIT_SECONDS} seconds and 120 days.`);
+  }
+  return total;
+}
+
+function terminationTimeMs(value: string, clock: ValidationClock): number {
+  const field = 'resource.scheduling.terminationTime';
+  const ms = RFC3339.test(value) ? Date.parse(value) : NaN;
+  if (!Number.isFinite(ms)) throw invalidField(field, value, 'Must be a timestamp in RFC 3339 format, e.g. 2025-01-01T00:00:00Z.');
+  // Ahead of now in emulated seconds, so a fast emulated clock keeps GCE's bounds meaningful.
+  const ahead = ((ms - clock.nowMs) / 1000) * clock.timeFactor;
+  if (ahead < MIN_TIME_LIMIT_SECONDS || ahead > MAX_TIME_LIMIT_SECONDS) {
+    throw invalidField(field, value, `The termination time must be between ${MIN_TIME_LIMIT_SECONDS} seconds and 120 days from now.`);
+  }
+  return ms;
+}
+
+export function validateInsert(body: unknown, zone: string, catalog: Catalog, clock: ValidationClock = { nowMs: Date.now(), timeFactor: 1 }): ValidInsert {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GceError(400, Reason.ParseError, 'Invalid JSON payload received. Expected an object (the instance resource).');
   const parsed = InstanceBody.safeParse(body);
   if (!parsed.success) {
@@ -145,6 +197,16 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog): V
   const action = s.instanceTerminationAction ?? 'STOP';
   if (action !== 'STOP' && action !== 'DELETE') throw invalidField('resource.scheduling.instanceTerminationAction', action, "Must be one of 'STOP', 'DELETE'.");
 
+  let timeLimit: TimeLimit | undefined;
+  if (s.maxRunDuration !== undefined && s.terminationTime !== undefined) {
+    throw badRequest('Only one of scheduling.maxRunDuration and scheduling.terminationTime can be set.');
+  }
+  if (s.maxRunDuration !== undefined) timeLimit = { maxRunDurationSeconds: maxRunDurationSeconds(s.maxRunDuration) };
+  if (s.terminationTime !== undefined) timeLimit = { terminationTimeMs: terminationTimeMs(s.terminationTime, clock) };
+  if (timeLimit && s.preemptible === true && model !== 'SPOT') {
+    throw badRequest('Time limits (maxRunDuration, terminationTime) are not supported for legacy preemptible VMs; use provisioningModel SPOT.');
+  }
+
   const labels = b.labels ?? {};
   if (Object.keys(labels).length > MAX_LABELS) throw invalidField('resource.labels', Object.keys(labels).length, `At most ${MAX_LABELS} labels are allowed.`);
   for (const [k, v] of Object.entries(labels)) {
@@ -155,12 +217,21 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog): V
   const metadata: Record<string, string> = {};
   let metadataBytes = 0;
   for (const [index, item] of (b.metadata?.items ?? []).entries()) {
-    if (!METADATA_KEY.test(item.key)) throw invalidField(`resource.metadata.items[${index}].key`, item.key, 'Metadata keys are 1-128 letters, digits, underscores and hyphens.');
+    if (!METADATA_KEY.test(item.key)) {
+      throw invalidField(`resource.metadata.items[${index}].key`, item.key.slice(0, 200), 'Metadata keys must match [a-zA-Z0-9-_]+ and be less than 128 bytes.');
+    }
     if (item.key in metadata) throw invalidField('resource.metadata', item.key, `Duplicate metadata key '${item.key}'.`);
-    metadata[item.key] = item.value ?? '';
-    metadataBytes += Buffer.byteLength(item.key) + Buffer.byteLength(item.value ?? '');
+    const value = item.value ?? '';
+    const valueBytes = Buffer.byteLength(value);
+    if (valueBytes > MAX_METADATA_VALUE_BYTES) {
+      throw invalidField(`resource.metadata.items[${index}].value`, `${valueBytes} bytes`, `The value of metadata key '${item.key}' is too large: at most ${MAX_METADATA_VALUE_BYTES} bytes (256 KiB).`);
+    }
+    metadata[item.key] = value;
+    metadataBytes += Buffer.byteLength(item.key) + valueBytes;
   }
-  if (metadataBytes > MAX_METADATA_BYTES) throw invalidField('resource.metadata', `${metadataBytes} bytes`, `Metadata may total at most ${MAX_METADATA_BYTES} bytes.`);
+  if (metadataBytes >= MAX_METADATA_BYTES) {
+    throw invalidField('resource.metadata', `${metadataBytes} bytes`, `The total size of all metadata keys and values must be less than ${MAX_METADATA_BYTES} bytes (512 KiB).`);
+  }
 
   const scheduling = {
     ...s,
@@ -168,7 +239,7 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog): V
     preemptible: spot,
     onHostMaintenance,
     automaticRestart: s.automaticRestart ?? !spot,
-    ...(spot ? { instanceTerminationAction: action } : {}),
+    ...(spot || timeLimit ? { instanceTerminationAction: action } : {}),
   };
   return {
     name: b.name,
@@ -176,6 +247,7 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog): V
     gpus,
     spot,
     terminationAction: action,
+    timeLimit,
     labels: { ...labels },
     metadata,
     resource: { ...(body as Record<string, unknown>), scheduling },

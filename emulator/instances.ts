@@ -8,6 +8,10 @@
  *     instanceTerminationAction DELETE), a compute.instances.preempted operation
  *   delete: STOPPING, SIGTERM, grace period, SIGKILL, gone; the delete operation DONE
  * A startup script that exits leaves the VM RUNNING (its guest OS is still up), as on GCE.
+ *   time limit (scheduling.maxRunDuration / terminationTime): at the limit, a `stop` or
+ *     `delete` operation by `system`, then STOPPING, SIGTERM, grace, TERMINATED or gone
+ * Guests are process groups by default; with `guest: 'synthetic'` no process runs and
+ * synthetic-guest.ts plays the agent (scale work), one shared tick for all of them.
  *
  * Every deadline is in the state, so after an emulator restart the timers are re-armed,
  * live process groups are adopted and their metadata servers come back on their ports.
@@ -21,14 +25,15 @@ import { capacityLimit, capacityUsed, metricOf, quotaLimit, quotaUsage } from '.
 import type { Clock } from './clock';
 import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
-import { newId } from './ids';
+import { newId, PROJECT_NUMBER } from './ids';
 import { validateInsert } from './instance-request';
 import { MetadataServer } from './metadata-server';
 import type { Operations } from './operations';
 import { instanceSelfLink, renderInstance } from './render';
 import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
-import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type InstanceRecord, type OperationErrorItem, type OperationRecord } from './types';
+import type { SyntheticGuests } from './synthetic-guest';
+import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type GuestKind, type InstanceRecord, type OperationErrorItem, type OperationRecord } from './types';
 import { groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
 
 export interface LifecycleTimings {
@@ -56,8 +61,6 @@ export const DEFAULT_TIMINGS: LifecycleTimings = {
 const EXIT_POLL_MS = 100;
 /** Real milliseconds between checks whether a running guest's startup script has exited. */
 const RUNNING_POLL_MS = 1000;
-/** The emulator's project number (GCE's metadata names projects by number). */
-export const PROJECT_NUMBER = '123456789012';
 
 export interface InstancesOptions {
   state: EmulatorState;
@@ -73,7 +76,14 @@ export interface InstancesOptions {
   timings: LifecycleTimings;
   stateDir: string;
   log: (line: string) => void;
+  /** What new VMs run: their startup script as a process group (default), or a synthetic guest. */
+  guest?: GuestKind;
+  /** Runs the synthetic guests (needed when any VM is synthetic, including adopted ones). */
+  synthetic: SyntheticGuests;
 }
+
+/** The status message of a VM stopped or deleted by its time limit. */
+export const TIME_LIMIT_MESSAGE = 'Instance was terminated because it reached its time limit (scheduling.maxRunDuration or scheduling.terminationTime).';
 
 function keyOf(i: { project: string; zone: string; name: string }): string {
   return `${i.project}/${i.zone}/${i.name}`;
@@ -118,8 +128,22 @@ export class Instances {
   }
 
   list(project: string, zone: string, filter?: string): InstanceRecord[] {
+    const here = this.state.instances.filter((i) => i.project === project && i.zone === zone);
+    if (!filter) return here;
     const matches = compileFilter(filter);
-    return this.state.instances.filter((i) => i.project === project && i.zone === zone && matches(renderInstance(i)));
+    return here.filter((i) => matches(renderInstance(i)));
+  }
+
+  /** A project's instances by zone, in one pass (aggregatedList over a large fleet). */
+  byZone(project: string): Map<string, InstanceRecord[]> {
+    const zones = new Map<string, InstanceRecord[]>();
+    for (const i of this.state.instances) {
+      if (i.project !== project) continue;
+      let list = zones.get(i.zone);
+      if (!list) zones.set(i.zone, (list = []));
+      list.push(i);
+    }
+    return zones;
   }
 
   all(): InstanceRecord[] {
@@ -130,7 +154,7 @@ export class Instances {
 
   insert(project: string, zone: string, body: unknown): OperationRecord {
     const { catalog } = this.o;
-    const req = validateInsert(body, zone, catalog);
+    const req = validateInsert(body, zone, catalog, { nowMs: this.now(), timeFactor: this.o.clock.timeFactor });
     if (this.find(project, zone, req.name)) throw alreadyExists(`projects/${project}/zones/${zone}/instances/${req.name}`);
     const now = this.now();
     const id = newId();
@@ -149,9 +173,11 @@ export class Instances {
       return op;
     }
 
+    const guest = this.o.guest ?? 'process';
     const dir = join(this.o.stateDir, 'instances', project.replace(/:/g, '_'), zone, req.name);
     rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
+    // A synthetic guest has no files: thousands of them need no directories.
+    if (guest === 'process') mkdirSync(dir, { recursive: true });
     const instance: InstanceRecord = {
       project,
       zone,
@@ -165,6 +191,8 @@ export class Instances {
       gpus: req.gpus,
       provisioningModel: probe.provisioningModel,
       terminationAction: req.terminationAction,
+      timeLimit: req.timeLimit,
+      guest,
       labels: req.labels,
       metadata: req.metadata,
       guestAttributesEnabled: String(req.metadata['enable-guest-attributes'] ?? '').toUpperCase() === 'TRUE',
@@ -179,7 +207,7 @@ export class Instances {
     op.progress = 10;
     this.changed(instance);
     this.armBoot(instance);
-    this.o.log(`insert ${keyOf(instance)} (${instance.machineType}${instance.gpus ? `, ${instance.gpus.count} x ${instance.gpus.type}` : ''}, ${instance.provisioningModel})`);
+    this.o.log(`insert ${keyOf(instance)} (${instance.machineType}${instance.gpus ? `, ${instance.gpus.count} x ${instance.gpus.type}` : ''}, ${instance.provisioningModel}${guest === 'synthetic' ? ', synthetic guest' : ''})`);
     return op;
   }
 
@@ -252,8 +280,28 @@ export class Instances {
     }
   }
 
+  private isSynthetic(i: InstanceRecord): boolean {
+    return i.guest === 'synthetic';
+  }
+
+  /** STAGING -> RUNNING for a synthetic guest: no metadata server, no process. */
+  private bootSynthetic(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Staging || !this.state.instances.includes(i)) return;
+    const now = this.now();
+    i.status = InstanceStatus.Running;
+    i.lastStartMs = now;
+    openSegment(this.state, i, now, this.priceOf(i), this.o.clock.timeFactor);
+    this.o.synthetic.start(i, now);
+    this.changed(i);
+    const op = this.o.operations.byName(i.insertOperation);
+    if (op) this.o.operations.finish(op, now);
+    this.armTimeLimit(i, true);
+    if (i.preemptAtMs !== undefined) this.armPreemption(i);
+  }
+
   /** STAGING -> RUNNING: the metadata server comes up, then the guest starts. */
   private async boot(i: InstanceRecord): Promise<void> {
+    if (this.isSynthetic(i)) return this.bootSynthetic(i);
     if (i.status !== InstanceStatus.Staging || !this.state.instances.includes(i) || this.busy.has(keyOf(i))) return;
     this.busy.add(keyOf(i));
     try {
@@ -279,6 +327,7 @@ export class Instances {
       this.o.persistNow();
       if (op) this.o.operations.finish(op, now);
       this.armRunningPoll();
+      this.armTimeLimit(i, true);
       if (i.preemptAtMs !== undefined) this.armPreemption(i);
       this.o.log(`running ${keyOf(i)}${i.vm.pgid ? ` (pgid ${i.vm.pgid}, metadata 127.0.0.1:${server.port})` : ' (no startup-script)'}`);
     } finally {
@@ -373,6 +422,42 @@ export class Instances {
     this.runningPoll.unref();
   }
 
+  // --- time limits -------------------------------------------------------------------------
+
+  /**
+   * Arms the VM's time limit: `maxRunDuration` counts emulated seconds from this RUNNING
+   * start; `terminationTime` is a wall-clock time. GCE sets the VM's termination
+   * timestamp whenever it enters RUNNING with a time limit.
+   */
+  private armTimeLimit(i: InstanceRecord, starting: boolean): void {
+    if (!i.timeLimit || i.status !== InstanceStatus.Running) return;
+    if (starting || i.terminationAtMs === undefined) {
+      i.terminationAtMs = 'maxRunDurationSeconds' in i.timeLimit ? (i.lastStartMs ?? this.now()) + this.o.clock.realMs(i.timeLimit.maxRunDurationSeconds) : i.timeLimit.terminationTimeMs;
+      this.o.persist();
+    }
+    this.o.scheduler.at(`limit:${keyOf(i)}`, i.terminationAtMs, () => this.reachTimeLimit(i));
+  }
+
+  /** The time limit is reached: GCE stops or deletes the VM, as its instanceTerminationAction says, and records the operation. */
+  private reachTimeLimit(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Running || !this.state.instances.includes(i)) return;
+    const now = this.now();
+    const del = i.terminationAction === 'DELETE';
+    const op = this.o.operations.create({
+      project: i.project,
+      zone: i.zone,
+      type: del ? OperationType.Delete : OperationType.Stop,
+      targetLink: instanceSelfLink(i.project, i.zone, i.name),
+      targetId: i.id,
+      user: 'system',
+      nowMs: now,
+    });
+    op.statusMessage = TIME_LIMIT_MESSAGE;
+    i.pendingOperations = [...(i.pendingOperations ?? []), op.name];
+    this.beginStop(i, StopReason.TimeLimit, this.o.timings.stopGraceSeconds);
+    this.o.log(`time limit of ${keyOf(i)} reached: ${del ? 'deleting' : 'stopping'} it`);
+  }
+
   // --- stopping: preemption and delete --------------------------------------------------
 
   /** Preempts a spot VM now, or schedules it `afterSeconds` emulated seconds from now. */
@@ -463,14 +548,19 @@ export class Instances {
       op.statusMessage = 'Instance was preempted.';
       this.o.operations.finish(op, now);
     }
+    i.terminationAtMs = undefined;
+    this.o.scheduler.cancel(`limit:${keyOf(i)}`);
     this.changed(i);
-    signalGroup(i.vm.pgid, 'SIGTERM');
     this.armStop(i);
+    if (this.isSynthetic(i)) this.o.synthetic.terminate(i, now);
+    else signalGroup(i.vm.pgid, 'SIGTERM');
   }
 
   private armStop(i: InstanceRecord): void {
     const key = keyOf(i);
     this.o.scheduler.at(`kill:${key}`, i.killAtMs ?? this.now(), () => this.finishStop(i));
+    // A synthetic guest reports its own exit (guestExited); only process groups are polled.
+    if (this.isSynthetic(i)) return;
     const poll = () => {
       if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
       if (!groupAlive(i.vm.pgid)) this.finishStop(i);
@@ -485,18 +575,25 @@ export class Instances {
     const key = keyOf(i);
     this.o.scheduler.cancel(`kill:${key}`);
     this.o.scheduler.cancel(`exit:${key}`);
-    if (groupAlive(i.vm.pgid)) {
-      signalGroup(i.vm.pgid, 'SIGKILL');
-      i.vm.killed = true;
-    }
     const now = this.now();
-    i.vm.exitedAtMs ??= now;
-    i.vm.exitCode ??= readExitCode(i.vm.dir);
+    if (this.isSynthetic(i)) {
+      if (this.o.synthetic.kill(i, now)) i.vm.killed = true;
+      i.vm.exitedAtMs ??= i.vm.synthetic?.exitedAtMs ?? now;
+      i.vm.exitCode ??= i.vm.synthetic?.killed ? undefined : i.vm.synthetic?.exitCode;
+    } else {
+      if (groupAlive(i.vm.pgid)) {
+        signalGroup(i.vm.pgid, 'SIGKILL');
+        i.vm.killed = true;
+      }
+      i.vm.exitedAtMs ??= now;
+      i.vm.exitCode ??= readExitCode(i.vm.dir);
+    }
     closeSegment(this.state, i, now);
     i.lastStopMs = now;
     void this.metadataServers.get(key)?.close();
     this.metadataServers.delete(key);
-    if (i.stopReason === StopReason.Deleted || (i.stopReason === StopReason.Preempted && i.terminationAction === 'DELETE')) {
+    const deleteOnStop = (i.stopReason === StopReason.Preempted || i.stopReason === StopReason.TimeLimit) && i.terminationAction === 'DELETE';
+    if (i.stopReason === StopReason.Deleted || deleteOnStop) {
       this.remove(i, now);
       return;
     }
@@ -504,7 +601,7 @@ export class Instances {
     i.killAtMs = undefined;
     this.finishPending(i, now);
     this.changed(i);
-    this.o.log(`terminated ${key}${i.preempted ? ' (preempted)' : ''}`);
+    this.o.log(`terminated ${key}${i.preempted ? ' (preempted)' : i.stopReason === StopReason.TimeLimit ? ' (time limit)' : ''}`);
   }
 
   private finishPending(i: InstanceRecord, now: number): void {
@@ -517,7 +614,8 @@ export class Instances {
 
   private remove(i: InstanceRecord, now: number): void {
     const key = keyOf(i);
-    for (const prefix of ['boot', 'kill', 'exit', 'preempt']) this.o.scheduler.cancel(`${prefix}:${key}`);
+    for (const prefix of ['boot', 'kill', 'exit', 'preempt', 'limit']) this.o.scheduler.cancel(`${prefix}:${key}`);
+    if (this.isSynthetic(i)) this.o.synthetic.kill(i, now);
     closeSegment(this.state, i, now);
     void this.metadataServers.get(key)?.close();
     this.metadataServers.delete(key);
@@ -526,6 +624,26 @@ export class Instances {
     this.o.persist();
     this.events.emit(key);
     this.o.log(`deleted ${key}`);
+  }
+
+  /** A synthetic guest is gone: recorded as a process exit is; a stopping VM then stops at once. */
+  guestExited(i: InstanceRecord): void {
+    if (!this.state.instances.includes(i)) return;
+    const rec = i.vm.synthetic;
+    i.vm.exitedAtMs = rec?.exitedAtMs ?? this.now();
+    i.vm.exitCode = rec?.exitCode;
+    if (i.status === InstanceStatus.Stopping) {
+      this.finishStop(i);
+      return;
+    }
+    this.o.log(`guest of ${keyOf(i)} exited (${i.vm.exitCode ?? 'no status'}); the VM stays RUNNING`);
+    this.changed(i);
+  }
+
+  /** Notes a guest attribute change made by a synthetic guest (persisted, wakes metadata waiters). */
+  guestChanged(i: InstanceRecord): void {
+    // No membership check: a removed VM's guest is dropped in remove(), before it can publish.
+    this.changed(i);
   }
 
   // --- guest attributes and serial port ---------------------------------------------------
@@ -569,7 +687,10 @@ export class Instances {
           this.armBoot(i);
           break;
         case InstanceStatus.Running:
-          if (i.vm.pgid && i.vm.exitedAtMs === undefined && groupAlive(i.vm.pgid)) {
+          if (this.isSynthetic(i)) {
+            // Its progress is a function of time: it catches up with what it did meanwhile.
+            this.o.synthetic.adopt(i);
+          } else if (i.vm.pgid && i.vm.exitedAtMs === undefined && groupAlive(i.vm.pgid)) {
             await this.serveMetadata(i);
             this.o.log(`adopted ${keyOf(i)} (pgid ${i.vm.pgid}, metadata 127.0.0.1:${i.vm.metadataPort})`);
             this.armRunningPoll();
@@ -577,10 +698,12 @@ export class Instances {
             i.vm.exitedAtMs = this.now();
             i.vm.exitCode = readExitCode(i.vm.dir);
           }
+          this.armTimeLimit(i, false);
           if (i.preemptAtMs !== undefined) this.armPreemption(i);
           break;
         case InstanceStatus.Stopping:
-          if (groupAlive(i.vm.pgid)) await this.serveMetadata(i);
+          if (this.isSynthetic(i)) this.o.synthetic.adopt(i);
+          else if (groupAlive(i.vm.pgid)) await this.serveMetadata(i);
           this.armStop(i);
           break;
         case InstanceStatus.Terminated:
@@ -604,10 +727,12 @@ export class Instances {
   async close(killVms: boolean): Promise<void> {
     this.closed = true;
     if (this.runningPoll) clearInterval(this.runningPoll);
+    this.o.synthetic.close();
     if (killVms) {
       const now = this.now();
       for (const i of this.state.instances) {
         if (signalGroup(i.vm.pgid, 'SIGKILL')) i.vm.killed = true;
+        if (this.isSynthetic(i) && this.o.synthetic.kill(i, now)) i.vm.killed = true;
         if (i.status === InstanceStatus.Running || i.status === InstanceStatus.Stopping) {
           closeSegment(this.state, i, now);
           i.status = InstanceStatus.Terminated;

@@ -1,5 +1,5 @@
 /**
- * `npm run emulator -- --port <port> --state-dir <dir> [--trace <file>] [--time-factor <n>] [--seed <n>]`
+ * `npm run emulator -- --port <port> --state-dir <dir> [--trace <file>] [--time-factor <n>] [--seed <n>] [--guest synthetic] [--rate-quota <group=limit>]`
  *
  * Starts the GCE emulator and prints the endpoint it listens on. Ctrl-C (SIGINT) or
  * SIGTERM stops the server and leaves the VMs running, as real VMs outlive their API
@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { rateQuotaGroup, RATE_QUOTA_GROUPS } from './rate-quotas';
 import { startEmulator } from './server';
 
 function number(label: string, { integer = false, min = -Infinity, exclusiveMin = false } = {}) {
@@ -17,6 +18,13 @@ function number(label: string, { integer = false, min = -Infinity, exclusiveMin 
     }
     return n;
   };
+}
+
+function rateQuota(value: string, previous: Record<string, number> = {}): Record<string, number> {
+  const match = /^([a-z_./]+)=(\d+)$/.exec(value);
+  const group = match ? rateQuotaGroup(match[1]) : undefined;
+  if (!match || !group) throw new InvalidArgumentError(`expected <group>=<requests per window>, group one of ${RATE_QUOTA_GROUPS.map((g) => g.id).join(', ')}`);
+  return { ...previous, [group.id]: Number(match[2]) };
 }
 
 interface CliOptions {
@@ -32,6 +40,14 @@ interface CliOptions {
   preemptionsPerHour?: number;
   killVmsOnExit?: boolean;
   quiet?: boolean;
+  rateQuotas: boolean;
+  rateQuota?: Record<string, number>;
+  rateQuotaWindow?: number;
+  guest: 'process' | 'synthetic';
+  syntheticSteps?: number;
+  syntheticStepSeconds?: number;
+  syntheticCheckpointEvery?: number;
+  bucketsDir?: string;
 }
 
 const program = new Command('emulator')
@@ -46,6 +62,17 @@ const program = new Command('emulator')
   .option('--spot-mean-up-hours <h>', 'random spot model: mean emulated hours a zone keeps spot capacity', number('mean up hours', { min: 0, exclusiveMin: true }))
   .option('--spot-mean-down-hours <h>', 'random spot model: mean emulated hours a zone is without spot capacity', number('mean down hours', { min: 0, exclusiveMin: true }))
   .option('--preemptions-per-hour <r>', 'random spot model: preemptions per running spot VM per emulated hour', number('preemption rate', { min: 0 }))
+  .option('--rate-quota <group=limit>', 'GCE API rate quota: requests per window for one group, e.g. read_requests_per_region=1500 (repeatable)', rateQuota)
+  .option('--rate-quota-window <seconds>', 'length of the rate quota refill interval (GCE: 60)', number('rate quota window', { min: 0, exclusiveMin: true }))
+  .option('--no-rate-quotas', 'count API calls but never answer 403 rateLimitExceeded')
+  .option('--guest <kind>', "what VMs run: 'process' (their startup script) or 'synthetic' (a simulated agent, for scale work)", (v: string) => {
+    if (v !== 'process' && v !== 'synthetic') throw new InvalidArgumentError("expected 'process' or 'synthetic'");
+    return v;
+  }, 'process')
+  .option('--synthetic-steps <n>', 'synthetic guests: steps of a run', number('steps', { integer: true, min: 1 }))
+  .option('--synthetic-step-seconds <s>', 'synthetic guests: emulated seconds per step', number('step seconds', { min: 0, exclusiveMin: true }))
+  .option('--synthetic-checkpoint-every <n>', 'synthetic guests: steps between checkpoints', number('checkpoint interval', { integer: true, min: 1 }))
+  .option('--buckets-dir <dir>', 'local directory standing in for GCS (gs://b/p = <dir>/b/p); synthetic guests write checkpoints there')
   .option('--kill-vms-on-exit', 'kill every VM when the emulator stops')
   .option('--quiet', 'log to <state-dir>/emulator.log only')
   .action(async (opts: CliOptions) => {
@@ -58,11 +85,19 @@ const program = new Command('emulator')
       timeFactor: opts.timeFactor,
       seed: opts.seed,
       spot: { meanUpHours: opts.spotMeanUpHours, meanDownHours: opts.spotMeanDownHours, preemptionsPerHour: opts.preemptionsPerHour },
+      rateQuotas: { enabled: opts.rateQuotas, limits: opts.rateQuota, windowSeconds: opts.rateQuotaWindow },
+      guest: opts.guest,
+      synthetic: {
+        ...(opts.syntheticSteps !== undefined ? { steps: opts.syntheticSteps } : {}),
+        ...(opts.syntheticStepSeconds !== undefined ? { stepSeconds: opts.syntheticStepSeconds } : {}),
+        ...(opts.syntheticCheckpointEvery !== undefined ? { checkpointEvery: opts.syntheticCheckpointEvery } : {}),
+      },
+      bucketsDir: opts.bucketsDir,
       log: opts.quiet ? undefined : (line) => console.log(`${new Date().toISOString()} ${line}`),
     });
     console.log(`GCE emulator listening on ${emulator.endpoint}`);
     console.log(`  clients: { apiEndpoint: '${emulator.host}', port: ${emulator.port}, protocol: 'http' }  or STERNA_GCE_ENDPOINT=${emulator.endpoint}`);
-    console.log(`  admin:   ${emulator.endpoint}/emulator/v1/  (state: ${emulator.stateDir}, time factor ${emulator.timeFactor}, spot model ${emulator.spotModel})`);
+    console.log(`  admin:   ${emulator.endpoint}/emulator/v1/  (state: ${emulator.stateDir}, time factor ${emulator.timeFactor}, spot model ${emulator.spotModel}, ${emulator.guest} guests)`);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

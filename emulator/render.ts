@@ -173,5 +173,7 @@ export function renderInstance(i: InstanceRecord): Record<string, unknown> {
     fingerprint: fingerprint([i.id, i.status]),
     lastStartTimestamp: iso(i.lastStartMs),
     lastStopTimestamp: iso(i.lastStopMs),
+    // GCE sets this read-only field while a VM with a time limit runs.
+    ...(i.terminationAtMs !== undefined ? { resourceStatus: { ...(r.resourceStatus as object | undefined), scheduling: { terminationTimestamp: iso(i.terminationAtMs) } } } : {}),
   };
 }

@@ -13,6 +13,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join, resolve } from 'node:path';
 import { allZones, defaultCatalog, type Catalog } from '../config/catalog';
 import { ADMIN_PREFIX, handleAdmin } from './admin';
+import { classifyCall, type ApiCall } from './api-methods';
+import { ApiUsage } from './api-usage';
 import { Clock } from './clock';
 import { handleCompute } from './compute-api';
 import { asGceError, GceError, Reason } from './errors';
@@ -20,10 +22,13 @@ import { faultError, Faults } from './faults';
 import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
 import { DEFAULT_TIMINGS, Instances, type LifecycleTimings } from './instances';
 import { Operations } from './operations';
+import { RateQuotas, type RateQuotaOptions } from './rate-quotas';
 import { Scheduler } from './scheduler';
 import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
 import { StateStore } from './state-store';
+import { checkedConfig, DEFAULT_SYNTHETIC_GUEST, SyntheticGuests, type SyntheticGuestConfig } from './synthetic-guest';
 import { loadTrace, traceCatalog, type Trace } from './trace';
+import type { GuestKind, InstanceRecord } from './types';
 
 export interface EmulatorOptions {
   /** Loopback port; 0 (the default) picks a free one. */
@@ -48,6 +53,27 @@ export interface EmulatorOptions {
   operationWaitSeconds?: number;
   /** The catalog to serve (default config/catalog.ts; a trace adjusts it). */
   catalog?: Catalog;
+  /**
+   * GCE's per-minute API rate quotas (403 rateLimitExceeded past them): on by default at
+   * the emulator's defaults (see rate-quotas.ts); change limits or the window here or
+   * at runtime through the admin API.
+   */
+  rateQuotas?: RateQuotaOptions;
+  /**
+   * What new VMs run. `process` (the default): their startup script, as a local process
+   * group. `synthetic`, for scale work only: no process; the emulator plays the Sterna
+   * agent's observable behaviour (guest attributes, checkpoints, reaction to SIGTERM).
+   */
+  guest?: GuestKind;
+  /** Synthetic guests' run: steps, stepSeconds, checkpointEvery, ... (see synthetic-guest.ts). */
+  synthetic?: Partial<SyntheticGuestConfig>;
+  /** Real milliseconds between synthetic guest ticks (default 200). */
+  syntheticTickMs?: number;
+  /**
+   * The local directory that stands in for GCS (gs://bucket/path = <bucketsDir>/bucket/path);
+   * synthetic guests write their checkpoints there and verify the ones they resume from.
+   */
+  bucketsDir?: string;
   /** Log sink; by default lines go to <stateDir>/emulator.log. */
   log?: (line: string) => void;
 }
@@ -62,6 +88,7 @@ export interface EmulatorHandle {
   /** The catalog being served (with a trace's zones, if any). */
   catalog: Catalog;
   spotModel: SpotModel['kind'];
+  guest: GuestKind;
   /**
    * Stops serving and persists the state. VMs keep running (they outlive the emulator,
    * as real VMs do) unless `killVms`, which SIGKILLs every guest and marks it TERMINATED.
@@ -72,6 +99,8 @@ export interface EmulatorHandle {
 const LOCK_FILE = 'emulator.lock';
 /** Real milliseconds over which state changes are gathered into one write. */
 const PERSIST_DELAY_MS = 20;
+/** Writes are spaced by at least this many times the last write's duration. */
+const PERSIST_COST_FACTOR = 10;
 const openStateDirs = new Set<string>();
 
 function takeLock(stateDir: string): void {
@@ -133,26 +162,44 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const store = new StateStore(stateDir);
   const state = store.load(clock.now());
   // Changes are coalesced into one atomic write per PERSIST_DELAY_MS (a busy fleet writes
-  // guest attributes many times a second); close() flushes what is pending.
+  // guest attributes many times a second), and a large state (thousands of VMs) is written
+  // at most once per PERSIST_COST_FACTOR times its last write's duration, so writing never
+  // takes more than a small share of the emulator's time. close() flushes what is pending.
   let pendingWrite: NodeJS.Timeout | undefined;
+  let lastWrite = { endedAt: 0, tookMs: 0 };
   const flush = () => {
     if (pendingWrite) clearTimeout(pendingWrite);
     pendingWrite = undefined;
+    const started = performance.now();
     store.save(state);
+    lastWrite = { endedAt: performance.now(), tookMs: performance.now() - started };
   };
   const persist = () => {
     if (pendingWrite) return;
-    pendingWrite = setTimeout(flush, PERSIST_DELAY_MS);
+    const spacing = Math.max(PERSIST_DELAY_MS, lastWrite.tookMs * PERSIST_COST_FACTOR);
+    const delay = Math.max(PERSIST_DELAY_MS, lastWrite.endedAt + spacing - performance.now());
+    pendingWrite = setTimeout(flush, delay);
     pendingWrite.unref();
   };
   const scheduler = new Scheduler((err) => log(`timer failed: ${(err as Error)?.stack ?? String(err)}`));
   const operations = new Operations(state, persist);
   const spotModel = chooseSpotModel(options, trace, state, clock, catalog);
-  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log });
+  const syntheticConfig = checkedConfig({ ...DEFAULT_SYNTHETIC_GUEST, ...options.synthetic });
+  // The synthetic guests and the instances call each other: the guests report through these.
+  const guestEvents = { changed: (_: InstanceRecord) => undefined as void, exited: (_: InstanceRecord) => undefined as void };
+  const synthetic = new SyntheticGuests(
+    { clock, tickMs: options.syntheticTickMs, bucketsDir: options.bucketsDir, changed: (i) => guestEvents.changed(i), exited: (i) => guestEvents.exited(i), log },
+    syntheticConfig,
+  );
+  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic });
+  guestEvents.changed = (i) => instances.guestChanged(i);
+  guestEvents.exited = (i) => instances.guestExited(i);
   const faults = new Faults(options.seed ?? 1);
+  const rateQuotas = new RateQuotas(options.rateQuotas);
+  const apiUsage = new ApiUsage(clock.now());
   const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
   const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
-  const adminCtx = { state, catalog, clock, instances, faults, spotModel, persist };
+  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist };
 
   const pendingHangs = new Set<() => void>();
   const hang = (ms: number) =>
@@ -167,6 +214,43 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       pendingHangs.add(done);
     });
 
+  /** A GCE API call: counted by project and method, held to the rate quotas, then faults, then served. */
+  const serveCompute = async (req: IncomingMessage, res: ServerResponse, method: string, pathname: string, query: URLSearchParams) => {
+    let project = '-';
+    let call: ApiCall | undefined;
+    let status = 500;
+    let rateLimited = false;
+    try {
+      const segments = pathSegments(pathname).slice(2);
+      if (segments[0] === 'projects' && segments[1]) project = segments[1];
+      call = classifyCall(method, segments, catalog);
+      const refused = call ? rateQuotas.admit(call, clock.now()) : undefined;
+      if (refused) {
+        rateLimited = true;
+        throw refused;
+      }
+      const fault = faults.pick(method, pathname);
+      if (fault) {
+        if (fault.hangMs) await hang(fault.hangMs);
+        if (fault.status) {
+          req.resume();
+          status = fault.status;
+          return sendError(res, faultError(fault.status));
+        }
+      }
+      const text = await readBody(req);
+      const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? parseJson(text) : undefined;
+      const result = await handleCompute(computeCtx, { method, segments, query, body });
+      status = result.status;
+      return sendJson(res, result.status, result.body);
+    } catch (err) {
+      status = asGceError(err).status;
+      throw err;
+    } finally {
+      apiUsage.record(project, call?.method, { status, rateLimited });
+    }
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const method = req.method ?? 'GET';
     // The raw path, not URL's: `new URL` would resolve "..", "." and "%2e%2e" segments away.
@@ -180,21 +264,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       throw new GceError(400, Reason.Invalid, 'Malformed query string');
     }
     if (!pathname.startsWith('/')) throw new GceError(400, Reason.Invalid, 'Malformed request URL');
-    if (pathname.startsWith('/compute/v1/')) {
-      const segments = pathSegments(pathname).slice(2);
-      const fault = faults.pick(method, pathname);
-      if (fault) {
-        if (fault.hangMs) await hang(fault.hangMs);
-        if (fault.status) {
-          req.resume();
-          return sendError(res, faultError(fault.status));
-        }
-      }
-      const text = await readBody(req);
-      const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? parseJson(text) : undefined;
-      const result = await handleCompute(computeCtx, { method, segments, query, body });
-      return sendJson(res, result.status, result.body);
-    }
+    if (pathname.startsWith('/compute/v1/')) return serveCompute(req, res, method, pathname, query);
     if (pathname === ADMIN_PREFIX || pathname.startsWith(`${ADMIN_PREFIX}/`)) {
       const segments = pathSegments(pathname).slice(2);
       const body = parseJson(await readBody(req));
@@ -243,7 +313,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     persist,
   });
   const port = (server.address() as { port: number }).port;
-  log(`listening on http://${host}:${port} (time factor ${clock.timeFactor}, spot model ${spotModel.kind}${trace ? ` ${trace.name}` : ''}, state ${stateDir})`);
+  log(`listening on http://${host}:${port} (time factor ${clock.timeFactor}, spot model ${spotModel.kind}${trace ? ` ${trace.name}` : ''}, ${options.guest ?? 'process'} guests, state ${stateDir})`);
 
   let closing: Promise<void> | undefined;
   return {
@@ -254,6 +324,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     timeFactor: clock.timeFactor,
     catalog,
     spotModel: spotModel.kind,
+    guest: options.guest ?? 'process',
     close(closeOptions = {}) {
       closing ??= (async () => {
         spotModel.stop();

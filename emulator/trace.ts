@@ -9,14 +9,10 @@
  * The trace's accelerator names map to GCE types (V100 -> nvidia-tesla-v100, ...), and
  * the machine type is the catalog's for that accelerator and count (n1 + attached GPUs
  * for V100/K80). The trace's whole-instance prices replace the catalog prices there.
+ * The file format itself is parsed by config/spot-trace.ts, shared with bench/.
  */
-import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
-import { z } from 'zod';
 import { defaultCatalog, instanceKey, machineTypeFor, type Catalog, type Region, type Zone } from '../config/catalog';
-
-/** The Can't Be Late convention for traces without spot prices (see the traces README). */
-export const SPOT_DISCOUNT_DIVISOR = 3.1446;
+import { parseTraceFile, readTraceFile, type TraceFile } from '../config/spot-trace';
 
 const ACCELERATOR_NAMES: Record<string, string> = {
   V100: 'nvidia-tesla-v100',
@@ -27,31 +23,6 @@ const ACCELERATOR_NAMES: Record<string, string> = {
   L4: 'nvidia-l4',
   H100: 'nvidia-h100-80gb',
 };
-
-const PriceSchema = z.union([z.number().nonnegative(), z.array(z.number().nonnegative())]);
-
-const ZoneSchema = z.looseObject({
-  zone: z.string().min(1),
-  region: z.string().min(1).optional(),
-  available: z.string().regex(/^[01]+$/, 'a string of 0s and 1s'),
-  spotPrice: PriceSchema.optional(),
-  onDemandPrice: z.number().positive().optional(),
-  accelerator: z.string().optional(),
-  acceleratorCount: z.number().int().positive().optional(),
-  instanceType: z.string().optional(),
-});
-
-const TraceSchema = z.looseObject({
-  name: z.string().optional(),
-  cloud: z.string().optional(),
-  gapSeconds: z.number().positive(),
-  startTime: z.string().optional(),
-  accelerator: z.string().optional(),
-  acceleratorCount: z.number().int().positive().optional(),
-  onDemandPrice: z.number().positive().optional(),
-  instanceType: z.string().optional(),
-  zones: z.array(ZoneSchema).min(1),
-});
 
 export interface TraceEntry {
   /** Emulator (GCE-shaped) zone name. */
@@ -87,30 +58,26 @@ export function gceAcceleratorName(name: string, catalog: Catalog = defaultCatal
   return mapped;
 }
 
-export function parseTrace(json: unknown, label = 'trace', catalog: Catalog = defaultCatalog): Trace {
-  const parsed = TraceSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`${label}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const t = parsed.data;
-  const entries = t.zones.map((z, i): TraceEntry => {
-    const where = `${label}: zones[${i}] (${z.zone})`;
-    const acceleratorRaw = z.accelerator ?? t.accelerator;
-    const onDemandPrice = z.onDemandPrice ?? t.onDemandPrice;
-    if (!acceleratorRaw) throw new Error(`${where}: no accelerator`);
-    if (onDemandPrice === undefined) throw new Error(`${where}: no onDemandPrice`);
-    const accelerator = gceAcceleratorName(acceleratorRaw, catalog);
-    const acceleratorCount = z.acceleratorCount ?? t.acceleratorCount ?? 1;
-    const machineType = machineTypeFor(accelerator, acceleratorCount, catalog);
-    if (!machineType) throw new Error(`${where}: no GCE machine type for ${acceleratorCount} x ${accelerator}`);
-    const zone = gceZoneName(z.zone);
-    const spotPrice = z.spotPrice ?? onDemandPrice / SPOT_DISCOUNT_DIVISOR;
-    if (Array.isArray(spotPrice) && spotPrice.length !== z.available.length) throw new Error(`${where}: spotPrice has ${spotPrice.length} ticks, available has ${z.available.length}`);
-    return { zone, region: z.region ?? zone.replace(/-[a-z]$/, ''), sourceZone: z.zone, accelerator, acceleratorCount, machineType, onDemandPrice, available: z.available, spotPrice };
+/** The trace as GCE zones: each entry's zone renamed GCE's way, its accelerator mapped to a GCE type and a machine type. */
+export function traceFromFile(file: TraceFile, catalog: Catalog = defaultCatalog): Trace {
+  const entries = file.entries.map((e, i): TraceEntry => {
+    const where = `${file.name}: zones[${i}] (${e.zone})`;
+    if (!e.accelerator) throw new Error(`${where}: no accelerator (set it on the entry or the file)`);
+    const accelerator = gceAcceleratorName(e.accelerator, catalog);
+    const machineType = machineTypeFor(accelerator, e.acceleratorCount, catalog);
+    if (!machineType) throw new Error(`${where}: no GCE machine type for ${e.acceleratorCount} x ${accelerator}`);
+    const zone = gceZoneName(e.zone);
+    return { zone, region: e.region ?? zone.replace(/-[a-z]$/, ''), sourceZone: e.zone, accelerator, acceleratorCount: e.acceleratorCount, machineType, onDemandPrice: e.onDemandPrice, available: e.available, spotPrice: e.spotPrice };
   });
-  return { name: t.name ?? label, gapSeconds: t.gapSeconds, ticks: Math.max(...entries.map((e) => e.available.length)), entries };
+  return { name: file.name, gapSeconds: file.gapSeconds, ticks: Math.max(...entries.map((e) => e.available.length)), entries };
+}
+
+export function parseTrace(json: unknown, label = 'trace', catalog: Catalog = defaultCatalog): Trace {
+  return traceFromFile(parseTraceFile(json, label), catalog);
 }
 
 export function loadTrace(file: string, catalog: Catalog = defaultCatalog): Trace {
-  return parseTrace(JSON.parse(readFileSync(file, 'utf8')) as unknown, basename(file), catalog);
+  return traceFromFile(readTraceFile(file), catalog);
 }
 
 /** Tick index for an emulated time; a trace that runs out starts again from tick 0. */

@@ -4,6 +4,8 @@
  * derived with the time factor (see clock.ts).
  */
 import type { ProvisioningModel } from '../config/catalog';
+import type { TimeLimit } from './instance-request';
+import type { SyntheticGuestRecord } from './synthetic-guest';
 
 export const InstanceStatus = {
   Provisioning: 'PROVISIONING',
@@ -26,7 +28,7 @@ export const OperationType = {
 export type OperationType = (typeof OperationType)[keyof typeof OperationType];
 
 /** Why an instance is leaving RUNNING. */
-export const StopReason = { Preempted: 'preempted', Deleted: 'deleted', Stopped: 'stopped' } as const;
+export const StopReason = { Preempted: 'preempted', Deleted: 'deleted', Stopped: 'stopped', TimeLimit: 'time-limit' } as const;
 export type StopReason = (typeof StopReason)[keyof typeof StopReason];
 
 export interface GpuRequest {
@@ -50,7 +52,12 @@ export interface VmProcess {
   exitCode?: number;
   /** Set when the emulator had to SIGKILL the group. */
   killed?: boolean;
+  /** A synthetic guest's state (no process): see synthetic-guest.ts. */
+  synthetic?: SyntheticGuestRecord;
 }
+
+/** What runs inside a VM: its startup script as a real process group, or a simulated agent. */
+export type GuestKind = 'process' | 'synthetic';
 
 export interface InstanceRecord {
   project: string;
@@ -65,8 +72,14 @@ export interface InstanceRecord {
   machineType: string;
   gpus?: GpuRequest;
   provisioningModel: ProvisioningModel;
-  /** STOP or DELETE, for spot VMs (`scheduling.instanceTerminationAction`). */
+  /** STOP or DELETE, for spot VMs and time limits (`scheduling.instanceTerminationAction`). */
   terminationAction: 'STOP' | 'DELETE';
+  /** `scheduling.maxRunDuration` or `scheduling.terminationTime`, if set. */
+  timeLimit?: TimeLimit;
+  /** When the time limit ends this RUNNING VM (epoch ms); cleared when it stops. */
+  terminationAtMs?: number;
+  /** Absent in older state files: a process guest. */
+  guest?: GuestKind;
   labels: Record<string, string>;
   metadata: Record<string, string>;
   guestAttributesEnabled: boolean;

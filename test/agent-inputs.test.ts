@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { agentAttributes, agentScript, type AgentInputs } from '../activities/agent/script';
+import { eventually } from './helpers/processes';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
 const PROJECT = 'agent-test';
@@ -129,6 +130,32 @@ describe('the agent runs exactly the trainer it was given', function () {
   after(async () => {
     await emu?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('publishes GCE\'s preemption notice as a guest attribute the moment the metadata server says so', async () => {
+    const name = `agent-${++vms}`;
+    const attributes = agentAttributes({ runId: 'notice', attempt: 1, argv: ['sleep', '60'], env: {}, datasets: [], checkpointUri: `file://${scratch}/ckpt`, pollSeconds: 0.2 });
+    const items = [{ key: 'startup-script', value: agentScript() }, { key: 'enable-guest-attributes', value: 'TRUE' }, ...Object.entries(attributes).map(([key, value]) => ({ key, value }))];
+    const [lro] = await instances.insert({
+      project: PROJECT,
+      zone: ZONE,
+      instanceResource: {
+        name,
+        machineType: `zones/${ZONE}/machineTypes/g2-standard-4`,
+        scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false },
+        metadata: { items },
+        disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: 'projects/debian-cloud/global/images/family/debian-12', diskSizeGb: '50' } }],
+        networkInterfaces: [{ network: 'global/networks/default' }],
+      },
+    });
+    await done(lro.latestResponse.name as string);
+    const guest = async () => (await emu.instances()).find((i) => i.name === name)?.guestAttributes.sterna ?? {};
+    await eventually('training', async () => ((await guest()).phase === 'training' ? true : undefined), 30_000, 100);
+    assert.equal((await guest()).preempted, undefined, 'no notice before the preemption');
+    await emu.preempt(ZONE, name);
+    await eventually('the notice published', async () => ((await guest()).preempted === 'TRUE' ? true : undefined), 30_000, 50);
+    const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
+    await done(del.latestResponse.name as string);
   });
 
   it('passes hostile argv items and env values through byte for byte, and adds nothing', async () => {

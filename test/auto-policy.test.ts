@@ -41,7 +41,7 @@ describe('auto mode on a replayed spot trace', function () {
     const run = await stack.start(spec);
     const result = await run.result();
     const { timeline } = await run.query(statusQuery);
-    const decisions = timeline.map((e) => /^policy: (spot|on-demand) in (\S+)$/.exec(e.event)).filter((m): m is RegExpExecArray => m !== null);
+    const decisions = timeline.filter((e) => e.kind === 'policy-choice').map((e) => [e.model === 'SPOT' ? 'spot' : 'on-demand', e.zone]);
     assert.ok(decisions.length >= 1, 'the policy was asked');
 
     // The first choice is exactly what the policy says for what the run knew then.
@@ -58,11 +58,11 @@ describe('auto mode on a replayed spot trace', function () {
       stepSeconds: 300,
       current: { kind: 'idle' },
     })).action;
-    assert.deepEqual([decisions[0][1], decisions[0][2]], [first.kind, first.kind === 'idle' ? undefined : first.zone]);
+    assert.deepEqual(decisions[0], [first.kind, first.kind === 'idle' ? undefined : first.zone]);
 
     // Every attempt is the decision just before it, and the run ends where spot was up.
     const attempts = result.attempts.map((a) => [a.provisioningModel === 'SPOT' ? 'spot' : 'on-demand', a.zone]);
-    assert.deepEqual(attempts, decisions.map((d) => [d[1], d[2]]));
+    assert.deepEqual(attempts, decisions);
     const trace = loadTrace(TRACE);
     const last = result.attempts[result.attempts.length - 1];
     assert.equal(last.outcome, 'completed');

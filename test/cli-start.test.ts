@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../config/temporal-cli';
 import { runKey } from '../workflows/naming';
-import type { RunResult } from '../workflows/run-state';
+import type { RunResult } from '../workflows/run/views';
 import { startStack, type Stack } from './helpers/stack';
 import { testServerAddress } from './helpers/temporal';
 

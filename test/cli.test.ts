@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import type { RunStatus } from '../workflows/run-state';
+import type { RunStatus } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import { statusQuery } from '../workflows/messages';
 import { eventually } from './helpers/processes';
@@ -115,7 +115,7 @@ describe('the sterna CLI says why a command failed and how to fix it', function 
     for (const amount of ['-1', 'abc', '0', '']) {
       expectFailure(await sterna(['budget', id, amount]), 2, /invalid for argument 'usd'\. a budget is a positive number of USD/);
     }
-    assert.ok(!(await statusOf(id)).timeline.some((e) => /budget set/.test(e.event)), 'no update reached the run');
+    assert.ok(!(await statusOf(id)).timeline.some((e) => e.kind === 'limit-changed'), 'no update reached the run');
   });
 
   it('budget: the run validator reason, exit 2, when the budget is below what is spent; a good budget prints the status', async () => {

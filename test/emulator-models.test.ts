@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { AcceleratorTypesClient, InstancesClient, ZoneOperationsClient, ZonesClient, type protos } from '@google-cloud/compute';
 import { hasBuiltInAccelerators, machineTypeFor, pricePerHour, quotaMetric, zonesWith } from '../config/catalog';
 import { compileFilter } from '../emulator/filter';
-import { gceZoneName, SPOT_DISCOUNT_DIVISOR } from '../emulator/trace';
+import { SPOT_PRICE_DIVISOR } from '../config/spot-trace';
+import { gceZoneName } from '../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
@@ -85,7 +86,7 @@ describe('GCE emulator: trace replay', function () {
     assert.deepEqual(refused.error?.errors?.map((e) => e.code), ['ZONE_RESOURCE_POOL_EXHAUSTED']);
 
     const [bill] = await emu.billing(PROJECT);
-    assert.ok(Math.abs(bill.pricePerHour - entry.onDemandPrice / SPOT_DISCOUNT_DIVISOR) < 1e-9, 'the trace price (on-demand / 3.1446 without a spot series)');
+    assert.ok(Math.abs(bill.pricePerHour - entry.onDemandPrice / SPOT_PRICE_DIVISOR) < 1e-9, 'the trace price (on-demand / 3.1446 without a spot series)');
     // About six 600 s ticks of emulated time: a realistic hour of V100 spot.
     assert.ok(bill.emulatedRunningSeconds > 1800 && bill.emulatedRunningSeconds < 4200, `${bill.emulatedRunningSeconds} emulated seconds`);
   });

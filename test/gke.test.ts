@@ -148,8 +148,8 @@ describe('trainingRun on GKE (a real Kubernetes control plane)', function () {
     assert.equal(result.attempts[0].outcome, 'preempted');
     assert.notEqual(result.attempts[1].zone, result.attempts[0].zone);
     const { timeline } = await run.query(statusQuery);
-    const resumed = timeline.map((e) => /resuming from step (\d+)/.exec(e.event)).find(Boolean);
-    assert.ok(resumed && Number(resumed[1]) > 0, 'resumed from a checkpoint, not from step 0');
+    const resumed = timeline.find((e) => e.kind === 'preempted');
+    assert.ok(resumed && resumed.step! > 0, 'resumed from a checkpoint, not from step 0');
     await noneLeft(run.workflowId);
     // Give the zone its node back for the next tests.
     const lost = (await import('./helpers/kube')).NODES.find((n) => n.name === node)!;

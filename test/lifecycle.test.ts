@@ -7,8 +7,9 @@ import { Worker } from '@temporalio/worker';
 import { runKey } from '../workflows/naming';
 import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
-import type { RunStatus } from '../workflows/run-state';
+import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
+import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
@@ -53,6 +54,12 @@ describe('trainingRun on the GCE emulator', function () {
   this.timeout(240_000);
   let stack: Stack;
   const runs: Run[] = [];
+  /** A short name for each run, from the test that started it. */
+  const titles: string[] = [];
+  let title = '';
+  beforeEach(function () {
+    title = this.currentTest!.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').split('-').slice(0, 4).join('-');
+  });
   let uninterrupted: string | undefined;
 
   before(async () => {
@@ -64,6 +71,7 @@ describe('trainingRun on the GCE emulator', function () {
   async function start(overrides = {}): Promise<Run> {
     const run = await stack.start(exampleSpec(overrides));
     runs.push(run);
+    titles.push(title);
     return run;
   }
 
@@ -94,7 +102,7 @@ describe('trainingRun on the GCE emulator', function () {
       assert.notEqual(result.attempts[1].zone, zone);
       assert.equal(result.attempts[1].outcome, 'completed');
       const { timeline } = await status(run);
-      assert.ok(timeline.some((e) => e.event.startsWith(`${zone} stockout`)), 'the stockout is in the run history');
+      assert.ok(timeline.some((e) => e.kind === 'attempt-failed' && e.zone === zone && e.outcome === 'stockout'), 'the stockout is in the run history');
     } finally {
       await stack.emulator.setSpotCapacity(zone, accelerator, undefined);
     }
@@ -115,7 +123,7 @@ describe('trainingRun on the GCE emulator', function () {
     assert.deepEqual(result.attempts.map((a) => a.outcome), ['preempted', 'preempted', 'completed']);
     assert.notEqual(result.attempts[1].zone, result.attempts[0].zone, 'the second attempt avoids the zone that preempted');
     const { timeline } = await status(run);
-    const resumed = timeline.filter((e) => /resuming from step (\d+)/.test(e.event)).map((e) => Number(/step (\d+)/.exec(e.event)![1]));
+    const resumed = timeline.filter((e) => e.kind === 'preempted').map((e) => e.step!);
     assert.equal(resumed.length, 2);
     assert.ok(resumed.every((step) => step > 0), `resumed from ${resumed.join(', ')}, not from 0`);
     assert.ok(uninterrupted, 'the happy-path run ran first');
@@ -132,9 +140,8 @@ describe('trainingRun on the GCE emulator', function () {
     await stack.emulator.preempt(zone, vm);
     const result = await run.result();
     assert.equal(result.preemptions, 1);
-    const events = (await status(run)).timeline.map((e) => e.event);
-    assert.ok(events.includes(`preemption notice for ${vm}: shutdown hook`));
-    assert.ok(!events.some((e) => e.includes('st-someone-else')));
+    const notices = (await status(run)).timeline.filter((e) => e.kind === 'preemption-notice');
+    assert.deepEqual(notices.map((e) => [e.attempt, e.event]), [[1, `preemption notice for ${vm}: shutdown hook`]], 'one notice, for its own VM');
     assert.deepEqual(await instancesOf(stack, run.workflowId), []);
   });
 
@@ -179,6 +186,7 @@ describe('trainingRun on the GCE emulator', function () {
   it('fails an invalid spec with InvalidSpec naming the bad fields, creating nothing', async () => {
     const run = await stack.start({ ...exampleSpec(), command: [], resources: { accelerators: [] } } as never);
     runs.push(run);
+    titles.push(title);
     const failure = await expectFailure(run, 'InvalidSpec');
     assert.match(failure.message, /command: /);
     assert.match(failure.message, /resources\.accelerators: /);
@@ -189,6 +197,10 @@ describe('trainingRun on the GCE emulator', function () {
 
   it('replays every history above without nondeterminism', async () => {
     const histories = await Promise.all(runs.map(async (run) => ({ workflowId: run.workflowId, history: await run.fetchHistory() })));
+    // STERNA_RECORD_HISTORIES=test/histories keeps them, so later changes are replayed against them.
+    if (process.env.STERNA_RECORD_HISTORIES) {
+      for (const [i, run] of runs.entries()) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, `lifecycle-${titles[i]}.json`), run.workflowId);
+    }
     const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories);
     let count = 0;
     for await (const result of replay) {

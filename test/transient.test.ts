@@ -30,6 +30,19 @@ describe('transient API errors, as the real compute client reports them', functi
     assert.equal(isTransient(await errorOf()), false);
   });
 
+  it('calls GCE\'s 403 rateLimitExceeded transient, and a plain 403 not', async () => {
+    await emulator.admin.setRateQuotas({ limits: { read_requests_per_region: 1 } });
+    try {
+      await get().catch(() => undefined);
+      const limited = await get().then(() => assert.fail('expected 403'), (e: unknown) => e);
+      assert.equal((limited as { code?: number }).code, 403);
+      assert.equal(isTransient(limited), true, String(limited));
+    } finally {
+      await emulator.admin.setRateQuotas({ limits: { read_requests_per_region: null } });
+    }
+    assert.equal(isTransient(Object.assign(new Error('{"error":{"code":403,"message":"Required permission compute.instances.get"}}'), { code: 403 })), false);
+  });
+
   it('calls a refused connection and its own deadline transient', async () => {
     const closed = new InstancesClient({ ...emulator.clientOptions, port: 1 });
     try {

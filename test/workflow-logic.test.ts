@@ -1,9 +1,11 @@
 import { strict as assert } from 'node:assert';
+import { join } from 'node:path';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { setBudgetUpdate, setDeadlineUpdate, statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunSpecInput } from '../workflows/spec';
+import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { sternaTestWorker, testEnv, uniqueTaskQueue } from './helpers/temporal';
@@ -113,7 +115,8 @@ describe('trainingRun decisions (scripted cloud)', function () {
     });
   });
 
-  it('continues as new after many attempts, carrying its state, and still finishes', async () => {
+  it('continues as new after many attempts, carrying its state, and still finishes', async function () {
+    this.timeout(400_000);
     const provider = new ScriptedProvider([zones[0]]);
     for (let i = 1; i <= 55; i++) provider.script('us-central1-a', { kind: 'preempt', step: i, afterPolls: 1 });
     await withWorker(provider, async (start) => {
@@ -124,8 +127,10 @@ describe('trainingRun decisions (scripted cloud)', function () {
       assert.equal(result.attempts.length, 56, 'attempts from before the continue-as-new are kept');
       assert.deepEqual(provider.resumedFrom().slice(49, 52), [49, 50, 51], 'the checkpoint crosses the continue-as-new');
       const env = await testEnv();
-      const first = await env.client.workflow.getHandle(run.workflowId, run.firstExecutionRunId).describe();
+      const firstHandle = env.client.workflow.getHandle(run.workflowId, run.firstExecutionRunId);
+      const first = await firstHandle.describe();
       assert.equal(first.status.name, 'CONTINUED_AS_NEW');
+      if (process.env.STERNA_RECORD_HISTORIES) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, 'continue-as-new.json'), run.workflowId, run.firstExecutionRunId);
     });
   });
 

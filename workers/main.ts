@@ -3,6 +3,7 @@
  * connected with the standard Temporal environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
  * TLS and API-key variables or a profile), default the local dev server.
  */
+import { existsSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
@@ -10,10 +11,15 @@ import { observerOptions, startObserver } from '../activities/fleet';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildProviders } from './providers';
+import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 import { createSternaWorker } from './worker';
 
 async function main(): Promise<void> {
   const config = loadWorkerConfig();
+  // The workflows as `npm run build` bundled them: no bundling at start, and every worker
+  // of a deployment runs the same code.
+  const codePath = process.env.STERNA_WORKFLOW_BUNDLE ?? WORKFLOW_BUNDLE;
+  if (!existsSync(codePath)) throw new Error(`no workflow bundle at ${codePath}: run \`npm run build\` first (or set STERNA_WORKFLOW_BUNDLE)`);
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
@@ -24,6 +30,7 @@ async function main(): Promise<void> {
     namespace: namespace ?? 'default',
     taskQueue: config.taskQueue,
     providers,
+    workflowBundle: { codePath },
     maxConcurrentActivities: config.maxConcurrentActivities,
     client,
     observer,

@@ -4,7 +4,7 @@
  * development and tests bundle from source (`workflowsPath`).
  */
 import { Client } from '@temporalio/client';
-import { type NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
 
@@ -13,7 +13,7 @@ export interface SternaWorkerOptions {
   namespace?: string;
   taskQueue: string;
   providers: Providers;
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  workflowBundle?: WorkflowBundleOption;
   maxConcurrentActivities?: number;
   /** The client the fleet observer signals runs with; by default one on `connection`. */
   client?: Client;

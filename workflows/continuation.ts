@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { failure, FailureType } from './failures';
 import { resourceName } from './naming';
-import { AttemptOutcome, Phase, type RunState } from './run-state';
+import { AttemptOutcome, Phase, TimelineKind, type RunState } from './run/state';
 import { parseSpec, type RunSpec } from './spec';
 
 /** The input of a run continued as new: the validated spec and the state so far. */
@@ -53,6 +53,7 @@ const AttemptSchema = z.strictObject({
   stoppedAt: IsoTime.optional(),
   resumedFromStep: z.int().min(0).optional(),
   exitCode: z.int().optional(),
+  reason: z.string().optional(),
   released: z.boolean(),
   createSettled: z.boolean().optional(),
 });
@@ -71,8 +72,25 @@ const RunStateSchema = z.strictObject({
   restarts: z.int().min(0),
   budgetUsd: z.number().positive().finite().optional(),
   deadline: IsoTime.optional(),
-  timeline: z.array(z.strictObject({ at: IsoTime, event: z.string() })),
+  timeline: z.array(
+    z.strictObject({
+      at: IsoTime,
+      kind: z.enum(Object.values(TimelineKind) as [TimelineKind, ...TimelineKind[]]),
+      event: z.string(),
+      attempt: z.int().min(1).optional(),
+      zone: z.string().optional(),
+      step: z.int().min(0).optional(),
+      outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]).optional(),
+      model: Model.optional(),
+      released: z.enum(['deleted', 'absent', 'not-ours']).optional(),
+    }),
+  ),
   policyState: z.unknown().optional(),
+  placement: z.strictObject({ offers: z.array(OfferSchema), tried: z.array(z.string()) }).optional(),
+  notice: z.string().optional(),
+  lastHeardAt: z.number().finite().optional(),
+  capacityRetryAt: z.number().finite().optional(),
+  policyCheckAt: z.number().finite().optional(),
 });
 
 export interface Execution {

@@ -4,6 +4,7 @@
  * policies speak only these names.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { causeChain } from './causes';
 
 export const FailureType = {
   /** The run spec is wrong; nothing was created. Never retried. */
@@ -40,11 +41,14 @@ export function failure(type: FailureType, message: string, details?: unknown): 
   return ApplicationFailure.create({ type, message, nonRetryable: true, details: details === undefined ? undefined : [details] });
 }
 
-export function isFailureOfType(err: unknown, type: FailureType): boolean {
-  let cause: unknown = err;
-  while (cause instanceof Error) {
-    if (cause instanceof ApplicationFailure && cause.type === type) return true;
-    cause = (cause as { cause?: unknown }).cause;
-  }
-  return false;
+const NAMED = new Set<string>(Object.values(FailureType));
+
+/**
+ * The named failure somewhere in an error's cause chain (an activity's ApplicationFailure
+ * arrives wrapped in an ActivityFailure), with its own message; undefined for anything
+ * else (cancellation, timeouts, bugs).
+ */
+export function namedFailureOf(err: unknown): { type: FailureType; message: string } | undefined {
+  const link = causeChain(err).find((l): l is ApplicationFailure => l instanceof ApplicationFailure && NAMED.has(l.type ?? ''));
+  return link && { type: link.type as FailureType, message: link.message };
 }

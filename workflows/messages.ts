@@ -1,7 +1,7 @@
 /** The trainingRun workflow's messages, named for their kind. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Owner } from './naming';
-import type { RunStatus } from './run-state';
+import type { RunStatus } from './run/views';
 import type { AgentSnapshot } from './types';
 
 export const statusQuery = defineQuery<RunStatus>('status');

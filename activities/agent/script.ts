@@ -8,7 +8,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AgentInputs } from '../../workflows/activity-contract';
 import type { CheckpointRef } from '../../workflows/types';
+
+export type { AgentInputs };
 
 let cached: string | undefined;
 
@@ -18,16 +21,6 @@ export function agentScript(): string {
   return cached;
 }
 
-export interface AgentInputs {
-  runId: string;
-  attempt: number;
-  argv: string[];
-  env: Record<string, string>;
-  datasets: { uri: string; path: string }[];
-  checkpointUri: string;
-  resumeFrom?: CheckpointRef;
-  pollSeconds: number;
-}
 
 /** Decoded by `decode_list` in sterna-agent.sh; sized by `encodedListBytes` in workflows/spec.ts. */
 export function encodeList(items: readonly string[]): string {
@@ -57,6 +50,8 @@ export function parseAgentValues(values: Record<string, string>): {
   totalBytes?: number;
   checkpoint?: CheckpointRef;
   exitCode?: number;
+  /** The agent saw GCE's preemption notice on its metadata server. */
+  noticed?: boolean;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
   let checkpoint: CheckpointRef | undefined;
@@ -73,5 +68,6 @@ export function parseAgentValues(values: Record<string, string>): {
     totalBytes: int(values['total-bytes']),
     checkpoint,
     exitCode: int(values.exit),
+    noticed: values.preempted === 'TRUE' ? true : undefined,
   };
 }

@@ -194,6 +194,29 @@ for kv in "${ENVS[@]}"; do
   case "$name" in '' | [0123456789]* | *[!$NAME_CHARS]*) refuse_input "an env name is not letters, digits and _" ;; esac
 done
 
+# GCE announces a preemption on the metadata server before the VM stops: publish it at
+# once, so the run hears of it within one look instead of when the VM is already down.
+watch_preemption() {
+  # The notice comes with the soft-off SIGTERM to every process: outlive it to publish.
+  trap '' TERM
+  local seen="$STATE/preempted" wait=''
+  while :; do
+    # curl is this shell's own child (no command substitution), so the agent can end it.
+    if curl -sf -o "$seen" -H 'Metadata-Flavor: Google' "$MD/instance/preempted$wait" 2>/dev/null; then
+      [ "$(cat "$seen")" = TRUE ] && break
+      # From now on, hang until the value changes (or 5 minutes pass).
+      wait='?wait_for_change=true&timeout_sec=300'
+    else
+      sleep 5
+    fi
+  done
+  publish preempted TRUE
+}
+if [ "${STERNA_PUBLISH_MODE:-gce}" = gce ]; then
+  watch_preemption &
+  WATCHER=$!
+fi
+
 publish phase training
 cd "$WORK" || exit 70
 # env sets exactly these variables (every entry is NAME=value, checked above), and would
@@ -220,6 +243,12 @@ code=$?
 # A trap can interrupt the first wait; the trainer's status is final only once it is gone.
 while kill -0 "$TRAINER" 2>/dev/null; do wait "$TRAINER"; code=$?; done
 
+if [ -n "${WATCHER:-}" ]; then
+  # It ignores SIGTERM (above), and its curl may hang for minutes: end both for good.
+  pkill -KILL -P "$WATCHER" 2>/dev/null
+  kill -KILL "$WATCHER" 2>/dev/null
+  wait "$WATCHER" 2>/dev/null
+fi
 publish phase uploading
 publish_progress
 upload_new_checkpoints

@@ -308,9 +308,11 @@ export class GceProvider implements ComputeProvider {
     const status = instance.status ?? '';
     const lifecycle =
       status === 'RUNNING' ? 'running' : status === 'STOPPING' || status === 'SUSPENDING' ? 'stopping' : status === 'TERMINATED' || status === 'SUSPENDED' ? 'terminated' : 'pending';
-    const values = lifecycle === 'pending' ? {} : await this.guestAttributes(ref);
-    const preempted = lifecycle === 'stopping' || lifecycle === 'terminated' ? await this.wasPreempted(ref, instance) : false;
-    return { lifecycle, preempted, ...parseAgentValues(values) };
+    const { noticed, ...agent } = parseAgentValues(lifecycle === 'pending' ? {} : await this.guestAttributes(ref));
+    // The agent relays GCE's own notice from the metadata server; once the VM stops, the
+    // preempted operation says so too (it may be recorded only at the end of the stop).
+    const preempted = noticed === true || ((lifecycle === 'stopping' || lifecycle === 'terminated') && (await this.wasPreempted(ref, instance)));
+    return { lifecycle, preempted, ...agent };
   }
 
   private async guestAttributes(ref: ResourceRef): Promise<Record<string, string>> {

@@ -408,7 +408,8 @@ export class GkeProvider implements ComputeProvider {
     const preempted = podDisrupted(pod) || (nodeGone && pod.status?.phase !== 'Succeeded');
     const phase = pod.status?.phase;
     const lifecycle = phase === 'Running' ? (preempted ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
-    return { lifecycle, preempted, ...parseAgentValues(values) };
+    const { noticed: _gceOnly, ...agent } = parseAgentValues(values);
+    return { lifecycle, preempted, ...agent };
   }
 
   private async nodeExists(name: string): Promise<boolean> {

@@ -4,58 +4,12 @@
  * Sterna's failure types (workflows/failures.ts) at this boundary.
  */
 import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
+import type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult } from '../../workflows/activity-contract';
 import { OwnerLabel, type Owner } from '../../workflows/naming';
-import type { AgentSnapshot, Offer, ResourceRef, RunningWindow } from '../../workflows/types';
-import type { AgentInputs } from '../agent/script';
+import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 
-/** What a run needs, from its spec: used to list offers. */
-export interface CapacityRequest {
-  accelerators: { type: string; count: number }[];
-  machineType?: string;
-  regions?: { allow?: string[]; deny?: string[] };
-  zones?: { allow?: string[]; deny?: string[] };
-  provisioningModels: ('SPOT' | 'STANDARD')[];
-}
-
-export interface ProvisionRequest {
-  name: string;
-  offer: Offer;
-  /** Who the resource belongs to; only a resource carrying exactly these labels is adopted. */
-  owner: Owner;
-  /** The owner labels plus the spec's cost-attribution labels. */
-  labels: Record<string, string>;
-  agent: AgentInputs;
-  diskSizeGb: number;
-  /** Container image for GKE (and container-optimised VMs); absent means run on the host. */
-  image?: string;
-}
-
-export interface ProvisionResult {
-  ref: ResourceRef;
-  /** True when a resource with this name already existed and was ours (a retried create). */
-  adopted: boolean;
-  window: RunningWindow;
-}
-
-export interface ReleaseRequest {
-  ref: ResourceRef;
-  /** Only a resource labelled with exactly this owner is ever deleted. */
-  owner: Owner;
-  /**
-   * True when the create may not have settled (cancelled or failed mid-call, worker lost):
-   * a resource that is absent now may still appear, so release watches for it until the
-   * create call's deadline has passed before it reports the resource absent.
-   */
-  createMayBeInFlight: boolean;
-}
-
-/** What release found: deleted ours, found nothing, or found a resource that is not ours (left alone). */
-export const ReleaseOutcome = { Deleted: 'deleted', Absent: 'absent', NotOurs: 'not-ours' } as const;
-export type ReleaseOutcome = (typeof ReleaseOutcome)[keyof typeof ReleaseOutcome];
-
-export interface ReleaseResult extends RunningWindow {
-  outcome: ReleaseOutcome;
-}
+export { ReleaseOutcome } from '../../workflows/activity-contract';
+export type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult };
 
 /** One Sterna resource as one fleet listing shows it. */
 export interface FleetResource {

@@ -3,7 +3,7 @@
  * emulator with real VM processes, the example published to a local bucket, and a
  * Sterna worker — in-process, or as a separate process the test can SIGKILL.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
@@ -19,7 +19,7 @@ import type { trainingRun } from '../../workflows/training-run';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './emulator';
 import { spawnLogged, type Spawned } from './processes';
-import { sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue } from './temporal';
+import { sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue, workflowBundle } from './temporal';
 
 export const PROJECT = 'sterna-test';
 const repoRoot = join(__dirname, '..', '..', '..');
@@ -58,6 +58,9 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
   let running: Promise<void> | undefined;
   const spawned: Spawned[] = [];
   const address = await testServerAddress();
+  // A spawned worker loads a prebuilt bundle, as `npm run worker` does: this run's own.
+  const bundlePath = join(dir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, (await workflowBundle(require.resolve('../../workflows'))).code);
 
   const stack: Stack = {
     env,
@@ -92,6 +95,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
           STERNA_GCE_PROJECT: PROJECT,
           STERNA_GCE_ENDPOINT: `http://127.0.0.1:${emulator.port}`,
           STERNA_LOCAL_BUCKETS: bucketsDir,
+          STERNA_WORKFLOW_BUNDLE: bundlePath,
         },
       });
       spawned.push(child);

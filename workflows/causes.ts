@@ -7,7 +7,7 @@
  *   ServiceError "Failed to start Workflow"
  *     -> gRPC error, code 8, details "grpc: received message larger than max (...)"
  *
- * Duck-typed with no imports, so workflow code could use it as well.
+ * Duck-typed with no imports: the workflow, the client and the CLI all walk chains with it.
  */
 
 /** The error and each of its causes, outermost first; stops at a cycle. */

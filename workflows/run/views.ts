@@ -1,85 +1,12 @@
 /**
- * The durable state of one training run and the pure functions that read it: the cost
- * ledger, the status view. JSON-plain so it survives continue-as-new unchanged.
+ * Pure views of a run's state: the cost ledger, the status the query answers, the result
+ * a finished run returns.
  */
-import type { ZoneEvent } from './placement';
-import type { CheckpointRef, Offer, ResourceRef } from './types';
-
-export const Phase = {
-  Validating: 'validating',
-  FindingCapacity: 'finding-capacity',
-  Provisioning: 'provisioning',
-  Staging: 'staging',
-  Training: 'training',
-  Recovering: 'recovering',
-  Releasing: 'releasing',
-  Completed: 'completed',
-  Failed: 'failed',
-  Cancelled: 'cancelled',
-} as const;
-export type Phase = (typeof Phase)[keyof typeof Phase];
-
-export const AttemptOutcome = {
-  Running: 'running',
-  Completed: 'completed',
-  Preempted: 'preempted',
-  Failed: 'failed',
-  Stockout: 'stockout',
-  QuotaExceeded: 'quota-exceeded',
-  /** A resource that is not ours already had the attempt's name; it was left alone. */
-  Conflict: 'conflict',
-  Stopped: 'stopped',
-} as const;
-export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
-
-export interface Attempt {
-  attempt: number;
-  ref: ResourceRef;
-  offer: Offer;
-  outcome: AttemptOutcome;
-  /** ISO times the resource was RUNNING, from the provider: the ledger's basis. */
-  startedAt?: string;
-  stoppedAt?: string;
-  resumedFromStep?: number;
-  exitCode?: number;
-  released: boolean;
-  /**
-   * True once the create has a definite answer (it ran, or failed with a named failure).
-   * Until then a release must allow for a create still in flight landing late.
-   */
-  createSettled?: boolean;
-}
-
-export interface TimelineEvent {
-  at: string;
-  event: string;
-}
-
-export interface RunState {
-  runId: string;
-  phase: Phase;
-  startedAt: string;
-  attempts: Attempt[];
-  zoneEvents: ZoneEvent[];
-  lastCheckpoint?: CheckpointRef;
-  step?: number;
-  preemptions: number;
-  restarts: number;
-  budgetUsd?: number;
-  /** ISO time; absent means no deadline. */
-  deadline?: string;
-  timeline: TimelineEvent[];
-  /** State of the deadline-aware pricing policy (workflows/policy), JSON-plain. */
-  policyState?: unknown;
-}
-
-/** The workflow keeps only the most recent events; the full story is in the history. */
-const TIMELINE_LIMIT = 200;
-
-export function record(state: RunState, nowMs: number, event: string): void {
-  state.timeline.push({ at: new Date(nowMs).toISOString(), event });
-  if (state.timeline.length > TIMELINE_LIMIT) state.timeline.splice(0, state.timeline.length - TIMELINE_LIMIT);
-}
+import type { Attempt, AttemptOutcome, Phase, RunState, TimelineEvent } from './state';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
+import type { RunSpec } from '../spec';
+import type { CheckpointRef } from '../types';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -125,11 +52,6 @@ export function ledger(state: RunState, nowMs: number): Ledger {
     totalCostUsd: lines.reduce((s, l) => s + l.costUsd, 0),
     onDemandCostUsd: lines.reduce((s, l) => s + l.onDemandCostUsd, 0),
   };
-}
-
-export function currentAttempt(state: RunState): Attempt | undefined {
-  const last = state.attempts[state.attempts.length - 1];
-  return last && last.outcome === AttemptOutcome.Running ? last : undefined;
 }
 
 export interface RunStatus {
@@ -205,4 +127,19 @@ export function resultOf(state: RunState, nowMs: number): RunResult {
     totalCostUsd: costs.totalCostUsd,
     onDemandCostUsd: costs.onDemandCostUsd,
   };
+}
+
+/**
+ * What the web UI filters on. Cost is rounded to cents so the attributes change (and are
+ * upserted) when something a person would notice changed, not on every event.
+ */
+export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number): SearchAttributeUpdatePair[] {
+  const live = state.attempts[state.attempts.length - 1];
+  return [
+    { key: SternaPhase, value: state.phase },
+    { key: SternaPreemptions, value: state.preemptions },
+    { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
+    ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }] : []),
+    ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
+  ];
 }

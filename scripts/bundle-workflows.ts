@@ -1,0 +1,23 @@
+/**
+ * `npm run build` makes the production workflow bundle: the workflows compiled once into
+ * build/workflow-bundle.js, which `npm run worker` loads instead of bundling from source
+ * at every start (as Temporal's production sample does). Tests may bundle from source.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+export const WORKFLOW_BUNDLE = join(__dirname, '..', 'workflow-bundle.js');
+
+async function main(): Promise<void> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: (m) => console.warn(m), error: (m) => console.error(m) } });
+  writeFileSync(WORKFLOW_BUNDLE, code);
+  console.log(`sterna: workflow bundle ${WORKFLOW_BUNDLE} (${(code.length / 1024).toFixed(0)} KiB)`);
+}
+
+if (require.main === module) {
+  main().catch((err: Error) => {
+    console.error(`sterna: could not bundle the workflows: ${err.message}`);
+    process.exit(1);
+  });
+}

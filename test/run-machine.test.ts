@@ -1,0 +1,293 @@
+/**
+ * The run's rules, server-less: the same pure machine the workflow drives, fed events by
+ * hand with a hand-moved clock. Every recovery, limit and outcome rule is reached here.
+ */
+import { strict as assert } from 'node:assert';
+import { FailureType } from '../workflows/failures';
+import { executionToken, resourceName, runKey } from '../workflows/naming';
+import { ENDINGS } from '../workflows/run/endings';
+import { limitAtMs } from '../workflows/run/limits';
+import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import { AttemptOutcome, initialState, TimelineKind, type RunState } from '../workflows/run/state';
+import { budgetProblem, newDeadlineProblem } from '../workflows/run/validators';
+import { ledger, resultOf } from '../workflows/run/views';
+import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+import type { AgentSnapshot, Offer } from '../workflows/types';
+
+const T0 = Date.parse('2026-12-01T00:00:00Z');
+const WORKFLOW = 'run-42';
+const EXEC = executionToken('first-run-id');
+
+function offer(zone: string, price: number, model: 'SPOT' | 'STANDARD' = 'SPOT'): Offer {
+  return { backend: 'gce', zone, region: zone.slice(0, -2), accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-4', provisioningModel: model, pricePerHour: price, onDemandPricePerHour: 0.7, quotaAvailable: true };
+}
+
+const OFFERS = [offer('us-central1-a', 0.2), offer('us-east1-b', 0.25), offer('europe-west4-a', 0.3), offer('us-central1-a', 0.7, 'STANDARD')];
+
+/** A run under test: its state, its clock, and the commands the machine asked for. */
+class Harness {
+  readonly spec: RunSpec;
+  readonly state: RunState;
+  now = T0;
+  suggested = false;
+  last!: Command;
+
+  constructor(overrides: Partial<RunSpecInput> = {}) {
+    this.spec = parseSpec({
+      command: ['python', 'train.py'],
+      checkpoint: { uri: 'gs://ckpt/run' },
+      resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] },
+      pricing: { mode: 'spot' },
+      recovery: { pollSeconds: 5, zoneCooldown: '1h' },
+      ...overrides,
+    });
+    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
+    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
+  }
+
+  context(): Context {
+    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: this.suggested, attemptsAtStart: 0 };
+  }
+
+  send(event: RunEvent): Command {
+    this.last = next(this.state, this.spec, event, this.context());
+    return this.last;
+  }
+
+  at(seconds: number): this {
+    this.now = T0 + seconds * 1000;
+    return this;
+  }
+
+  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = { run: runKey(WORKFLOW), execution: EXEC, attempt }): Command {
+    return this.send({
+      kind: 'observed',
+      observation: { name: resourceName(WORKFLOW, owner.execution, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } },
+    });
+  }
+
+  /** start -> offers -> provisioned: attempt `n` trains. */
+  running(offers = OFFERS): this {
+    assert.deepEqual(this.send({ kind: 'start' }), { kind: 'find-capacity' });
+    const provision = this.send({ kind: 'offers', offers });
+    assert.equal(provision.kind, 'provision');
+    this.send({ kind: 'provisioned', attempt: (provision as { attempt: number }).attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
+    return this;
+  }
+
+  released(attempt: number, outcome: 'deleted' | 'absent' | 'not-ours' = 'deleted'): Command {
+    return this.send({ kind: 'released', attempt, outcome, stoppedAt: new Date(this.now).toISOString() });
+  }
+}
+
+describe('the run machine (pure, no server)', () => {
+  describe('placement', () => {
+    it('finds capacity, then provisions the cheapest offer under this execution\'s name', () => {
+      const run = new Harness();
+      assert.deepEqual(run.send({ kind: 'start' }), { kind: 'find-capacity' });
+      assert.deepEqual(run.send({ kind: 'offers', offers: OFFERS }), { kind: 'provision', attempt: 1 });
+      assert.equal(run.state.attempts[0].offer.zone, 'us-central1-a');
+      assert.equal(run.state.attempts[0].ref.name, resourceName(WORKFLOW, EXEC, 1));
+      assert.equal(run.state.phase, 'provisioning');
+    });
+
+    it('fails NoCapacity naming resources.accelerators when nothing is offered', () => {
+      const run = new Harness();
+      run.send({ kind: 'start' });
+      const command = run.send({ kind: 'offers', offers: [] });
+      assert.equal(command.kind, 'fail');
+      assert.equal((command as { failure: string }).failure, FailureType.NoCapacity);
+      assert.match((command as { message: string }).message, /^resources\.accelerators: /);
+    });
+
+    it('fails NoCapacity naming pricing.maxPricePerHour when every offer costs more', () => {
+      const run = new Harness({ pricing: { mode: 'spot', maxPricePerHour: 0.1 } });
+      run.send({ kind: 'start' });
+      const command = run.send({ kind: 'offers', offers: OFFERS });
+      assert.equal(command.kind, 'fail');
+      assert.match((command as { message: string }).message, /^pricing\.maxPricePerHour \$0\.1\/h is below every offer; the cheapest is \$0\.2000\/h/);
+    });
+
+    it('after a stockout releases the attempt (the create answered), records the zone, tries the next zone', () => {
+      const run = new Harness();
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: OFFERS });
+      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.released(1, 'absent'), { kind: 'provision', attempt: 2 });
+      assert.equal(run.state.attempts[1].offer.zone, 'us-east1-b');
+      assert.deepEqual(run.state.zoneEvents.map((e) => [e.zone, e.kind]), [['us-central1-a', 'stockout']]);
+      assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Stockout);
+      assert.equal(ledger(run.state, run.now).totalCostUsd, 0, 'a create that never ran costs nothing');
+    });
+
+    it('waits and looks again when every offer of a round failed', () => {
+      const run = new Harness({ placement: { zones: { allow: ['us-central1-a'] } } });
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: [OFFERS[0]] });
+      run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' });
+      assert.deepEqual(run.released(1, 'absent'), { kind: 'wait', untilMs: T0 + 30_000 });
+      assert.deepEqual(run.at(10).send({ kind: 'tick' }), { kind: 'wait', untilMs: T0 + 30_000 });
+      assert.deepEqual(run.at(30).send({ kind: 'tick' }), { kind: 'find-capacity' });
+    });
+
+    it('never reuses a name held by something not its own, and stops after three such conflicts', () => {
+      const run = new Harness();
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: OFFERS });
+      for (const attempt of [1, 2]) {
+        run.send({ kind: 'provision-failed', attempt, failure: FailureType.ResourceConflict, message: 'not ours' });
+        assert.deepEqual(run.released(attempt, 'not-ours'), { kind: 'provision', attempt: attempt + 1 });
+      }
+      const third = run.send({ kind: 'provision-failed', attempt: 3, failure: FailureType.ResourceConflict, message: 'not ours' });
+      assert.equal(third.kind, 'fail');
+      assert.equal((third as { failure: string }).failure, FailureType.ResourceConflict);
+      assert.deepEqual(new Set(run.state.attempts.map((a) => a.ref.name)).size, 3, 'three different names');
+    });
+
+    it('fails the run on a provision failure no other offer can fix (InvalidSpec)', () => {
+      const run = new Harness();
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: OFFERS });
+      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.InvalidSpec, message: 'bad image' }), { kind: 'fail', failure: FailureType.InvalidSpec, message: 'bad image' });
+    });
+  });
+
+  describe('following an attempt', () => {
+    it('holds nothing while training: waits, and looks only when nothing was heard for a poll interval', () => {
+      const run = new Harness().running();
+      assert.deepEqual(run.last, { kind: 'wait', untilMs: T0 + 5000 });
+      run.at(3);
+      assert.deepEqual(run.observe(1, { phase: 'training', step: 10 }), { kind: 'wait', untilMs: T0 + 8000 }, 'an observation postpones the look');
+      assert.deepEqual(run.at(8).send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
+    });
+
+    it('ignores observations of another resource or another execution', () => {
+      const run = new Harness().running();
+      run.observe(1, { phase: 'exited', exitCode: 0 }, { run: runKey(WORKFLOW), execution: executionToken('other-execution'), attempt: 1 });
+      assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Running);
+      run.send({ kind: 'observed', observation: { name: 'victim-db', owner: { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 }, at: '', snapshot: { lifecycle: 'gone', preempted: false } } });
+      assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Running);
+    });
+
+    it('records staging, then only newer checkpoints', () => {
+      const run = new Harness().running();
+      assert.equal(run.state.phase, 'staging');
+      run.observe(1, { phase: 'training', stagedBytes: 1234 });
+      assert.equal(run.state.phase, 'training');
+      run.observe(1, { phase: 'training', step: 50, checkpoint: { step: 40, sha256: 'a'.repeat(64), uri: 'gs://c/step-40' } });
+      run.observe(1, { phase: 'training', step: 55, checkpoint: { step: 30, sha256: 'b'.repeat(64), uri: 'gs://c/step-30' } });
+      assert.equal(run.state.lastCheckpoint?.step, 40);
+      assert.equal(run.state.step, 55);
+      assert.deepEqual(run.state.timeline.filter((e) => e.kind === TimelineKind.Checkpoint).map((e) => e.step), [40]);
+    });
+
+    it('completes: release, then the result with the ledger', () => {
+      const run = new Harness().running();
+      run.at(3600);
+      assert.deepEqual(run.observe(1, { phase: 'exited', exitCode: 0, step: 100 }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.released(1), { kind: 'complete' });
+      const result = resultOf(run.state, run.now);
+      assert.equal(result.finalStep, 100);
+      assert.deepEqual(result.attempts.map((a) => a.outcome), ['completed']);
+      assert.ok(Math.abs(result.totalCostUsd - 0.2) < 1e-9, `one hour at $0.2: ${result.totalCostUsd}`);
+    });
+
+    it('follows a reclaimed VM through its notice, then resumes elsewhere from the last checkpoint', () => {
+      const run = new Harness().running();
+      run.observe(1, { phase: 'training', checkpoint: { step: 60, sha256: 'a'.repeat(64), uri: 'gs://c/step-60' } });
+      run.send({ kind: 'notice', name: resourceName(WORKFLOW, EXEC, 1), reason: 'shutdown hook' });
+      assert.equal(run.observe(1, { lifecycle: 'stopping', preempted: true }).kind, 'wait', 'draining, not lost');
+      assert.deepEqual(run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.equal(run.state.lastCheckpoint?.step, 64, 'the final checkpoint of the notice period is kept');
+      assert.deepEqual(run.released(1), { kind: 'find-capacity' });
+      assert.equal(run.state.preemptions, 1);
+      assert.deepEqual(run.send({ kind: 'offers', offers: OFFERS }), { kind: 'provision', attempt: 2 });
+      assert.notEqual(run.state.attempts[1].offer.zone, 'us-central1-a', 'the zone that preempted cools down');
+      assert.equal(run.state.attempts[1].resumedFromStep, 64);
+      assert.deepEqual(run.state.timeline.filter((e) => e.kind === TimelineKind.PreemptionNotice).length, 1);
+    });
+
+    it('gives up with Preempted after recovery.maxPreemptions', () => {
+      const run = new Harness({ recovery: { maxPreemptions: 1, zoneCooldown: 0.01 } }).running();
+      run.observe(1, { lifecycle: 'terminated', preempted: true });
+      run.released(1);
+      run.send({ kind: 'offers', offers: OFFERS });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      const command = run.observe(2, { lifecycle: 'gone', preempted: false });
+      assert.equal(command.kind, 'fail');
+      assert.equal((command as { failure: string }).failure, FailureType.Preempted);
+    });
+
+    it('restarts a failed command up to maxRestartsOnError, never one listed in noRetryExitCodes', () => {
+      const run = new Harness({ recovery: { maxRestartsOnError: 1, noRetryExitCodes: [7] } }).running();
+      run.observe(1, { phase: 'exited', exitCode: 3 });
+      assert.deepEqual(run.released(1), { kind: 'find-capacity' });
+      assert.equal(run.state.restarts, 1);
+      run.send({ kind: 'offers', offers: OFFERS });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      const second = run.observe(2, { phase: 'exited', exitCode: 3 });
+      assert.equal((second as { failure: string }).failure, FailureType.UserCodeFailed);
+      assert.match((second as { message: string }).message, /after 1 restarts/);
+
+      const listed = new Harness({ recovery: { noRetryExitCodes: [7] } }).running();
+      const stop = listed.observe(1, { phase: 'exited', exitCode: 7 });
+      assert.match((stop as { message: string }).message, /exit code 7 is listed in recovery\.noRetryExitCodes/);
+    });
+
+    it('names the agent\'s own failure during staging', () => {
+      const run = new Harness({ recovery: { maxRestartsOnError: 0 } }).running();
+      const command = run.observe(1, { phase: 'failed', exitCode: 66 });
+      assert.match((command as { message: string }).message, /staging a dataset failed/);
+    });
+  });
+
+  describe('limits', () => {
+    it('stops at the budget, at the price of the live attempt, and wakes for it', () => {
+      const run = new Harness({ pricing: { mode: 'spot', budgetUsd: 0.1 } }).running();
+      assert.equal(limitAtMs(run.state, run.spec, run.state.attempts[0], run.now), T0 + 1_800_000, '$0.1 at $0.2/h lasts 30 minutes');
+      assert.equal(run.at(1799).send({ kind: 'tick' }).kind, 'look');
+      run.at(1800);
+      const command = run.send({ kind: 'tick' });
+      assert.equal((command as { failure: string }).failure, FailureType.BudgetExceeded);
+    });
+
+    it('stops at the deadline and at time.maxRunDuration', () => {
+      const late = new Harness({ time: { deadlineAfter: '1h' } }).running();
+      assert.equal((late.at(3600).send({ kind: 'tick' }) as { failure: string }).failure, FailureType.DeadlineMissed);
+      const long = new Harness({ time: { maxRunDuration: '30m' } }).running();
+      const command = long.at(1800).send({ kind: 'tick' });
+      assert.match((command as { message: string }).message, /time\.maxRunDuration/);
+    });
+
+    it('validates updates: budget above what is spent, deadline ahead', () => {
+      const run = new Harness().running();
+      run.at(3600);
+      assert.match(budgetProblem(run.state, 0.1, run.now)!, /below the \$0\.2000 already spent/);
+      assert.match(budgetProblem(run.state, -1, run.now)!, /positive number/);
+      assert.equal(budgetProblem(run.state, 5, run.now), undefined);
+      assert.match(newDeadlineProblem('2001-01-01T00:00:00Z', run.now)!, /^deadline 2001-01-01T00:00:00Z is not in the future/);
+      assert.equal(newDeadlineProblem(new Date(run.now + 60_000).toISOString(), run.now), undefined);
+    });
+  });
+
+  describe('history', () => {
+    it('continues as new when the server suggests it, but only once an ended attempt is released', () => {
+      const run = new Harness();
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: OFFERS });
+      run.suggested = true;
+      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.released(1, 'absent'), { kind: 'continue-as-new' });
+      run.suggested = false;
+      run.send({ kind: 'start' });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      run.suggested = true;
+      assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'continue-as-new' }, 'a training attempt is handed over');
+    });
+  });
+
+  it('has a rule for every way an attempt can end', () => {
+    const endings = Object.values(AttemptOutcome).filter((o) => o !== AttemptOutcome.Running);
+    assert.deepEqual(Object.keys(ENDINGS).sort(), [...endings].sort());
+  });
+});

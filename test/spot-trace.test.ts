@@ -1,0 +1,58 @@
+/**
+ * The trace file format is parsed once (config/spot-trace.ts): the emulator and the
+ * policy benchmark read the same entries from the same file and apply the same rules.
+ */
+import { strict as assert } from 'node:assert';
+import { join } from 'node:path';
+import { narrowTrace } from '../bench/trace';
+import { parseTraceFile, readTraceFile, SPOT_PRICE_DIVISOR } from '../config/spot-trace';
+import { traceFromFile } from '../emulator/trace';
+
+const TRACES = join(__dirname, '..', '..', '..', 'shared', 'traces');
+
+describe('spot trace files', () => {
+  it('gives the emulator and the benchmark the same availability and prices from one parse', () => {
+    const file = readTraceFile(join(TRACES, 'aws-gpu-2zone-2022-10.json'));
+    const emulated = traceFromFile(file);
+    const bench = narrowTrace(file, 'p2.xlarge');
+    assert.equal(bench.group, 'p2.xlarge (K80 x1)');
+    for (const series of bench.zones) {
+      const entry = emulated.entries.find((e) => e.sourceZone === series.zone && e.accelerator === 'nvidia-tesla-k80' && e.acceleratorCount === 1);
+      assert.ok(entry, series.zone);
+      assert.equal(entry.available, Array.from(series.available).join(''));
+      // No spot series in this file: both see on-demand / 3.1446 at every tick.
+      assert.equal(entry.spotPrice, entry.onDemandPrice / SPOT_PRICE_DIVISOR);
+      assert.ok(series.spotPrice.every((p) => p === entry.spotPrice));
+    }
+  });
+
+  it('applies file-level defaults to every zone entry and keeps per-tick prices', () => {
+    const file = parseTraceFile(
+      { name: 't', gapSeconds: 60, accelerator: 'L4', onDemandPrice: 2, zones: [{ zone: 'us-east-1a', available: '101', spotPrice: [0.5, 0.6, 0.7] }, { zone: 'us-east-1b', available: '11', onDemandPrice: 3 }] },
+      't.json',
+    );
+    assert.deepEqual(
+      file.entries.map((e) => [e.zone, e.accelerator, e.acceleratorCount, e.onDemandPrice, e.spotPrice, e.spotPriceDerived]),
+      [
+        ['us-east-1a', 'L4', 1, 2, [0.5, 0.6, 0.7], false],
+        ['us-east-1b', 'L4', 1, 3, 3 / SPOT_PRICE_DIVISOR, true],
+      ],
+    );
+    assert.equal(parseTraceFile({ gapSeconds: 60, onDemandPrice: 1, zones: [{ zone: 'z', available: '1' }] }, 'unnamed.json').name, 'unnamed.json');
+  });
+
+  it('refuses malformed files with the field named', () => {
+    const base = { name: 't', gapSeconds: 60, onDemandPrice: 1 };
+    const cases: [unknown, RegExp][] = [
+      [{ ...base, zones: [] }, /zones: .*1/],
+      [{ ...base, gapSeconds: 0, zones: [{ zone: 'a', available: '1' }] }, /gapSeconds/],
+      [{ ...base, zones: [{ zone: 'a', available: '' }] }, /zones\.0\.available/],
+      [{ ...base, zones: [{ zone: 'a', available: '10x' }] }, /zones\.0\.available/],
+      [{ ...base, zones: [{ zone: 'a', available: '10', spotPrice: [1] }] }, /spotPrice has 1 ticks, available has 2/],
+      [{ ...base, zones: [{ zone: 'a', available: '1', spotPrice: -1 }] }, /zones\.0\.spotPrice/],
+      [{ ...base, zones: [{ zone: 'a', available: '1', acceleratorCount: 1.5 }] }, /zones\.0\.acceleratorCount/],
+      [{ name: 't', gapSeconds: 60, zones: [{ zone: 'a', available: '1' }] }, /zones\[0\] \(a\): no onDemandPrice/],
+    ];
+    for (const [json, message] of cases) assert.throws(() => parseTraceFile(json, 'bad.json'), message, JSON.stringify(json));
+  });
+});

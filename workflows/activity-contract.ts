@@ -1,0 +1,76 @@
+/**
+ * The contract between the trainingRun workflow and its activities: the activities'
+ * signatures and the plain data they exchange. It lives beside the workflow so that
+ * dependencies point one way (activities -> workflows); the workflow imports only types.
+ */
+import type { Owner } from './naming';
+import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
+
+/** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
+export interface AgentInputs {
+  runId: string;
+  attempt: number;
+  argv: string[];
+  env: Record<string, string>;
+  datasets: { uri: string; path: string }[];
+  checkpointUri: string;
+  resumeFrom?: CheckpointRef;
+  pollSeconds: number;
+}
+
+/** What a run needs, from its spec: used to list offers. */
+export interface CapacityRequest {
+  accelerators: { type: string; count: number }[];
+  machineType?: string;
+  regions?: { allow?: string[]; deny?: string[] };
+  zones?: { allow?: string[]; deny?: string[] };
+  provisioningModels: ('SPOT' | 'STANDARD')[];
+}
+
+export interface ProvisionRequest {
+  name: string;
+  offer: Offer;
+  /** Who the resource belongs to; only a resource carrying exactly these labels is adopted. */
+  owner: Owner;
+  /** The owner labels plus the spec's cost-attribution labels. */
+  labels: Record<string, string>;
+  agent: AgentInputs;
+  diskSizeGb: number;
+  /** Container image for GKE (and container-optimised VMs); absent means run on the host. */
+  image?: string;
+}
+
+export interface ProvisionResult {
+  ref: ResourceRef;
+  /** True when a resource with this name already existed and was ours (a retried create). */
+  adopted: boolean;
+  window: RunningWindow;
+}
+
+export interface ReleaseRequest {
+  ref: ResourceRef;
+  /** Only a resource labelled with exactly this owner is ever deleted. */
+  owner: Owner;
+  /**
+   * True when the create may not have settled (cancelled or failed mid-call, worker lost):
+   * a resource that is absent now may still appear, so release watches for it until the
+   * create call's deadline has passed before it reports the resource absent.
+   */
+  createMayBeInFlight: boolean;
+}
+
+/** What release found: deleted ours, found nothing, or found a resource that is not ours (left alone). */
+export const ReleaseOutcome = { Deleted: 'deleted', Absent: 'absent', NotOurs: 'not-ours' } as const;
+export type ReleaseOutcome = (typeof ReleaseOutcome)[keyof typeof ReleaseOutcome];
+
+export interface ReleaseResult extends RunningWindow {
+  outcome: ReleaseOutcome;
+}
+
+export interface SternaActivities {
+  findCapacity(input: { backend: Backend; request: CapacityRequest }): Promise<Offer[]>;
+  provision(input: ProvisionRequest): Promise<ProvisionResult>;
+  release(input: ReleaseRequest): Promise<ReleaseResult>;
+  /** One direct look at a resource and its agent: the run's fallback when the fleet observer is silent. */
+  observe(input: { ref: ResourceRef }): Promise<AgentSnapshot>;
+}

@@ -1,0 +1,63 @@
+/**
+ * How an attempt ended, and everything that follows from it, as complete tables: one
+ * vocabulary (AttemptOutcome), no chains of ternaries. Pure.
+ */
+import { FailureType } from '../failures';
+import { ZoneEventKind } from '../placement';
+import { AttemptOutcome, TimelineKind, type Ending } from './state';
+
+/** What the run does once the attempt is released. */
+export const Next = {
+  /** The run is done. */
+  Complete: 'complete',
+  /** Try the next offer of this placement round. */
+  NextOffer: 'next-offer',
+  /** Count a preemption and place again, resuming from the last checkpoint. */
+  Resume: 'resume',
+  /** Count a restart (or fail, per recovery) and place again. */
+  Restart: 'restart',
+  /** Place again now (the policy asked for it). */
+  Place: 'place',
+  /** Nothing: the run is stopping for another reason. */
+  Stop: 'stop',
+} as const;
+export type Next = (typeof Next)[keyof typeof Next];
+
+export interface EndingRule {
+  /** What the zone learns (fed to placement's cooldown and the policy). */
+  zoneEvent?: ZoneEventKind;
+  next: Next;
+  timeline: (typeof TimelineKind)[keyof typeof TimelineKind];
+}
+
+export const ENDINGS: Record<Ending, EndingRule> = {
+  [AttemptOutcome.Completed]: { next: Next.Complete, timeline: TimelineKind.Completed },
+  [AttemptOutcome.Preempted]: { zoneEvent: ZoneEventKind.Preempted, next: Next.Resume, timeline: TimelineKind.Preempted },
+  [AttemptOutcome.Failed]: { next: Next.Restart, timeline: TimelineKind.AttemptFailed },
+  [AttemptOutcome.Stockout]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
+  [AttemptOutcome.QuotaExceeded]: { zoneEvent: ZoneEventKind.Quota, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
+  [AttemptOutcome.Conflict]: { next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
+  [AttemptOutcome.Switched]: { next: Next.Place, timeline: TimelineKind.Switching },
+  [AttemptOutcome.Stopped]: { next: Next.Stop, timeline: TimelineKind.Stopped },
+};
+
+/** A provision that failed with one of these named failures ended its attempt so. */
+export const PROVISION_FAILURES: Partial<Record<FailureType, Ending>> = {
+  [FailureType.Stockout]: AttemptOutcome.Stockout,
+  [FailureType.QuotaExceeded]: AttemptOutcome.QuotaExceeded,
+  [FailureType.Preempted]: AttemptOutcome.Preempted,
+  [FailureType.ResourceConflict]: AttemptOutcome.Conflict,
+};
+
+/** The agent's own failures (sterna-agent.sh exit codes), before the trainer ran. */
+export const AGENT_FAILURES: Readonly<Record<number, string>> = {
+  64: 'no command given to the agent',
+  65: 'a dataset path is not relative, or the agent\'s inputs are malformed',
+  66: 'staging a dataset failed',
+  67: 'the checkpoint to resume from is missing or does not match its sha256',
+  70: 'the agent could not create its work directory',
+};
+
+export function exitReason(exitCode: number): string {
+  return AGENT_FAILURES[exitCode] ?? `exit code ${exitCode}`;
+}

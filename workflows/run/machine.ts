@@ -1,0 +1,427 @@
+/**
+ * The run as a state machine: `next(state, spec, event, context)` folds one event into
+ * the state and returns the one command to carry out next. Pure: no I/O, no clock but
+ * `context.nowMs`, so server-less tests and the workflow run the same rules.
+ *
+ *   start -> find-capacity -> offers -> provision -> provisioned -> wait/look -> observed
+ *     ... -> (attempt ends) -> release -> released -> complete | next offer | place again
+ *
+ * The workflow (training-run.ts) only carries commands out: activities, timers, messages.
+ */
+import { actionOf, decideAuto, offersFor } from '../auto-policy';
+import { FailureType } from '../failures';
+import type { ResourceObservation } from '../messages';
+import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
+import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
+import { ActionKind, idle } from '../policy';
+import { chooseModels } from '../pricing';
+import { PricingMode, type RunSpec } from '../spec';
+import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
+import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
+import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
+import { afterFailure, afterPreemption } from './recovery';
+import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
+
+/** What happened, as the workflow tells the machine. */
+export type RunEvent =
+  | { kind: 'start' }
+  | { kind: 'offers'; offers: Offer[] }
+  | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
+  /** A provision that ended with a named failure (workflows/failures.ts). */
+  | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
+  | { kind: 'released'; attempt: number; outcome: 'deleted' | 'absent' | 'not-ours'; startedAt?: string; stoppedAt?: string }
+  | { kind: 'observed'; observation: ResourceObservation }
+  | { kind: 'notice'; name: string; reason?: string }
+  /** A timer fired or a limit moved: re-evaluate. */
+  | { kind: 'tick' };
+
+/** What to do next. */
+export type Command =
+  | { kind: 'find-capacity' }
+  | { kind: 'provision'; attempt: number }
+  | { kind: 'release'; attempt: number; createMayBeInFlight: boolean }
+  /** One direct look at the live attempt: the fallback when nothing was heard for a while. */
+  | { kind: 'look'; attempt: number }
+  /** Wait for the next message, or until `untilMs`. */
+  | { kind: 'wait'; untilMs?: number }
+  | { kind: 'continue-as-new' }
+  | { kind: 'complete' }
+  | { kind: 'fail'; failure: FailureType; message: string; details?: unknown };
+
+export interface Context {
+  nowMs: number;
+  workflowId: string;
+  /** This execution chain's token (naming.ts). */
+  execution: string;
+  continueAsNewSuggested: boolean;
+  /** Attempts the state held when this execution began (continue-as-new bound). */
+  attemptsAtStart: number;
+}
+
+/** Continue as new after this many attempts even if the server does not suggest it. */
+export const ATTEMPTS_PER_RUN = 50;
+/** Provision + stage + resume: paid time without progress after each start or switch. */
+export const CHANGEOVER_SECONDS = 120;
+/** How often the deadline-aware policy is asked again while spot trains. */
+export const POLICY_CHECK_SECONDS = 300;
+/** Wait between rounds when every acceptable offer failed: capacity comes back. */
+export const NO_CAPACITY_BACKOFF_MS = 30_000;
+/** A run that meets this many resources squatting on its names stops with ResourceConflict. */
+export const MAX_CONFLICTS = 3;
+
+/** Derived from the workflow's identity, never from its (continued) input. */
+export function ownerOf(context: Context, attempt: number): Owner {
+  return { run: runKey(context.workflowId), execution: context.execution, attempt };
+}
+
+/** Folds `event` into `state` and says what to do next. */
+export function next(state: RunState, spec: RunSpec, event: RunEvent, context: Context): Command {
+  const stop = absorb(state, spec, event, context);
+  return stop ?? decide(state, spec, context);
+}
+
+// --- events -----------------------------------------------------------------------------
+
+function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Context): Command | undefined {
+  const now = context.nowMs;
+  switch (event.kind) {
+    case 'start':
+    case 'tick':
+      return undefined;
+    case 'offers':
+      return absorbOffers(state, spec, event.offers);
+    case 'provisioned': {
+      const attempt = state.attempts[event.attempt - 1];
+      attempt.createSettled = true;
+      attempt.startedAt = event.startedAt;
+      state.phase = Phase.Staging;
+      state.lastHeardAt = now;
+      record(state, now, {
+        kind: TimelineKind.Running,
+        event: `attempt ${attempt.attempt} running in ${attempt.offer.zone}${event.adopted ? ' (adopted after a retried create)' : ''}`,
+        attempt: attempt.attempt,
+        zone: attempt.offer.zone,
+      });
+      return undefined;
+    }
+    case 'provision-failed': {
+      const attempt = state.attempts[event.attempt - 1];
+      attempt.createSettled = true;
+      const outcome = PROVISION_FAILURES[event.failure as FailureType];
+      if (!outcome) return { kind: 'fail', failure: event.failure as FailureType, message: event.message };
+      return endAttempt(state, spec, attempt, outcome, now, event.message);
+    }
+    case 'released':
+      absorbRelease(state, event, now);
+      return undefined;
+    case 'observed':
+      return absorbObservation(state, spec, event.observation, context);
+    case 'notice': {
+      const live = currentAttempt(state);
+      if (live && event.name === live.ref.name) {
+        state.notice = live.ref.name;
+        record(state, now, {
+          kind: TimelineKind.PreemptionNotice,
+          event: `preemption notice for ${event.name}${event.reason ? `: ${event.reason}` : ''}`,
+          attempt: live.attempt,
+          zone: live.offer.zone,
+        });
+      }
+      return undefined;
+    }
+  }
+}
+
+function absorbOffers(state: RunState, spec: RunSpec, offers: Offer[]): Command | undefined {
+  if (offers.length === 0) {
+    return {
+      kind: 'fail',
+      failure: FailureType.NoCapacity,
+      message: `resources.accelerators: no zone offers ${spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints; choose another accelerator or count, or widen placement`,
+    };
+  }
+  const max = spec.pricing.maxPricePerHour;
+  const cheapest = offers.reduce((best, o) => (o.pricePerHour < best.pricePerHour ? o : best));
+  if (max !== undefined && cheapest.pricePerHour > max) {
+    return {
+      kind: 'fail',
+      failure: FailureType.NoCapacity,
+      message: `pricing.maxPricePerHour $${max}/h is below every offer; the cheapest is $${cheapest.pricePerHour.toFixed(4)}/h (${cheapest.provisioningModel} ${cheapest.accelerator} x${cheapest.acceleratorCount} in ${cheapest.zone}); raise it or allow other accelerators`,
+    };
+  }
+  state.placement = { offers, tried: [] };
+  return undefined;
+}
+
+/** Records what release found; the ledger counts only a resource that was ours. */
+export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 'released' }>, nowMs: number): void {
+  const attempt = state.attempts[event.attempt - 1];
+  if (attempt.released) return;
+  if (event.outcome === 'deleted') {
+    attempt.startedAt ??= event.startedAt;
+    attempt.stoppedAt = event.stoppedAt ?? (attempt.startedAt ? new Date(nowMs).toISOString() : undefined);
+  } else if (attempt.startedAt && !attempt.stoppedAt) {
+    // Ours and running, then gone before release (its VM-side limit, or by hand).
+    attempt.stoppedAt = new Date(nowMs).toISOString();
+  }
+  attempt.released = true;
+  if (attempt.outcome === AttemptOutcome.Running) attempt.outcome = AttemptOutcome.Stopped;
+  const said = { deleted: 'deleted', absent: 'never created (its create did not land)', 'not-ours': 'not ours, left alone' } as const;
+  record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
+}
+
+function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, context: Context): Command | undefined {
+  const live = currentAttempt(state);
+  if (!live || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
+  if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
+  const now = context.nowMs;
+  state.lastHeardAt = now;
+  const s = observation.snapshot;
+  if (s.step !== undefined) state.step = s.step;
+  if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {
+    state.lastCheckpoint = s.checkpoint;
+    record(state, now, { kind: TimelineKind.Checkpoint, event: `checkpoint at step ${s.checkpoint.step}`, attempt: live.attempt, step: s.checkpoint.step });
+  }
+  if (s.preempted && s.lifecycle !== 'terminated' && s.lifecycle !== 'gone' && state.notice !== live.ref.name) {
+    // Draining: the final checkpoint of the notice period is still to come.
+    state.notice = live.ref.name;
+    record(state, now, { kind: TimelineKind.PreemptionNotice, event: `preemption notice for ${live.ref.name}: from the provider`, attempt: live.attempt, zone: live.offer.zone });
+  }
+  const ending = endingOf(s, state.phase === Phase.Staging);
+  if (ending) {
+    if (ending.exitCode !== undefined) live.exitCode = ending.exitCode;
+    return endAttempt(state, spec, live, ending.outcome, now, ending.reason);
+  }
+  if (state.phase === Phase.Staging && (s.phase === 'training' || s.phase === 'uploading' || s.phase === 'exited')) {
+    state.phase = Phase.Training;
+    record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes`, attempt: live.attempt });
+  }
+  return undefined;
+}
+
+function ownerLabels(owner: Owner): Record<string, string> {
+  return { 'sterna-run': owner.run, 'sterna-exec': owner.execution, 'sterna-attempt': String(owner.attempt) };
+}
+
+/**
+ * How a snapshot ends the attempt, if it does. A reclaimed resource is followed through
+ * its notice period until it is down, so the final checkpoint it writes is not lost.
+ */
+export function endingOf(s: AgentSnapshot, staging: boolean): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
+  // The agent publishes its exit only after uploading the final checkpoint.
+  if (s.phase === 'exited' && s.exitCode !== undefined && !s.preempted) {
+    if (s.exitCode === 0) return { outcome: AttemptOutcome.Completed, exitCode: 0 };
+    // Before training starts, a non-zero exit is the agent's own failure, named by its code.
+    const agentFailure = staging && AGENT_FAILURES[s.exitCode] !== undefined;
+    return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode, reason: agentFailure ? exitReason(s.exitCode) : `exit code ${s.exitCode}` };
+  }
+  if (s.phase === 'failed') return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode ?? 70, reason: exitReason(s.exitCode ?? 70) };
+  if (s.lifecycle === 'terminated' || s.lifecycle === 'gone') return { outcome: AttemptOutcome.Preempted };
+  return undefined;
+}
+
+/** Ends an attempt: the ending's zone event, counters and recovery, from the tables. */
+function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: Ending, now: number, detail?: string): Command | undefined {
+  attempt.outcome = outcome;
+  if (detail && outcome !== AttemptOutcome.Completed) attempt.reason = detail;
+  if (state.notice === attempt.ref.name) state.notice = undefined;
+  const rule = ENDINGS[outcome];
+  const { zone, region, provisioningModel } = attempt.offer;
+  if (rule.zoneEvent) state.zoneEvents.push({ zone, region, provisioningModel, kind: rule.zoneEvent, at: now });
+  const where = { attempt: attempt.attempt, zone, outcome };
+  switch (rule.next) {
+    case Next.Complete:
+      state.phase = Phase.Releasing;
+      record(state, now, { ...where, kind: rule.timeline, event: `completed at step ${state.step ?? '?'}`, step: state.step });
+      return undefined;
+    case Next.NextOffer:
+      state.phase = Phase.Provisioning;
+      record(state, now, { ...where, kind: rule.timeline, event: `${zone} ${outcome}: ${detail ?? ''}`.trim() });
+      if (outcome === AttemptOutcome.Conflict && state.attempts.filter((a) => a.outcome === AttemptOutcome.Conflict).length >= MAX_CONFLICTS) {
+        return { kind: 'fail', failure: FailureType.ResourceConflict, message: `${MAX_CONFLICTS} resources that are not this run's held its names; the last: ${detail ?? attempt.ref.name}` };
+      }
+      return undefined;
+    case Next.Resume: {
+      state.phase = Phase.Recovering;
+      state.preemptions++;
+      state.placement = undefined;
+      record(state, now, { ...where, kind: rule.timeline, event: `preempted in ${zone}; resuming from step ${state.lastCheckpoint?.step ?? 0}`, step: state.lastCheckpoint?.step ?? 0 });
+      const decision = afterPreemption(state, spec);
+      return decision.retry ? undefined : { kind: 'fail', failure: decision.failure, message: decision.message };
+    }
+    case Next.Restart: {
+      state.phase = Phase.Recovering;
+      state.placement = undefined;
+      const decision = afterFailure(state, spec, attempt);
+      if (!decision.retry) return { kind: 'fail', failure: decision.failure, message: decision.message, details: decision.details };
+      state.restarts++;
+      record(state, now, {
+        ...where,
+        kind: TimelineKind.Restarting,
+        event: `training failed with ${attempt.reason ?? `exit code ${attempt.exitCode}`}; restart ${state.restarts} of ${spec.recovery.maxRestartsOnError}`,
+      });
+      return undefined;
+    }
+    case Next.Place:
+      state.phase = Phase.Recovering;
+      state.placement = undefined;
+      record(state, now, { ...where, kind: rule.timeline, event: `policy: switch to on-demand to meet the deadline` });
+      return undefined;
+    case Next.Stop:
+      return undefined;
+  }
+}
+
+// --- decisions ----------------------------------------------------------------------------
+
+function decide(state: RunState, spec: RunSpec, context: Context): Command {
+  const now = context.nowMs;
+  const last = state.attempts[state.attempts.length - 1];
+  // An ended attempt is released before anything else happens.
+  if (last && last.outcome !== AttemptOutcome.Running && !last.released) {
+    return { kind: 'release', attempt: last.attempt, createMayBeInFlight: !last.createSettled };
+  }
+  if (last?.outcome === AttemptOutcome.Completed) {
+    state.phase = Phase.Completed;
+    return { kind: 'complete' };
+  }
+  const limit = limitReached(state, spec, now);
+  if (limit) return { kind: 'fail', failure: limit.failure, message: limit.message };
+
+  const live = currentAttempt(state);
+  if (live && state.phase === Phase.Provisioning) return { kind: 'provision', attempt: live.attempt };
+  if (shouldContinueAsNew(state, context)) return { kind: 'continue-as-new' };
+  if (live) return follow(state, spec, live, context);
+  return place(state, spec, context);
+}
+
+function shouldContinueAsNew(state: RunState, context: Context): boolean {
+  return context.continueAsNewSuggested || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN;
+}
+
+/** While an attempt stages or trains: look when nothing was heard, ask the policy, wait. */
+function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context): Command {
+  const now = context.nowMs;
+  const lookAt = (state.lastHeardAt ?? now) + spec.recovery.pollSeconds * 1000;
+  if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
+  // The deadline can force a move from spot to on-demand while spot still runs; the
+  // round's offers (kept while the attempt lives) give the policy its prices.
+  if (autoPolicyApplies(state, spec) && live.offer.provisioningModel === ProvisioningModel.Spot && state.phase === Phase.Training) {
+    state.policyCheckAt ??= now + POLICY_CHECK_SECONDS * 1000;
+    if (now >= state.policyCheckAt) {
+      state.policyCheckAt = now + POLICY_CHECK_SECONDS * 1000;
+      const offers = state.placement?.offers ?? [];
+      if (offers.length > 0 && askPolicy(state, spec, offers, actionOf(live.offer), now).kind === ActionKind.OnDemand) {
+        const stop = endAttempt(state, spec, live, AttemptOutcome.Switched, now);
+        return stop ?? decide(state, spec, context);
+      }
+    }
+  }
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt].filter((t): t is number => t !== undefined);
+  return { kind: 'wait', untilMs: Math.min(...timers) };
+}
+
+/** Between attempts: find capacity, then try the next candidate of the round. */
+function place(state: RunState, spec: RunSpec, context: Context): Command {
+  const now = context.nowMs;
+  if (state.capacityRetryAt !== undefined && now < state.capacityRetryAt) {
+    const limitAt = limitAtMs(state, spec, undefined, now);
+    return { kind: 'wait', untilMs: Math.min(state.capacityRetryAt, limitAt ?? Infinity) };
+  }
+  if (!state.placement) {
+    state.capacityRetryAt = undefined;
+    state.phase = Phase.FindingCapacity;
+    return { kind: 'find-capacity' };
+  }
+  const offer = nextCandidate(state, spec, now);
+  if (!offer) {
+    state.placement = undefined;
+    state.capacityRetryAt = now + NO_CAPACITY_BACKOFF_MS;
+    return { kind: 'wait', untilMs: state.capacityRetryAt };
+  }
+  state.placement.tried.push(triedKey(offer));
+  const attempt = beginAttempt(state, offer, context);
+  return { kind: 'provision', attempt: attempt.attempt };
+}
+
+function triedKey(offer: Offer): string {
+  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}`;
+}
+
+function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt {
+  const number = state.attempts.length + 1;
+  // Recorded before the create, so the run releases it even if the worker dies between
+  // the API call and the activity's result.
+  const attempt: Attempt = {
+    attempt: number,
+    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number), zone: offer.zone },
+    offer,
+    outcome: AttemptOutcome.Running,
+    resumedFromStep: state.lastCheckpoint?.step,
+    released: false,
+    createSettled: false,
+  };
+  state.attempts.push(attempt);
+  state.phase = Phase.Provisioning;
+  state.lastHeardAt = undefined;
+  state.policyCheckAt = undefined;
+  return attempt;
+}
+
+/** The next offer to try in this round, or undefined when the round is over. */
+export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
+  const round = state.placement!;
+  const untried = (o: Offer) => !round.tried.includes(triedKey(o));
+  if (autoPolicyApplies(state, spec)) {
+    // The deadline-aware policy picks the zone and model; after each failed try it is
+    // asked again, now knowing that zone is out.
+    const both = [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
+    const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, both, nowMs));
+    const decision = askPolicy(state, spec, round.offers, idle, nowMs);
+    if (decision.kind === ActionKind.Idle) {
+      record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
+      return undefined;
+    }
+    const chosen = offersFor(decision, ranked).find((o) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs)));
+    if (chosen) record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: ${decision.kind} in ${decision.zone}`, zone: decision.zone, model: chosen.provisioningModel });
+    return chosen;
+  }
+  const models = chooseModels(spec.pricing.mode);
+  const ranked = rankOffers(round.offers, state.zoneEvents, placementPolicy(state, spec, models, nowMs)).filter(untried);
+  ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
+  if (ranked.length === 0 && round.tried.length === 0) {
+    record(state, nowMs, { kind: TimelineKind.NoAcceptableOffer, event: `no acceptable offer now (${round.offers.length} offers, all over price, out of quota or cooling down); waiting` });
+  }
+  return ranked[0];
+}
+
+function autoPolicyApplies(state: RunState, spec: RunSpec): boolean {
+  return spec.pricing.mode === PricingMode.Auto && state.deadline !== undefined && spec.time.expectedDuration !== undefined;
+}
+
+function placementPolicy(state: RunState, spec: RunSpec, models: readonly ProvisioningModel[], nowMs: number): PlacementPolicy {
+  return {
+    nowMs,
+    cooldownSeconds: spec.recovery.zoneCooldown,
+    expectedHours: (remainingWorkSeconds(state, spec) ?? 3600) / 3600,
+    maxPricePerHour: spec.pricing.maxPricePerHour,
+    models,
+  };
+}
+
+function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
+  const { action, state: policyState } = decideAuto(state.policyState, {
+    offers,
+    events: state.zoneEvents,
+    placement: placementPolicy(state, spec, [ProvisioningModel.Spot, ProvisioningModel.OnDemand], nowMs),
+    nowMs,
+    runStartMs: Date.parse(state.startedAt),
+    deadlineMs: Date.parse(state.deadline!),
+    remainingWorkSeconds: remainingWorkSeconds(state, spec) ?? 0,
+    changeoverSeconds: CHANGEOVER_SECONDS,
+    stepSeconds: POLICY_CHECK_SECONDS,
+    current,
+  });
+  state.policyState = policyState;
+  return action;
+}

@@ -1,0 +1,168 @@
+/**
+ * The durable state of one training run. JSON-plain so it survives continue-as-new
+ * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
+ */
+import type { ZoneEvent } from '../placement';
+import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
+
+export const Phase = {
+  Validating: 'validating',
+  FindingCapacity: 'finding-capacity',
+  Provisioning: 'provisioning',
+  Staging: 'staging',
+  Training: 'training',
+  Recovering: 'recovering',
+  Releasing: 'releasing',
+  Completed: 'completed',
+  Failed: 'failed',
+  Cancelled: 'cancelled',
+} as const;
+export type Phase = (typeof Phase)[keyof typeof Phase];
+
+/**
+ * How an attempt ended: the one vocabulary for it. endings.ts maps each to its zone
+ * event, its phase and what the run does next.
+ */
+export const AttemptOutcome = {
+  Running: 'running',
+  Completed: 'completed',
+  Preempted: 'preempted',
+  Failed: 'failed',
+  Stockout: 'stockout',
+  QuotaExceeded: 'quota-exceeded',
+  /** A resource that is not ours already had the attempt's name; it was left alone. */
+  Conflict: 'conflict',
+  /** The deadline-aware policy moved the run off this spot attempt to meet the deadline. */
+  Switched: 'switched',
+  /** Stopped by the run itself: cancelled, a limit reached, or handed over unfinished. */
+  Stopped: 'stopped',
+} as const;
+export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
+/** Every outcome but `running`: how an attempt can end. */
+export type Ending = Exclude<AttemptOutcome, typeof AttemptOutcome.Running>;
+
+export interface Attempt {
+  attempt: number;
+  ref: ResourceRef;
+  offer: Offer;
+  outcome: AttemptOutcome;
+  /** ISO times the resource was RUNNING, from the provider: the ledger's basis. */
+  startedAt?: string;
+  stoppedAt?: string;
+  resumedFromStep?: number;
+  exitCode?: number;
+  /** Why it failed, in words (the agent's own failures name their cause). */
+  reason?: string;
+  released: boolean;
+  /**
+   * True once the create has a definite answer (it ran, or failed with a named failure).
+   * Until then a release must allow for a create still in flight landing late.
+   */
+  createSettled?: boolean;
+}
+
+/** The closed set of things a run's timeline records; views and tests read `kind`. */
+export const TimelineKind = {
+  RunStarted: 'run-started',
+  Placing: 'placing',
+  NoAcceptableOffer: 'no-acceptable-offer',
+  PolicyChoice: 'policy-choice',
+  PolicyWait: 'policy-wait',
+  AttemptFailed: 'attempt-failed',
+  Running: 'running',
+  Staged: 'staged',
+  Checkpoint: 'checkpoint',
+  PreemptionNotice: 'preemption-notice',
+  Preempted: 'preempted',
+  Restarting: 'restarting',
+  Switching: 'switching',
+  Completed: 'completed',
+  Released: 'released',
+  LimitChanged: 'limit-changed',
+  ContinuedAsNew: 'continued-as-new',
+  Stopped: 'stopped',
+} as const;
+export type TimelineKind = (typeof TimelineKind)[keyof typeof TimelineKind];
+
+export interface TimelineEvent {
+  at: string;
+  kind: TimelineKind;
+  /** Human-readable, for the CLI and the web UI. */
+  event: string;
+  attempt?: number;
+  zone?: string;
+  step?: number;
+  outcome?: AttemptOutcome;
+  /** The policy's choice (policy-choice events). */
+  model?: ProvisioningModel;
+  /** What release found (released events). */
+  released?: 'deleted' | 'absent' | 'not-ours';
+}
+
+/** The current placement round: the offers found and the ones tried since. */
+export interface PlacementRound {
+  offers: Offer[];
+  /** `zone/model` keys tried in this round. */
+  tried: string[];
+}
+
+export interface RunState {
+  runId: string;
+  phase: Phase;
+  startedAt: string;
+  attempts: Attempt[];
+  zoneEvents: ZoneEvent[];
+  lastCheckpoint?: CheckpointRef;
+  step?: number;
+  preemptions: number;
+  restarts: number;
+  budgetUsd?: number;
+  /** ISO time; absent means no deadline. */
+  deadline?: string;
+  timeline: TimelineEvent[];
+  /** State of the deadline-aware pricing policy (workflows/policy), JSON-plain. */
+  policyState?: unknown;
+  placement?: PlacementRound;
+  /** Name of the attempt a preemption notice came for: it is draining, not lost. */
+  notice?: string;
+  /** Epoch ms of the last word about the live attempt (observer or look). */
+  lastHeardAt?: number;
+  /** Epoch ms of the next look at capacity after a round found nothing acceptable. */
+  capacityRetryAt?: number;
+  /** Epoch ms the auto policy is asked again whether to leave spot. */
+  policyCheckAt?: number;
+}
+
+/** The workflow keeps only the most recent events; the full story is in the history. */
+const TIMELINE_LIMIT = 200;
+
+export function record(state: RunState, nowMs: number, entry: Omit<TimelineEvent, 'at'>): void {
+  state.timeline.push({ at: new Date(nowMs).toISOString(), ...entry });
+  if (state.timeline.length > TIMELINE_LIMIT) state.timeline.splice(0, state.timeline.length - TIMELINE_LIMIT);
+}
+
+export function initialState(runId: string, nowMs: number, budgetUsd: number | undefined, deadlineMs: number | undefined): RunState {
+  const state: RunState = {
+    runId,
+    phase: Phase.Validating,
+    startedAt: new Date(nowMs).toISOString(),
+    attempts: [],
+    zoneEvents: [],
+    preemptions: 0,
+    restarts: 0,
+    budgetUsd,
+    deadline: deadlineMs === undefined ? undefined : new Date(deadlineMs).toISOString(),
+    timeline: [],
+  };
+  record(state, nowMs, { kind: TimelineKind.RunStarted, event: 'run started' });
+  return state;
+}
+
+export function currentAttempt(state: RunState): Attempt | undefined {
+  const last = state.attempts[state.attempts.length - 1];
+  return last && last.outcome === AttemptOutcome.Running ? last : undefined;
+}
+
+export function attemptNumbered(state: RunState, attempt: number): Attempt | undefined {
+  return state.attempts[attempt - 1];
+}
