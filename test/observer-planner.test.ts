@@ -83,6 +83,17 @@ describe('fleet planner', () => {
     assert.ok(stepOnly.length >= 2, 'progress is still reported now and then');
   });
 
+  it('tells a quiet run at least every maxSilenceSeconds, so its own look is only a fallback', () => {
+    let memory = look(emptyMemory(T0, settings), [vm(1)], T0, () => training(10, 10)).memory;
+    const toldAt: number[] = [];
+    for (let t = INTERVAL_MS; t <= 20 * 60_000; t += INTERVAL_MS) {
+      const result = look(memory, [vm(1)], T0 + t, () => training(10, 10));
+      memory = result.memory;
+      if (result.due.length) toldAt.push(t / 1000);
+    }
+    assert.deepEqual(toldAt, [300, 600, 900, 1200]);
+  });
+
   it('reads a small fleet about once a minute each, spread over the minute', () => {
     const fleet = Array.from({ length: 20 }, (_, i) => vm(i));
     let memory = emptyMemory(T0, settings);

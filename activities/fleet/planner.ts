@@ -181,10 +181,16 @@ export interface DueObservation {
   observation: ResourceObservation;
 }
 
-/** News for the run: a decisive field changed, or the step moved and the last word is old enough. */
+/**
+ * Worth a signal: a decisive field changed, the step moved and the last word is old
+ * enough, or the run has heard nothing for `maxSilenceSeconds` (so silence longer than
+ * that means the observer is down, and the run looks for itself).
+ */
 function isNews(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
   if (!entry.told || differsFromTold(entry)) return true;
-  return entry.agent.step !== entry.told.step && nowMs - entry.told.atMs >= settings.progressSignalSeconds * 1000;
+  const silentMs = nowMs - entry.told.atMs;
+  if (silentMs >= settings.maxSilenceSeconds * 1000) return true;
+  return entry.agent.step !== entry.told.step && silentMs >= settings.progressSignalSeconds * 1000;
 }
 
 /**

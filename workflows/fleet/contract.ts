@@ -25,17 +25,26 @@ export interface FleetSettings {
   busyReadSeconds: number;
   /** A change of step alone is signalled at most this often per resource (seconds). */
   progressSignalSeconds: number;
+  /**
+   * A run hears about its resource at least this often while the observer is alive, news
+   * or not (seconds): a run that heard nothing for longer should look for itself.
+   */
+  maxSilenceSeconds: number;
   /** Reads that may be spent at once after a quiet spell, out of the minute's budget (seconds' worth). */
   burstSeconds: number;
 }
 
-/** Defaults: a look every 5 s; progress read about once a minute; half of GCE's 1,500 reads per minute. */
+/**
+ * Defaults: a look every 5 s; progress read about once a minute; half of GCE's 1,500
+ * reads per minute; every run hears at least every 5 minutes.
+ */
 export const DEFAULT_FLEET_SETTINGS: FleetSettings = {
   intervalSeconds: 5,
   readsPerMinute: 750,
   progressReadSeconds: 60,
   busyReadSeconds: 15,
   progressSignalSeconds: 180,
+  maxSilenceSeconds: 300,
   burstSeconds: 10,
 };
 
