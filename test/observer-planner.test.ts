@@ -182,6 +182,19 @@ describe('fleet planner', () => {
     assert.deepEqual(only(due).observation.snapshot, { lifecycle: 'terminated', preempted: false, phase: 'exited', exitCode: 0, step: 400 });
   });
 
+  it('reads a wave of 100 ended attempts in one look while 2,000 VMs use the whole budget', () => {
+    const N = 2000;
+    let memory = emptyMemory(T0, settings);
+    const healthy = Array.from({ length: N }, (_, i) => vm(i));
+    let t = 0;
+    for (; t < 6 * 60_000; t += INTERVAL_MS) memory = look(memory, healthy, T0 + t, () => training(t)).memory;
+    const wave = healthy.map((r, i) => (i < 100 ? { ...r, lifecycle: 'terminated' as const } : r));
+    const result = look(memory, wave, T0 + t, (name) => (Number(/st-run-(\d+)-a1/.exec(name)![1]) < 100 ? { values: { phase: 'exited', exitCode: 143 }, preempted: true } : training(t)));
+    const ended = result.due.filter((d) => d.observation.snapshot.lifecycle === 'terminated');
+    assert.equal(ended.length, 100, `${ended.length} of 100 ended attempts told in the first look`);
+    assert.ok(ended.every((d) => d.observation.snapshot.preempted && d.observation.snapshot.exitCode === 143));
+  });
+
   it('never spends more than the read budget in any minute, for a fleet of 2,000 with churn, and reads every VM in turn', () => {
     const N = 2000;
     const budget = settings.readsPerMinute;

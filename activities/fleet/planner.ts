@@ -12,8 +12,9 @@
  * burst) is taken out of the refill rate, so no 60-second window ever spends more than
  * `readsPerMinute`, whatever the fleet size. Within the tokens, reads go in order of
  * need: an attempt that ended (its final checkpoint and exit code), a status change, an
- * agent in a busy phase, then the slow progress cadence, oldest read first. So a small
- * fleet is read about once a minute and a large one as often as the budget allows.
+ * agent in a busy phase, then the slow progress cadence, oldest read first; the cadence
+ * leaves a reserve of tokens for the first two. So a small fleet is read about once a
+ * minute, a large one as often as the budget allows, and a wave of preemptions at once.
  */
 import { resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../../workflows/fleet/contract';
 import type { ResourceObservation } from '../../workflows/messages';
@@ -30,12 +31,20 @@ export interface TokenBucket {
   capacity: number;
   /** Tokens added per millisecond. */
   refillPerMs: number;
+  /**
+   * Tokens that regular (cadence) reads leave for changes and ended attempts: a wave of
+   * preemptions is read in one look even while a large fleet uses the whole budget.
+   * It is the capacity less one look's refill, so the refill is never lost to the cap.
+   */
+  reserve: number;
 }
 
 /** The burst is part of the minute's budget, so any 60 s holds at most `readsPerMinute` reads. */
 export function readBucket(settings: FleetSettings): TokenBucket {
   const capacity = Math.max(1, Math.floor((settings.readsPerMinute * settings.burstSeconds) / 60));
-  return { capacity, refillPerMs: Math.max(0, settings.readsPerMinute - capacity) / 60_000 };
+  const refillPerMs = Math.max(0, settings.readsPerMinute - capacity) / 60_000;
+  const reserve = Math.max(0, Math.floor(capacity - refillPerMs * settings.intervalSeconds * 1000));
+  return { capacity, refillPerMs, reserve };
 }
 
 export function emptyMemory(nowMs: number, settings: FleetSettings): FleetMemory {
@@ -141,7 +150,8 @@ export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: n
   const reads: ResourceRef[] = [];
   const taken: Record<number, number> = {};
   for (const { entry, priority } of due) {
-    if (reads.length >= Math.floor(tokens)) break;
+    const floor = priority <= Priority.Changed ? 0 : bucket.reserve;
+    if (reads.length >= Math.floor(tokens - floor)) continue;
     if ((taken[priority] ?? 0) >= limits[priority]) continue;
     taken[priority] = (taken[priority] ?? 0) + 1;
     reads.push(entry.ref);
