@@ -75,9 +75,11 @@ function reconcile(memory: FleetMemory, listing: FleetResource[]): Record<string
       : { ref: listed.ref, owner: listed.owner, workflowId: listed.workflowId, lifecycle: listed.lifecycle, preempted: false, agent: {}, absentLooks: 0 };
     if (listed.preempted) entry.preempted = true;
     if (changed) {
-      // A terminated attempt is read once more, first of all; a pending one has nothing to read.
+      // A terminated attempt is read once more, first of all. A pending one has nothing to
+      // read, and a stopping one nothing its read once terminated will not have (a wave of
+      // preemptions would otherwise cost two reads each).
       if (listed.lifecycle === 'terminated') entry.readDue = ReadDue.Ended;
-      else if (listed.lifecycle === 'pending') entry.readDue = undefined;
+      else if (listed.lifecycle === 'pending' || listed.lifecycle === 'stopping') entry.readDue = undefined;
       else if (entry.readDue !== ReadDue.Ended) entry.readDue = ReadDue.Changed;
       if (isStopped(listed.lifecycle) && !entry.preempted) entry.preemptionCheckDue = true;
     }
