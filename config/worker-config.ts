@@ -20,6 +20,10 @@ const EnvSchema = z.object({
   STERNA_GKE_KUBECONFIG: z.string().optional(),
   STERNA_GKE_NAMESPACE: z.string().default('default'),
   STERNA_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(200),
+  STERNA_OBSERVER_INTERVAL_SECONDS: z.coerce.number().min(0.1, 'seconds between two looks at the fleet, at least 0.1').max(300).default(5),
+  STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
+  STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),
+  STERNA_OBSERVER_ON_START: z.enum(['true', 'false'], 'true or false').default('true'),
 });
 
 export interface GceConfig {
@@ -37,6 +41,13 @@ export interface WorkerConfig {
   gce?: GceConfig;
   gke?: { kubeconfig?: string; namespace: string };
   maxConcurrentActivities: number;
+  observer: {
+    intervalSeconds: number;
+    /** The observer's guest-read budget: this share of the project's read quota. */
+    readsPerMinute: number;
+    /** Start the fleet observer of each backend when the worker starts (runs start it anyway). */
+    startOnBoot: boolean;
+  };
 }
 
 export class WorkerConfigError extends Error {
@@ -72,5 +83,10 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
         'STERNA_GCE_PROJECT=<project> for real GCE (with Application Default Credentials), or STERNA_GKE_KUBECONFIG for GKE',
     );
   }
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES };
+  const observer = {
+    intervalSeconds: e.STERNA_OBSERVER_INTERVAL_SECONDS,
+    readsPerMinute: Math.max(1, Math.floor(e.STERNA_READ_QUOTA_PER_MINUTE * e.STERNA_OBSERVER_READ_SHARE)),
+    startOnBoot: e.STERNA_OBSERVER_ON_START === 'true',
+  };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer };
 }

@@ -4,8 +4,10 @@
  * TLS and API-key variables or a profile), default the local dev server.
  */
 import { existsSync } from 'node:fs';
+import { Client } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
+import { observerOptions, startObserver } from '../activities/fleet';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildProviders } from './providers';
@@ -21,6 +23,8 @@ async function main(): Promise<void> {
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
+  const client = new Client({ connection, namespace: namespace ?? 'default' });
+  const observer = observerOptions({ settings: { intervalSeconds: config.observer.intervalSeconds, readsPerMinute: config.observer.readsPerMinute } });
   const worker = await createSternaWorker({
     connection,
     namespace: namespace ?? 'default',
@@ -28,8 +32,19 @@ async function main(): Promise<void> {
     providers,
     workflowBundle: { codePath },
     maxConcurrentActivities: config.maxConcurrentActivities,
+    client,
+    observer,
   });
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
+  if (config.observer.startOnBoot) {
+    // Runs start their observer when they provision; starting it here too means a worker
+    // that comes back after a crash resumes watching before any run asks.
+    for (const provider of Object.values(providers)) {
+      if (!provider) continue;
+      const { workflowId } = await startObserver(client, { taskQueue: config.taskQueue, backend: provider.backend, scope: provider.fleetScope(), options: observer, requester: 'worker' });
+      console.log(`fleet observer ${workflowId}`);
+    }
+  }
   await worker.run();
   for (const provider of Object.values(providers)) provider?.close?.();
   await connection.close();

@@ -1,6 +1,8 @@
 /**
  * The workflow bundle's entry: every workflow type the `sterna` task queue runs.
  * Start a run with `temporal workflow start --type trainingRun --task-queue sterna
- * --input-file examples/run.json`, or through `client/`.
+ * --input-file examples/run.json`, or through `client/`. The fleet observer is started
+ * on demand (activities/fleet/ensure-observer.ts).
  */
 export { trainingRun, type ContinuedRun } from './training-run';
+export { fleetObserver } from './fleet/observer';

@@ -24,10 +24,21 @@ import {
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType } from '../../workflows/failures';
 import { isOwnedBy } from '../../workflows/naming';
+import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
 import { retryTransient, withDeadline } from './transient';
-import { ReleaseOutcome, type CapacityRequest, type ComputeProvider, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult } from './provider';
+import {
+  ownerFromLabels,
+  ReleaseOutcome,
+  type CapacityRequest,
+  type ComputeProvider,
+  type FleetResource,
+  type ProvisionRequest,
+  type ProvisionResult,
+  type ReleaseRequest,
+  type ReleaseResult,
+} from './provider';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
@@ -61,6 +72,10 @@ const NO_AUTOPAGINATE = { autoPaginate: false };
 const READ_TIMEOUT_MS = 30_000;
 /** GCE's operations.wait answers within about two minutes even when the operation is not done. */
 const WAIT_TIMEOUT_MS = 150_000;
+/** Every Sterna resource carries the run label (workflows/naming.ts). */
+const FLEET_FILTER = 'labels.sterna-run:*';
+/** The metadata attribute holding the run's workflow id (activities/agent/script.ts). */
+const RUN_ID_ATTRIBUTE = 'sterna-run-id';
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
@@ -85,6 +100,22 @@ function errorMessage(err: unknown): string {
 function isAlreadyExists(err: unknown): boolean {
   const e = err as { code?: number; message?: string };
   return e?.code === 6 || e?.code === 409 || /already exists|alreadyExists/i.test(e?.message ?? '');
+}
+
+/** GCE's instance status as Sterna's lifecycle (REPAIRING and unknown states count as pending). */
+export function gceLifecycle(status: string | null | undefined): FleetResource['lifecycle'] {
+  switch (status) {
+    case 'RUNNING':
+      return 'running';
+    case 'STOPPING':
+    case 'SUSPENDING':
+      return 'stopping';
+    case 'TERMINATED':
+    case 'SUSPENDED':
+      return 'terminated';
+    default:
+      return 'pending';
+  }
 }
 
 export function regionOf(zone: string): string {
@@ -345,6 +376,65 @@ export class GceProvider implements ComputeProvider {
       }
     }
     return refs;
+  }
+
+  fleetScope(): string {
+    return this.options.project;
+  }
+
+  /**
+   * One aggregatedList over every zone, filtered on Sterna's label: every status change
+   * in the project in one request (GCE pages at 500 instances). The listing returns each
+   * instance's metadata, which carries the run's workflow id for the agent.
+   */
+  async listFleet(): Promise<FleetResource[]> {
+    const { project } = this.options;
+    return this.api('fleet listing', async () => {
+      const resources: FleetResource[] = [];
+      for await (const [scope, list] of this.instances.aggregatedListAsync({ project, filter: FLEET_FILTER, maxResults: 500 }, NO_AUTOPAGINATE)) {
+        const zone = scope.replace(/^zones\//, '');
+        for (const instance of list.instances ?? []) {
+          const owner = ownerFromLabels(instance.labels);
+          if (!instance.name || !owner) continue;
+          resources.push({
+            ref: { backend: 'gce', name: instance.name, zone },
+            owner,
+            workflowId: instance.metadata?.items?.find((item) => item.key === RUN_ID_ATTRIBUTE)?.value ?? undefined,
+            lifecycle: gceLifecycle(instance.status),
+            lastStartAt: instance.lastStartTimestamp ?? undefined,
+            lastStopAt: instance.lastStopTimestamp ?? undefined,
+          });
+        }
+      }
+      return resources;
+    });
+  }
+
+  async readAgent(ref: ResourceRef): Promise<AgentValues> {
+    return parseAgentValues(await this.guestAttributes(ref));
+  }
+
+  /**
+   * GCE records a preemption as a `compute.instances.preempted` operation on the
+   * instance: one list per zone among `refs`, filtered on that type, matched to the
+   * instances by target link (Sterna never reuses an instance name).
+   */
+  async preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]> {
+    const { project } = this.options;
+    const zones = [...new Set(refs.map((r) => r.zone))];
+    const preemptedTargets = new Set<string>();
+    const filter = 'operationType = "compute.instances.preempted"';
+    await Promise.all(
+      zones.map((zone) =>
+        this.api(`preempted operations in ${zone}`, async () => {
+          for await (const op of this.operations.listAsync({ project, zone, filter }, NO_AUTOPAGINATE)) {
+            const name = op.targetLink?.slice(op.targetLink.lastIndexOf('/') + 1);
+            if (name) preemptedTargets.add(`${zone}/${name}`);
+          }
+        }),
+      ),
+    );
+    return refs.filter((r) => preemptedTargets.has(`${r.zone}/${r.name}`));
   }
 }
 

@@ -41,10 +41,21 @@ import {
 } from '@kubernetes/client-node';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType } from '../../workflows/failures';
-import { isOwnedBy } from '../../workflows/naming';
+import type { AgentValues } from '../../workflows/fleet/contract';
+import { fnv1a, isOwnedBy } from '../../workflows/naming';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
-import { ReleaseOutcome, type CapacityRequest, type ComputeProvider, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult } from './provider';
+import {
+  ownerFromLabels,
+  ReleaseOutcome,
+  type CapacityRequest,
+  type ComputeProvider,
+  type FleetResource,
+  type ProvisionRequest,
+  type ProvisionResult,
+  type ReleaseRequest,
+  type ReleaseResult,
+} from './provider';
 
 export interface GkeProviderOptions {
   kubeConfig: KubeConfig;
@@ -75,6 +86,10 @@ export interface GkeProviderOptions {
   storageUriForVm?: (uri: string) => string;
 }
 
+/** A watch that connected this long ago has replayed the existing pods (they come first, at once). */
+const WATCH_SETTLE_MS = 2000;
+/** The environment variable carrying the run's workflow id (agentAttributes' `sterna-run-id`). */
+const RUN_ID_ENV = 'STERNA_ATTR_sterna_run_id';
 const DISRUPTION_REASONS = new Set(['TerminationByKubelet', 'PreemptionByScheduler', 'DeletionByTaintManager', 'EvictionByEvictionAPI']);
 const ZONE_LABEL = 'topology.kubernetes.io/zone';
 const ACCELERATOR_LABEL = 'cloud.google.com/gke-accelerator';
@@ -131,6 +146,8 @@ export class GkeProvider implements ComputeProvider {
   private readonly pods = new Map<string, V1Pod>();
   private watching?: Promise<unknown>;
   private watchRequest?: { abort(): void };
+  /** When the current watch connected; its first events replay every existing pod. */
+  private watchConnectedAtMs?: number;
   private closed = false;
   private readonly pollMs: number;
 
@@ -156,6 +173,7 @@ export class GkeProvider implements ComputeProvider {
     const ended = () => {
       this.watching = undefined;
       this.watchRequest = undefined;
+      this.watchConnectedAtMs = undefined;
       this.pods.clear();
     };
     this.watching = watch
@@ -173,7 +191,10 @@ export class GkeProvider implements ComputeProvider {
       )
       .then((request) => {
         if (this.closed) request.abort();
-        else this.watchRequest = request;
+        else {
+          this.watchRequest = request;
+          this.watchConnectedAtMs = Date.now();
+        }
       })
       .catch(ended);
   }
@@ -424,6 +445,78 @@ export class GkeProvider implements ComputeProvider {
     const { items } = await this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector: `sterna-run=${runId}` });
     return items.map((job) => ({ backend: 'gke' as const, name: job.metadata!.name!, zone: job.spec?.template.spec?.nodeSelector?.[ZONE_LABEL] ?? '', namespace: this.namespace }));
   }
+
+  fleetScope(): string {
+    const server = this.options.kubeConfig.getCurrentCluster()?.server ?? '';
+    return `${this.namespace}-${fnv1a(server)}`;
+  }
+
+  /**
+   * Every Sterna pod from the watch cache: no API request. While a (re)started watch may
+   * still be replaying the existing pods, one list instead, so a look never misses a pod.
+   */
+  async listFleet(): Promise<FleetResource[]> {
+    this.ensureWatch();
+    const settled = this.watchConnectedAtMs !== undefined && Date.now() - this.watchConnectedAtMs >= WATCH_SETTLE_MS;
+    const pods = settled ? [...this.pods.values()] : (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: 'sterna-run' })).items;
+    // A Job may have made a second pod after a disruption; the attempt is its first, as in observe.
+    const firstByJob = new Map<string, V1Pod>();
+    for (const pod of pods) {
+      const job = pod.metadata?.labels?.['job-name'];
+      if (!job) continue;
+      const known = firstByJob.get(job);
+      if (!known || epochMs(pod.metadata?.creationTimestamp) < epochMs(known.metadata?.creationTimestamp)) firstByJob.set(job, pod);
+    }
+    const resources: FleetResource[] = [];
+    for (const [job, pod] of firstByJob) {
+      const owner = ownerFromLabels(pod.metadata?.labels);
+      if (!owner) continue;
+      const preempted = podDisrupted(pod);
+      resources.push({
+        ref: { backend: 'gke', name: job, zone: pod.spec?.nodeSelector?.[ZONE_LABEL] ?? '', namespace: this.namespace },
+        owner,
+        workflowId: pod.spec?.containers?.[0]?.env?.find((e) => e.name === RUN_ID_ENV)?.value,
+        lifecycle: podLifecycle(pod, preempted),
+        preempted,
+        agent: parseAgentValues(agentAnnotations(pod)),
+        lastStartAt: toIso(pod.status?.startTime),
+        lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
+      });
+    }
+    return resources;
+  }
+
+  async readAgent(ref: ResourceRef): Promise<AgentValues> {
+    const [pod] = await this.podsOf(ref.name);
+    return parseAgentValues(pod ? agentAnnotations(pod) : {});
+  }
+
+  /** Disrupted pods, and pods whose node is gone (one node read per stopped pod, as observe does). */
+  async preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]> {
+    const preempted: ResourceRef[] = [];
+    for (const ref of refs) {
+      const [pod] = await this.podsOf(ref.name);
+      if (!pod) continue;
+      const nodeGone = pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' ? !(await this.nodeExists(pod.spec.nodeName)) : false;
+      if (podDisrupted(pod) || nodeGone) preempted.push(ref);
+    }
+    return preempted;
+  }
+}
+
+/** The pod's lifecycle as observe reads it, without the node lookup (`preemptedAmong` does that). */
+function podLifecycle(pod: V1Pod, preempted: boolean): FleetResource['lifecycle'] {
+  const phase = pod.status?.phase;
+  if (phase === 'Running') return preempted || pod.metadata?.deletionTimestamp ? 'stopping' : 'running';
+  if (phase === 'Succeeded' || phase === 'Failed') return 'terminated';
+  return preempted ? 'terminated' : 'pending';
+}
+
+/** The agent's `sterna/<key>` annotations, keyed without the prefix. */
+function agentAnnotations(pod: V1Pod): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) if (key.startsWith('sterna/')) values[key.slice('sterna/'.length)] = value;
+  return values;
 }
 
 function toIso(value: Date | string | undefined): string | undefined {

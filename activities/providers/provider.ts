@@ -3,11 +3,28 @@
  * are written against it; each implementation translates its API's errors into
  * Sterna's failure types (workflows/failures.ts) at this boundary.
  */
+import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
 import type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult } from '../../workflows/activity-contract';
+import { OwnerLabel, type Owner } from '../../workflows/naming';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 
 export { ReleaseOutcome } from '../../workflows/activity-contract';
 export type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult };
+
+/** One Sterna resource as one fleet listing shows it. */
+export interface FleetResource {
+  ref: ResourceRef;
+  owner: Owner;
+  /** The run's workflow id (the `sterna-run-id` input the agent reads); absent if the resource does not carry it. */
+  workflowId?: string;
+  lifecycle: Exclude<Lifecycle, 'gone'>;
+  /** Known from the listing itself (GKE's DisruptionTarget); GCE tells it only through `preemptedAmong`. */
+  preempted?: boolean;
+  /** The agent's values when the listing carries them at no extra cost (GKE's watch cache). */
+  agent?: AgentValues;
+  lastStartAt?: string;
+  lastStopAt?: string;
+}
 
 export interface ComputeProvider {
   readonly backend: 'gce' | 'gke';
@@ -28,6 +45,31 @@ export interface ComputeProvider {
   release(request: ReleaseRequest, onProgress?: (status: string) => void): Promise<ReleaseResult>;
   /** Every resource labelled with this run, to prove nothing is left behind. */
   listRunResources(runId: string): Promise<ResourceRef[]>;
+  /** What one fleet observer covers: the GCE project, the GKE cluster and namespace (safe in a workflow id). */
+  fleetScope(): string;
+  /**
+   * Every Sterna-labelled resource of the scope, with a constant number of API requests
+   * however many there are (GCE: one aggregatedList page per 500 instances; GKE: none,
+   * from the pod watch). Resources without complete owner labels are left out.
+   */
+  listFleet(): Promise<FleetResource[]>;
+  /** What the agent last published (GCE: one getGuestAttributes; GKE: the watch cache); {} if nothing yet. */
+  readAgent(ref: ResourceRef): Promise<AgentValues>;
+  /**
+   * Which of these stopped resources were preempted rather than stopped or deleted by
+   * someone. GCE: one `compute.instances.preempted` operations list per zone among `refs`
+   * (GCE has `globalOperations.aggregatedList` for one call; the emulator does not yet).
+   */
+  preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]>;
   /** Ends long-lived connections (e.g. GKE's pod watch) when the worker stops. */
   close?(): void;
+}
+
+/** The owner a resource's labels name, or undefined unless all three owner labels are there and well formed. */
+export function ownerFromLabels(labels: Record<string, string> | null | undefined): Owner | undefined {
+  const run = labels?.[OwnerLabel.Run];
+  const execution = labels?.[OwnerLabel.Execution];
+  const attempt = labels?.[OwnerLabel.Attempt];
+  if (!run || !execution || !attempt || !/^[1-9]\d{0,8}$/.test(attempt)) return undefined;
+  return { run, execution, attempt: Number(attempt) };
 }

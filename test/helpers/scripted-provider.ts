@@ -6,8 +6,18 @@
  */
 import { failure, FailureType } from '../../workflows/failures';
 import { isOwnedBy } from '../../workflows/naming';
+import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
-import { ReleaseOutcome, type CapacityRequest, type ComputeProvider, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult } from '../../activities/providers/provider';
+import {
+  ReleaseOutcome,
+  type CapacityRequest,
+  type ComputeProvider,
+  type FleetResource,
+  type ProvisionRequest,
+  type ProvisionResult,
+  type ReleaseRequest,
+  type ReleaseResult,
+} from '../../activities/providers/provider';
 
 /** What the next VM in a zone does. */
 export type Script =
@@ -75,6 +85,11 @@ export class ScriptedProvider implements ComputeProvider {
     const vm = this.vms.get(ref.name);
     if (!vm || vm.deleted) return { lifecycle: 'gone', preempted: false };
     vm.polls++;
+    return this.snapshotOf(vm);
+  }
+
+  /** What the VM shows after the looks it has had so far (observe counts a look; the fleet methods do not). */
+  private snapshotOf(vm: Vm): AgentSnapshot {
     const due = vm.polls > (vm.script.kind === 'exit' || vm.script.kind === 'preempt' ? (vm.script.afterPolls ?? 2) : 0);
     if (!due) return { lifecycle: 'running', preempted: false, phase: 'training', step: 1 };
     if (vm.script.kind === 'preempt') {
@@ -86,6 +101,36 @@ export class ScriptedProvider implements ComputeProvider {
       return { lifecycle: 'running', preempted: false, phase: 'exited', step, exitCode: vm.script.code, checkpoint: { step, sha256: 'b'.repeat(64), uri: `file:///ckpt/step-${step}.json` } };
     }
     return { lifecycle: 'running', preempted: false, phase: 'training' };
+  }
+
+  fleetScope(): string {
+    return 'scripted';
+  }
+
+  async listFleet(): Promise<FleetResource[]> {
+    return [...this.vms.values()]
+      .filter((vm) => !vm.deleted)
+      .map((vm) => ({
+        ref: { backend: 'gce' as const, name: vm.request.name, zone: vm.request.offer.zone },
+        owner: vm.request.owner,
+        workflowId: vm.request.agent.runId,
+        lifecycle: this.snapshotOf(vm).lifecycle as FleetResource['lifecycle'],
+        lastStartAt: vm.startedAt,
+      }));
+  }
+
+  async readAgent(ref: ResourceRef): Promise<AgentValues> {
+    const vm = this.vms.get(ref.name);
+    if (!vm || vm.deleted) return {};
+    const { lifecycle: _lifecycle, preempted: _preempted, ...agent } = this.snapshotOf(vm);
+    return agent;
+  }
+
+  async preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]> {
+    return refs.filter((ref) => {
+      const vm = this.vms.get(ref.name);
+      return vm !== undefined && this.snapshotOf(vm).preempted;
+    });
   }
 
   async release({ ref, owner }: ReleaseRequest): Promise<ReleaseResult> {

@@ -1,0 +1,54 @@
+/**
+ * Starting the fleet observer on demand. A run asks for it when it provisions (the
+ * `ensureObserver` activity) and the worker when it starts; both signal-with-start
+ * `observerWantedSignal`, which starts the observer if it is not running (first run,
+ * terminated, ended after an idle spell) and otherwise only tells it it is wanted, so
+ * it cannot end for idleness just as a new resource appears.
+ */
+import type { Client } from '@temporalio/client';
+import { DEFAULT_FLEET_SETTINGS, observerWorkflowId, type EnsureObserverResult, type FleetObserverInput, type FleetSettings } from '../../workflows/fleet/contract';
+import type { fleetObserver } from '../../workflows/fleet/observer';
+import { observerWantedSignal } from '../../workflows/fleet/messages';
+import type { Backend } from '../../workflows/types';
+
+export interface ObserverOptions {
+  settings: FleetSettings;
+  /** Length of one watchFleet call (seconds); the observer continues as new every few calls. */
+  watchSeconds: number;
+  /** The observer ends after this long without resources or requests (seconds). */
+  idleExitSeconds: number;
+}
+
+export const DEFAULT_OBSERVER_OPTIONS: ObserverOptions = { settings: DEFAULT_FLEET_SETTINGS, watchSeconds: 300, idleExitSeconds: 1800 };
+
+export function observerOptions(partial: { settings?: Partial<FleetSettings>; watchSeconds?: number; idleExitSeconds?: number } = {}): ObserverOptions {
+  return {
+    settings: { ...DEFAULT_OBSERVER_OPTIONS.settings, ...partial.settings },
+    watchSeconds: partial.watchSeconds ?? DEFAULT_OBSERVER_OPTIONS.watchSeconds,
+    idleExitSeconds: partial.idleExitSeconds ?? DEFAULT_OBSERVER_OPTIONS.idleExitSeconds,
+  };
+}
+
+export interface StartObserverRequest {
+  taskQueue: string;
+  backend: Backend;
+  /** The provider's fleetScope(): GCE project, GKE cluster and namespace. */
+  scope: string;
+  options: ObserverOptions;
+  /** Who asks, for the observer's history: a run's workflow id or `worker`. */
+  requester: string;
+}
+
+export async function startObserver(client: Client, request: StartObserverRequest): Promise<EnsureObserverResult> {
+  const workflowId = observerWorkflowId(request.taskQueue, request.backend, request.scope);
+  const { settings, watchSeconds, idleExitSeconds } = request.options;
+  const input: FleetObserverInput = { backend: request.backend, settings, watchSeconds, idleExitSeconds };
+  const handle = await client.workflow.signalWithStart<typeof fleetObserver, [{ requester: string }]>('fleetObserver', {
+    workflowId,
+    taskQueue: request.taskQueue,
+    args: [input],
+    signal: observerWantedSignal,
+    signalArgs: [{ requester: request.requester }],
+  });
+  return { workflowId, runId: handle.signaledRunId };
+}

@@ -1,0 +1,46 @@
+/**
+ * The fleet observer's activities, built like the run's: by a factory that takes its
+ * providers, plus the Temporal client they signal runs and start the observer with.
+ *
+ *   activities: { ...createActivities(providers), ...createFleetActivities({ providers, client }) }
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import type { FleetActivities } from '../../workflows/fleet/contract';
+import type { Providers } from '../index';
+import type { ComputeProvider } from '../providers/provider';
+import { observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
+import { signalWithClient, watchFleet, type SignalRun } from './watch';
+
+export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
+
+export interface FleetActivityOptions {
+  providers: Providers;
+  client: Client;
+  /** What ensureObserver starts the observer with; the defaults otherwise. */
+  observer?: ObserverOptions;
+  /** How runs are signalled; the client's signal by default. */
+  signalRun?: SignalRun;
+}
+
+export function createFleetActivities(options: FleetActivityOptions): FleetActivities {
+  const providerFor = (backend: string): ComputeProvider => {
+    const provider = options.providers[backend as keyof Providers];
+    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
+    return provider;
+  };
+  const signalRun = options.signalRun ?? signalWithClient(options.client);
+  const observer = options.observer ?? observerOptions();
+
+  return {
+    async watchFleet(input) {
+      return watchFleet(providerFor(input.backend), signalRun, input);
+    },
+
+    async ensureObserver({ backend }) {
+      const { taskQueue, workflowExecution } = Context.current().info;
+      const scope = providerFor(backend).fleetScope();
+      return startObserver(options.client, { taskQueue, backend, scope, options: observer, requester: workflowExecution?.workflowId ?? 'an activity' });
+    },
+  };
+}

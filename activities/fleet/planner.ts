@@ -1,0 +1,245 @@
+/**
+ * The fleet observer's decisions, as pure functions of (memory, listing, now, settings):
+ * which guest attributes to read this look, which resources to check for a preemption,
+ * and which runs to tell what. No I/O, no clock: a look is
+ *
+ *   planLook(memory, listing, now)      -> reads, preemption checks, memory with tokens spent
+ *   absorbLook(memory, results, now)    -> memory with the agents' values and preemptions
+ *   observationsDue(memory, now)        -> the signals to send
+ *   markSent(memory, delivered, now)    -> memory that remembers what each run was told
+ *
+ * Reads are paid from a token bucket that refills at the read budget; its capacity (the
+ * burst) is taken out of the refill rate, so no 60-second window ever spends more than
+ * `readsPerMinute`, whatever the fleet size. Within the tokens, reads go in order of
+ * need: an attempt that ended (its final checkpoint and exit code), a status change, an
+ * agent in a busy phase, then the slow progress cadence, oldest read first; the cadence
+ * leaves a reserve of tokens for the first two. So a small fleet is read about once a
+ * minute, a large one as often as the budget allows, and a wave of preemptions at once.
+ */
+import { resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../../workflows/fleet/contract';
+import type { ResourceObservation } from '../../workflows/messages';
+import type { ResourceRef } from '../../workflows/types';
+import type { FleetResource } from '../providers/provider';
+import { differsFromTold, ReadDue, toldOf, type FleetMemory, type WatchedResource } from './memory';
+
+/** Listings in a row that must miss a resource before it counts as gone. */
+const ABSENT_LOOKS_FOR_GONE = 2;
+/** Agent phases after which news comes soon (staging done, exit published). */
+const BUSY_PHASES = new Set(['starting', 'staging', 'uploading']);
+
+export interface TokenBucket {
+  capacity: number;
+  /** Tokens added per millisecond. */
+  refillPerMs: number;
+  /**
+   * Tokens that regular (cadence) reads leave for changes and ended attempts: a wave of
+   * preemptions is read in one look even while a large fleet uses the whole budget.
+   * It is the capacity less one look's refill, so the refill is never lost to the cap.
+   */
+  reserve: number;
+}
+
+/** The burst is part of the minute's budget, so any 60 s holds at most `readsPerMinute` reads. */
+export function readBucket(settings: FleetSettings): TokenBucket {
+  const capacity = Math.max(1, Math.floor((settings.readsPerMinute * settings.burstSeconds) / 60));
+  const refillPerMs = Math.max(0, settings.readsPerMinute - capacity) / 60_000;
+  const reserve = Math.max(0, Math.floor(capacity - refillPerMs * settings.intervalSeconds * 1000));
+  return { capacity, refillPerMs, reserve };
+}
+
+export function emptyMemory(nowMs: number, settings: FleetSettings): FleetMemory {
+  return { resources: {}, tokens: readBucket(settings).capacity, tokensAtMs: nowMs };
+}
+
+export interface LookPlan {
+  memory: FleetMemory;
+  /** Read these agents now (the tokens are already spent in `memory`). */
+  reads: ResourceRef[];
+  /** Ask the provider which of these stopped resources were preempted. */
+  preemptionChecks: ResourceRef[];
+}
+
+function isStopped(lifecycle: Lifecycle): boolean {
+  return lifecycle === 'stopping' || lifecycle === 'terminated' || lifecycle === 'gone';
+}
+
+/** Merges one listing into the memory: new, changed and vanished resources. */
+function reconcile(memory: FleetMemory, listing: FleetResource[]): Record<string, WatchedResource> {
+  const resources: Record<string, WatchedResource> = {};
+  for (const listed of listing) {
+    const key = resourceKey(listed.ref);
+    const known = memory.resources[key];
+    const changed = !known || known.lifecycle !== listed.lifecycle;
+    const entry: WatchedResource = known
+      ? { ...known, absentLooks: 0, lifecycle: listed.lifecycle, workflowId: listed.workflowId ?? known.workflowId }
+      : { ref: listed.ref, owner: listed.owner, workflowId: listed.workflowId, lifecycle: listed.lifecycle, preempted: false, agent: {}, absentLooks: 0 };
+    if (listed.preempted) entry.preempted = true;
+    if (changed) {
+      // A terminated attempt is read once more, first of all. A pending one has nothing to
+      // read, and a stopping one nothing its read once terminated will not have (a wave of
+      // preemptions would otherwise cost two reads each).
+      if (listed.lifecycle === 'terminated') entry.readDue = ReadDue.Ended;
+      else if (listed.lifecycle === 'pending' || listed.lifecycle === 'stopping') entry.readDue = undefined;
+      else if (entry.readDue !== ReadDue.Ended) entry.readDue = ReadDue.Changed;
+      if (isStopped(listed.lifecycle) && !entry.preempted) entry.preemptionCheckDue = true;
+    }
+    if (listed.agent) {
+      entry.agent = listed.agent;
+      entry.readDue = undefined;
+    }
+    resources[key] = entry;
+  }
+  for (const [key, known] of Object.entries(memory.resources)) {
+    if (resources[key]) continue;
+    // Told runs forget their gone resources in markSent; until then they are kept as they are.
+    if (known.lifecycle === 'gone') {
+      resources[key] = known;
+      continue;
+    }
+    const absentLooks = known.absentLooks + 1;
+    if (absentLooks < ABSENT_LOOKS_FOR_GONE) {
+      resources[key] = { ...known, absentLooks };
+      continue;
+    }
+    // Gone: nothing left to read. It may have been preempted on its way out (a DELETE
+    // termination action) only if it vanished while it still ran.
+    const vanishedRunning = known.lifecycle === 'running' && !known.preempted;
+    resources[key] = { ...known, absentLooks, lifecycle: 'gone', readDue: undefined, preemptionCheckDue: vanishedRunning || undefined };
+  }
+  return resources;
+}
+
+/** Read classes, in order of need. */
+const Priority = { Ended: 0, Changed: 1, Busy: 2, Progress: 3 } as const;
+
+/** Read priority (lower first), or undefined when no read is due. */
+function readPriority(entry: WatchedResource, nowMs: number, settings: FleetSettings, read: boolean): number | undefined {
+  if (read || !entry.workflowId) return undefined;
+  if (entry.readDue === ReadDue.Ended) return Priority.Ended;
+  if (entry.lifecycle === 'pending' || entry.lifecycle === 'gone' || entry.lifecycle === 'terminated') return undefined;
+  if (entry.readDue === ReadDue.Changed) return Priority.Changed;
+  // A look lands within half an interval of when a read falls due: count it as due.
+  const age = nowMs - (entry.readAtMs ?? Number.NEGATIVE_INFINITY);
+  const slack = (settings.intervalSeconds * 1000) / 2;
+  if (BUSY_PHASES.has(entry.agent.phase ?? '') && age >= settings.busyReadSeconds * 1000 - slack) return Priority.Busy;
+  if (age >= settings.progressReadSeconds * 1000 - slack) return Priority.Progress;
+  return undefined;
+}
+
+/**
+ * Regular reads are paced as well as budgeted: a look takes at most its share of the
+ * class (its size times interval over cadence), so reads spread over the cadence
+ * instead of coming due together after a burst.
+ */
+function paceLimits(resources: WatchedResource[], settings: FleetSettings): Record<number, number> {
+  const watched = resources.filter((e) => e.workflowId && (e.lifecycle === 'running' || e.lifecycle === 'stopping'));
+  const busy = watched.filter((e) => BUSY_PHASES.has(e.agent.phase ?? '')).length;
+  const share = (count: number, cadenceSeconds: number) => Math.ceil((count * settings.intervalSeconds) / cadenceSeconds);
+  return { [Priority.Ended]: Infinity, [Priority.Changed]: Infinity, [Priority.Busy]: share(busy, settings.busyReadSeconds), [Priority.Progress]: share(watched.length, settings.progressReadSeconds) };
+}
+
+/** What to read and check in this look, given the new listing. */
+export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: number, settings: FleetSettings): LookPlan {
+  const bucket = readBucket(settings);
+  const readInListing = new Set(listing.filter((l) => l.agent).map((l) => resourceKey(l.ref)));
+  const resources = reconcile(memory, listing);
+  const tokens = Math.min(bucket.capacity, memory.tokens + Math.max(0, nowMs - memory.tokensAtMs) * bucket.refillPerMs);
+  const limits = paceLimits(Object.values(resources), settings);
+  const due = Object.entries(resources)
+    .map(([key, entry]) => ({ entry, priority: readPriority(entry, nowMs, settings, readInListing.has(key)) }))
+    .filter((d): d is { entry: WatchedResource; priority: number } => d.priority !== undefined)
+    .sort((a, b) => a.priority - b.priority || (a.entry.readAtMs ?? -1) - (b.entry.readAtMs ?? -1));
+  const reads: ResourceRef[] = [];
+  const taken: Record<number, number> = {};
+  for (const { entry, priority } of due) {
+    const floor = priority <= Priority.Changed ? 0 : bucket.reserve;
+    if (reads.length >= Math.floor(tokens - floor)) continue;
+    if ((taken[priority] ?? 0) >= limits[priority]) continue;
+    taken[priority] = (taken[priority] ?? 0) + 1;
+    reads.push(entry.ref);
+  }
+  const preemptionChecks = Object.values(resources)
+    .filter((e) => e.preemptionCheckDue)
+    .map((e) => e.ref);
+  return { memory: { resources, tokens: tokens - reads.length, tokensAtMs: nowMs }, reads, preemptionChecks };
+}
+
+export interface LookResults {
+  /** Agent values read, by resource key; a failed read is simply absent (it stays due). */
+  reads: Record<string, AgentValues>;
+  /** Resource keys whose preemption check was answered (absent when the check failed). */
+  checked: string[];
+  /** Of those, the keys that were preempted. */
+  preempted: string[];
+}
+
+export function absorbLook(memory: FleetMemory, results: LookResults, nowMs: number): FleetMemory {
+  const resources = { ...memory.resources };
+  for (const [key, agent] of Object.entries(results.reads)) {
+    const entry = resources[key];
+    if (entry) resources[key] = { ...entry, agent, readAtMs: nowMs, readDue: undefined };
+  }
+  const preempted = new Set(results.preempted);
+  for (const key of results.checked) {
+    const entry = resources[key];
+    if (entry) resources[key] = { ...entry, preempted: entry.preempted || preempted.has(key), preemptionCheckDue: undefined };
+  }
+  return { ...memory, resources };
+}
+
+export interface DueObservation {
+  key: string;
+  workflowId: string;
+  observation: ResourceObservation;
+}
+
+/**
+ * Worth a signal: a decisive field changed, the step moved and the last word is old
+ * enough, or the run has heard nothing for `maxSilenceSeconds` (so silence longer than
+ * that means the observer is down, and the run looks for itself).
+ */
+function isNews(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
+  if (!entry.told || differsFromTold(entry)) return true;
+  const silentMs = nowMs - entry.told.atMs;
+  if (silentMs >= settings.maxSilenceSeconds * 1000) return true;
+  return entry.agent.step !== entry.told.step && silentMs >= settings.progressSignalSeconds * 1000;
+}
+
+/**
+ * Held back until the facts are in: an ended attempt until its final read (so the run
+ * never replaces it without its newest checkpoint), any stop until the preemption check
+ * has answered, and a change until its read, unless the resource is stopping: a
+ * preemption notice goes out at once with what is known.
+ */
+function isHeld(entry: WatchedResource): boolean {
+  if (entry.preemptionCheckDue) return true;
+  if (entry.readDue === ReadDue.Ended) return true;
+  return entry.readDue === ReadDue.Changed && entry.lifecycle !== 'stopping';
+}
+
+export function observationsDue(memory: FleetMemory, nowMs: number, settings: FleetSettings): DueObservation[] {
+  const at = new Date(nowMs).toISOString();
+  const due: DueObservation[] = [];
+  for (const [key, entry] of Object.entries(memory.resources)) {
+    if (!entry.workflowId || isHeld(entry) || !isNews(entry, nowMs, settings)) continue;
+    due.push({
+      key,
+      workflowId: entry.workflowId,
+      observation: { name: entry.ref.name, owner: entry.owner, at, snapshot: { lifecycle: entry.lifecycle, preempted: entry.preempted, ...entry.agent } },
+    });
+  }
+  return due;
+}
+
+/** Records what each run was told; a gone resource is forgotten once told (or when there is no one to tell). */
+export function markSent(memory: FleetMemory, delivered: string[], nowMs: number): FleetMemory {
+  const resources = { ...memory.resources };
+  for (const key of delivered) {
+    const entry = resources[key];
+    if (entry) resources[key] = { ...entry, told: toldOf(entry, nowMs) };
+  }
+  for (const [key, entry] of Object.entries(resources)) {
+    if (entry.lifecycle === 'gone' && (!entry.workflowId || entry.told?.lifecycle === 'gone')) delete resources[key];
+  }
+  return { ...memory, resources };
+}

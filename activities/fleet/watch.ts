@@ -1,0 +1,139 @@
+/**
+ * The watchFleet activity: every interval, one listing of the backend's Sterna
+ * resources, the guest reads and preemption checks the planner asks for, and a signal to
+ * each run with news. It heartbeats its memory after every look, so a retried attempt
+ * (the worker died, the heartbeat timed out) resumes where the last one stopped instead
+ * of reading the whole fleet again; it returns after `returnAfterSeconds` so the
+ * workflow can continue as new.
+ *
+ * A failed look (the listing failed past its own retries) is skipped, not fatal: the
+ * next one tries again. A signal to a run that no longer exists is dropped silently.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CancelledFailure, Context } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { resourceKey, type WatchFleetInput, type WatchFleetResult, type WatchStats } from '../../workflows/fleet/contract';
+import { observationSignal, type ResourceObservation } from '../../workflows/messages';
+import type { ResourceRef } from '../../workflows/types';
+import type { ComputeProvider } from '../providers/provider';
+import { carry, resume, type FleetMemory } from './memory';
+import { absorbLook, emptyMemory, markSent, observationsDue, planLook, type LookResults } from './planner';
+
+/** Reads and signals in flight at once. */
+const CONCURRENCY = 16;
+/** Heartbeat at least this often even while one look is slow (well inside the heartbeat timeout). */
+const HEARTBEAT_EVERY_MS = 3000;
+
+/** Delivers an observation; 'closed' when the run no longer exists or has completed. */
+export type SignalRun = (workflowId: string, observation: ResourceObservation) => Promise<'delivered' | 'closed'>;
+
+export function signalWithClient(client: Client): SignalRun {
+  return async (workflowId, observation) => {
+    try {
+      await client.workflow.getHandle(workflowId).signal(observationSignal, observation);
+      return 'delivered';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return 'closed';
+      throw err;
+    }
+  };
+}
+
+export function zeroStats(): WatchStats {
+  return { looks: 0, listings: 0, reads: 0, preemptionLookups: 0, signals: 0, signalsToClosedRuns: 0, failedLooks: 0, resources: 0 };
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
+/** One look: listing, reads, preemption checks, signals. Returns the new memory. */
+async function look(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput, memory: FleetMemory, stats: WatchStats): Promise<FleetMemory> {
+  const log = Context.current().log;
+  const nowMs = Date.now();
+  const listing = await provider.listFleet();
+  stats.listings++;
+  stats.resources = Math.max(stats.resources, listing.length);
+  const plan = planLook(memory, listing, nowMs, input.settings);
+  const results: LookResults = { reads: {}, checked: [], preempted: [] };
+  await mapLimit(plan.reads, CONCURRENCY, async (ref) => {
+    stats.reads++;
+    try {
+      results.reads[resourceKey(ref)] = await provider.readAgent(ref);
+    } catch (err) {
+      log.warn('guest read failed; it stays due', { resource: ref.name, error: String(err) });
+    }
+  });
+  if (plan.preemptionChecks.length > 0) {
+    stats.preemptionLookups += preemptionLookups(provider, plan.preemptionChecks);
+    try {
+      const preempted = await provider.preemptedAmong(plan.preemptionChecks);
+      results.checked = plan.preemptionChecks.map(resourceKey);
+      results.preempted = preempted.map(resourceKey);
+    } catch (err) {
+      log.warn('preemption check failed; it stays due', { resources: plan.preemptionChecks.length, error: String(err) });
+    }
+  }
+  const absorbed = absorbLook(plan.memory, results, nowMs);
+  const due = observationsDue(absorbed, nowMs, input.settings);
+  const delivered: string[] = [];
+  await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
+    try {
+      const outcome = await signalRun(workflowId, observation);
+      if (outcome === 'closed') stats.signalsToClosedRuns++;
+      else stats.signals++;
+      delivered.push(key);
+    } catch (err) {
+      log.warn('signal failed; it is sent again next look', { workflowId, resource: observation.name, error: String(err) });
+    }
+  });
+  return markSent(absorbed, delivered, nowMs);
+}
+
+/** GCE lists operations once per zone; GKE reads each stopped pod's node. */
+function preemptionLookups(provider: ComputeProvider, refs: ResourceRef[]): number {
+  return provider.backend === 'gce' ? new Set(refs.map((r) => r.zone)).size : refs.length;
+}
+
+export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput): Promise<WatchFleetResult> {
+  const context = Context.current();
+  // A retry resumes from the last heartbeat; a new call from the previous call's result.
+  const resumed = context.info.heartbeatDetails as WatchFleetResult | undefined;
+  const from = resumed?.memory ?? input.memory;
+  let memory = from ? resume(from, input.backend) : emptyMemory(Date.now(), input.settings);
+  const stats = resumed?.stats ?? zeroStats();
+  const intervalMs = input.settings.intervalSeconds * 1000;
+  const returnAt = Date.now() + input.returnAfterSeconds * 1000;
+  let carried = carry(memory);
+  const beat = () => context.heartbeat({ memory: carried, stats } satisfies WatchFleetResult);
+  const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
+  try {
+    for (let next = Date.now(); ; ) {
+      stats.looks++;
+      try {
+        memory = await look(provider, signalRun, input, memory, stats);
+        carried = carry(memory);
+      } catch (err) {
+        stats.failedLooks++;
+        context.log.warn('fleet look failed; the next one tries again', { error: String(err) });
+      }
+      beat();
+      next = Math.max(next + intervalMs, Date.now());
+      if (next >= returnAt) return { memory: carried, stats };
+      await sleep(next - Date.now(), undefined, { signal: context.cancellationSignal }).catch(() => {
+        throw new CancelledFailure('watchFleet cancelled');
+      });
+    }
+  } finally {
+    clearInterval(timer);
+  }
+}

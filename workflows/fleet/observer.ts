@@ -1,0 +1,45 @@
+/**
+ * The fleet observer: one per task queue, backend and scope (GCE project, GKE
+ * namespace), watching every Sterna resource there with a constant number of API calls
+ * per look and signalling the runs concerned (`observationSignal`). Runs hold no
+ * activity slot while they train; they wait for these signals.
+ *
+ *   ensureObserver (run provisions) --signalWithStart--> fleetObserver
+ *     loop: watchFleet (5 min of looks, memory in its heartbeats) -> memory -> next call
+ *     continue-as-new every few calls, carrying the memory; no side database
+ *     ends after a long idle spell; the next ensureObserver starts it again
+ *
+ * A dead worker costs a heartbeat timeout: the activity is retried (on any worker of the
+ * queue) from its last heartbeat. A terminated observer is started again by the next
+ * ensureObserver. Either way runs keep their own slow fallback look, so an observer
+ * that is down delays a run but never loses it.
+ */
+import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { CarriedMemory, FleetActivities, FleetObserverInput } from './contract';
+import { observerWantedSignal } from './messages';
+
+/** watchFleet calls per workflow run: at 5 minutes each, a new run every 15 minutes keeps histories small. */
+const CALLS_PER_RUN = 3;
+
+export async function fleetObserver(input: FleetObserverInput): Promise<void> {
+  const { watchFleet } = proxyActivities<FleetActivities>({
+    startToCloseTimeout: `${input.watchSeconds + 120} seconds`,
+    // A look heartbeats as it ends and every 3 s besides; a silent worker is presumed dead.
+    heartbeatTimeout: `${Math.max(15, 3 * input.settings.intervalSeconds)} seconds`,
+    // Never give up: the observer is what runs rely on to hear about their resources.
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  });
+  let idleSinceMs = input.idleSinceMs;
+  setHandler(observerWantedSignal, () => {
+    idleSinceMs = undefined;
+  });
+  let memory: CarriedMemory | undefined = input.memory;
+  for (let call = 0; call < CALLS_PER_RUN && !workflowInfo().continueAsNewSuggested; call++) {
+    const result = await watchFleet({ backend: input.backend, settings: input.settings, memory, returnAfterSeconds: input.watchSeconds });
+    memory = result.memory;
+    if (result.stats.resources > 0) idleSinceMs = undefined;
+    else idleSinceMs ??= Date.now();
+    if (idleSinceMs !== undefined && Date.now() - idleSinceMs >= input.idleExitSeconds * 1000) return;
+  }
+  await continueAsNew<typeof fleetObserver>({ ...input, memory, idleSinceMs });
+}
