@@ -5,6 +5,8 @@
  * its API calls are counted on the wire by a proxy in front of the emulator.
  */
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { InstancesClient } from '@google-cloud/compute';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -51,7 +53,10 @@ async function heard(client: Client, workflowId: string): Promise<Heard[]> {
 }
 
 async function hear(client: Client, workflowId: string, what: string, test: (o: ResourceObservation) => boolean, timeoutMs = 90_000): Promise<Heard> {
-  return eventually(what, async () => (await heard(client, workflowId)).find((h) => test(h.observation)), timeoutMs, 250);
+  return eventually(what, async () => (await heard(client, workflowId)).find((h) => test(h.observation)), timeoutMs, 250).catch(async (err: Error) => {
+    const told = (await heard(client, workflowId)).map((h) => `${h.observation.name} ${JSON.stringify(h.observation.snapshot)}`);
+    throw new Error(`${err.message}; the run heard:\n  ${told.join('\n  ')}`);
+  });
 }
 
 /** The results of the observer's completed watchFleet calls, across its continue-as-new chain. */
@@ -263,7 +268,12 @@ describe('fleet observer when its worker is killed', function () {
     const [vm] = await stack.provider.listRunResources(runKey(run.workflowId));
     assert.equal(vm.name, training.observation.name);
     await stack.emulator.preempt(vm.zone, vm.name);
-    await hear(client, run.workflowId, 'the preemption, heard by the resumed observer', (o) => o.name === vm.name && o.snapshot.preempted);
+    // A heartbeat timeout, a new worker's start and the retry: slow on a busy 2-core machine.
+    await hear(client, run.workflowId, 'the preemption, heard by the resumed observer', (o) => o.name === vm.name && o.snapshot.preempted, 150_000).catch(async (err: Error) => {
+      const [watching] = (await observer.describe()).raw.pendingActivities ?? [];
+      const log = readFileSync(join(stack.dir, 'worker.log'), 'utf8').split('\n').slice(-30).join('\n');
+      throw new Error(`${err.message}\nobserver activity: attempt ${watching?.attempt}, state ${watching?.state}, last failure ${watching?.lastFailure?.message}\nworker log:\n${log}`);
+    });
     // The retried watchFleet heartbeats what it remembers (the run's VM, now its replacement
     // once the run has released the preempted one): what a further retry resumes from.
     const { attempt } = await eventually('the retried watchFleet heartbeating its memory', async () => {
