@@ -5,6 +5,8 @@
  * its API calls are counted on the wire by a proxy in front of the emulator.
  */
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { InstancesClient } from '@google-cloud/compute';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -17,7 +19,7 @@ import { resume } from '../activities/fleet/memory';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
-import { observerWorkflowId, type EnsureObserverResult, type WatchFleetResult } from '../workflows/fleet/contract';
+import { observerWorkflowId, type EnsureObserverResult, type WatchFleetInput, type WatchFleetResult } from '../workflows/fleet/contract';
 import type { ResourceObservation } from '../workflows/messages';
 import { ownerLabels, runKey } from '../workflows/naming';
 import { startCountingProxy, type CountingProxy } from './helpers/counting-proxy';
@@ -51,21 +53,29 @@ async function heard(client: Client, workflowId: string): Promise<Heard[]> {
 }
 
 async function hear(client: Client, workflowId: string, what: string, test: (o: ResourceObservation) => boolean, timeoutMs = 90_000): Promise<Heard> {
-  return eventually(what, async () => (await heard(client, workflowId)).find((h) => test(h.observation)), timeoutMs, 250);
+  return eventually(what, async () => (await heard(client, workflowId)).find((h) => test(h.observation)), timeoutMs, 250).catch(async (err: Error) => {
+    const told = (await heard(client, workflowId)).map((h) => `${h.observation.name} ${JSON.stringify(h.observation.snapshot)}`);
+    throw new Error(`${err.message}; the run heard:\n  ${told.join('\n  ')}`);
+  });
+}
+
+/** Every event of a workflow's continue-as-new chain, newest run first. */
+async function chainEvents(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[]> {
+  const events: temporal.api.history.v1.IHistoryEvent[] = [];
+  for (let runId: string | undefined = undefined; ; ) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    events.push(...(history.events ?? []));
+    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+    if (!runId) return events;
+  }
 }
 
 /** The results of the observer's completed watchFleet calls, across its continue-as-new chain. */
 async function watchResults(client: Client, workflowId: string): Promise<WatchFleetResult[]> {
-  const results: WatchFleetResult[] = [];
-  for (let runId: string | undefined = undefined; ; ) {
-    const { events } = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    for (const e of events ?? []) {
-      const completed = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
-      if (completed) results.push(defaultPayloadConverter.fromPayload<WatchFleetResult>(completed));
-    }
-    runId = events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
-    if (!runId) return results;
-  }
+  return (await chainEvents(client, workflowId))
+    .map((e) => e.activityTaskCompletedEventAttributes?.result?.payloads?.[0])
+    .filter((p) => p !== undefined && p !== null)
+    .map((p) => defaultPayloadConverter.fromPayload<WatchFleetResult>(p));
 }
 
 function trainingSpec(steps: number, pollSeconds: number) {
@@ -263,7 +273,12 @@ describe('fleet observer when its worker is killed', function () {
     const [vm] = await stack.provider.listRunResources(runKey(run.workflowId));
     assert.equal(vm.name, training.observation.name);
     await stack.emulator.preempt(vm.zone, vm.name);
-    await hear(client, run.workflowId, 'the preemption, heard by the resumed observer', (o) => o.name === vm.name && o.snapshot.preempted);
+    // A heartbeat timeout, a new worker's start and the retry: slow on a busy 2-core machine.
+    await hear(client, run.workflowId, 'the preemption, heard by the resumed observer', (o) => o.name === vm.name && o.snapshot.preempted, 150_000).catch(async (err: Error) => {
+      const [watching] = (await observer.describe()).raw.pendingActivities ?? [];
+      const log = readFileSync(join(stack.dir, 'worker.log'), 'utf8').split('\n').slice(-30).join('\n');
+      throw new Error(`${err.message}\nobserver activity: attempt ${watching?.attempt}, state ${watching?.state}, last failure ${watching?.lastFailure?.message}\nworker log:\n${log}`);
+    });
     // The retried watchFleet heartbeats what it remembers (the run's VM, now its replacement
     // once the run has released the preempted one): what a further retry resumes from.
     const { attempt } = await eventually('the retried watchFleet heartbeating its memory', async () => {
@@ -283,7 +298,7 @@ describe('fleet observer when its worker is killed', function () {
 describe('fleet observer lifetime', function () {
   this.timeout(60_000);
 
-  it('ends after an idle spell, and the next ensureObserver starts it again', async () => {
+  it('ends after an idle spell, is started again by the next ensureObserver, and takes a new configuration while running', async () => {
     const env = await testEnv();
     const taskQueue = uniqueTaskQueue('observer-idle');
     const provider = new ScriptedProvider([{ zone: 'us-central1-a', spot: 1, onDemand: 2 }]);
@@ -307,7 +322,19 @@ describe('fleet observer lifetime', function () {
       assert.ok(results.length >= 2 && results.every((r) => r.stats.resources === 0 && r.stats.listings > 0), JSON.stringify(results.map((r) => r.stats)));
       const again: EnsureObserverResult = await context.run(activities.ensureObserver, { backend: 'gce' as const });
       assert.notEqual(again.runId, first.runId);
-      await env.client.workflow.getHandle(again.workflowId).terminate('test over');
+      // A worker with another configuration asks: the running observer takes it from its next call.
+      const reconfigured = observerOptions({ settings: { intervalSeconds: 0.25 }, watchSeconds: 3, idleExitSeconds: 1 });
+      const other = createFleetActivities({ providers: { gce: provider }, client: env.client, observer: reconfigured });
+      const asked: EnsureObserverResult = await context.run(other.ensureObserver, { backend: 'gce' as const });
+      assert.equal(asked.runId, again.runId);
+      await eventually('a watchFleet call with the new options', async () => {
+        const inputs = (await chainEvents(env.client, again.workflowId))
+          .map((e) => e.activityTaskScheduledEventAttributes?.input?.payloads?.[0])
+          .filter((p) => p !== undefined && p !== null)
+          .map((p) => defaultPayloadConverter.fromPayload<WatchFleetInput>(p));
+        return inputs.some((i) => i.returnAfterSeconds === 3 && i.settings.intervalSeconds === 0.25) ? true : undefined;
+      }, 20_000);
+      await env.client.workflow.getHandle(again.workflowId).terminate('test over').catch(() => undefined);
     });
   });
 });

@@ -6,18 +6,12 @@
  * it cannot end for idleness just as a new resource appears.
  */
 import type { Client } from '@temporalio/client';
-import { DEFAULT_FLEET_SETTINGS, observerWorkflowId, type EnsureObserverResult, type FleetObserverInput, type FleetSettings } from '../../workflows/fleet/contract';
+import { DEFAULT_FLEET_SETTINGS, observerWorkflowId, type EnsureObserverResult, type FleetObserverInput, type FleetSettings, type ObserverOptions } from '../../workflows/fleet/contract';
+
+export type { ObserverOptions };
 import type { fleetObserver } from '../../workflows/fleet/observer';
 import { observerWantedSignal } from '../../workflows/fleet/messages';
 import type { Backend } from '../../workflows/types';
-
-export interface ObserverOptions {
-  settings: FleetSettings;
-  /** Length of one watchFleet call (seconds); the observer continues as new every few calls. */
-  watchSeconds: number;
-  /** The observer ends after this long without resources or requests (seconds). */
-  idleExitSeconds: number;
-}
 
 export const DEFAULT_OBSERVER_OPTIONS: ObserverOptions = { settings: DEFAULT_FLEET_SETTINGS, watchSeconds: 300, idleExitSeconds: 1800 };
 
@@ -41,14 +35,13 @@ export interface StartObserverRequest {
 
 export async function startObserver(client: Client, request: StartObserverRequest): Promise<EnsureObserverResult> {
   const workflowId = observerWorkflowId(request.taskQueue, request.backend, request.scope);
-  const { settings, watchSeconds, idleExitSeconds } = request.options;
-  const input: FleetObserverInput = { backend: request.backend, settings, watchSeconds, idleExitSeconds };
-  const handle = await client.workflow.signalWithStart<typeof fleetObserver, [{ requester: string }]>('fleetObserver', {
+  const input: FleetObserverInput = { backend: request.backend, ...request.options };
+  const handle = await client.workflow.signalWithStart('fleetObserver', {
     workflowId,
     taskQueue: request.taskQueue,
-    args: [input],
+    args: [input] as Parameters<typeof fleetObserver>,
     signal: observerWantedSignal,
-    signalArgs: [{ requester: request.requester }],
+    signalArgs: [{ requester: request.requester, options: request.options }],
   });
   return { workflowId, runId: handle.signaledRunId };
 }

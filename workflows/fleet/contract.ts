@@ -107,13 +107,17 @@ export interface FleetActivities {
   ensureObserver(input: EnsureObserverInput): Promise<EnsureObserverResult>;
 }
 
-export interface FleetObserverInput {
-  backend: Backend;
+/** How an observer runs; workers pass theirs when they start or ask for it. */
+export interface ObserverOptions {
   settings: FleetSettings;
-  /** Length of one watchFleet call (seconds). */
+  /** Length of one watchFleet call (seconds); the observer continues as new every few calls. */
   watchSeconds: number;
-  /** The observer ends after the fleet was empty this long; the next run starts it again (seconds). */
+  /** The observer ends after this long without resources or requests; the next run starts it again (seconds). */
   idleExitSeconds: number;
+}
+
+export interface FleetObserverInput extends ObserverOptions {
+  backend: Backend;
   /** Carried through continue-as-new. */
   memory?: CarriedMemory;
   /** Since when (epoch ms) the observer has had no resources and no request. */

@@ -15,31 +15,38 @@
  * that is down delays a run but never loses it.
  */
 import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { CarriedMemory, FleetActivities, FleetObserverInput } from './contract';
+import type { CarriedMemory, FleetActivities, FleetObserverInput, ObserverOptions } from './contract';
 import { observerWantedSignal } from './messages';
 
 /** watchFleet calls per workflow run: at 5 minutes each, a new run every 15 minutes keeps histories small. */
 const CALLS_PER_RUN = 3;
 
-export async function fleetObserver(input: FleetObserverInput): Promise<void> {
-  const { watchFleet } = proxyActivities<FleetActivities>({
-    startToCloseTimeout: `${input.watchSeconds + 120} seconds`,
+function watcher(options: ObserverOptions) {
+  return proxyActivities<FleetActivities>({
+    startToCloseTimeout: `${options.watchSeconds + 120} seconds`,
     // A look heartbeats as it ends and every 3 s besides; a silent worker is presumed dead.
-    heartbeatTimeout: `${Math.max(15, 3 * input.settings.intervalSeconds)} seconds`,
+    heartbeatTimeout: `${Math.max(15, 3 * options.settings.intervalSeconds)} seconds`,
     // Never give up: the observer is what runs rely on to hear about their resources.
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-  });
+  }).watchFleet;
+}
+
+export async function fleetObserver(input: FleetObserverInput): Promise<void> {
   let idleSinceMs = input.idleSinceMs;
-  setHandler(observerWantedSignal, () => {
+  // The latest requester's options apply from the next call: workers restarted with a new
+  // configuration change a running observer without stopping it.
+  let options: ObserverOptions = { settings: input.settings, watchSeconds: input.watchSeconds, idleExitSeconds: input.idleExitSeconds };
+  setHandler(observerWantedSignal, (request) => {
     idleSinceMs = undefined;
+    if (request.options) options = request.options;
   });
   let memory: CarriedMemory | undefined = input.memory;
   for (let call = 0; call < CALLS_PER_RUN && !workflowInfo().continueAsNewSuggested; call++) {
-    const result = await watchFleet({ backend: input.backend, settings: input.settings, memory, returnAfterSeconds: input.watchSeconds });
+    const result = await watcher(options)({ backend: input.backend, settings: options.settings, memory, returnAfterSeconds: options.watchSeconds });
     memory = result.memory;
     if (result.stats.resources > 0) idleSinceMs = undefined;
     else idleSinceMs ??= Date.now();
-    if (idleSinceMs !== undefined && Date.now() - idleSinceMs >= input.idleExitSeconds * 1000) return;
+    if (idleSinceMs !== undefined && Date.now() - idleSinceMs >= options.idleExitSeconds * 1000) return;
   }
-  await continueAsNew<typeof fleetObserver>({ ...input, memory, idleSinceMs });
+  await continueAsNew<typeof fleetObserver>({ backend: input.backend, ...options, memory, idleSinceMs });
 }
