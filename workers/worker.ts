@@ -6,6 +6,7 @@
 import { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
+import { sharedModules, workflowsPath } from './bundle';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
 
 export interface SternaWorkerOptions {
@@ -21,10 +22,6 @@ export interface SternaWorkerOptions {
   observer?: ObserverOptions;
 }
 
-export function workflowsPath(): string {
-  return require.resolve('../workflows');
-}
-
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
   const namespace = options.namespace ?? 'default';
   const client = options.client ?? new Client({ connection: options.connection, namespace });
@@ -32,7 +29,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     connection: options.connection,
     namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
     activities: { ...createActivities(options.providers), ...createFleetActivities({ providers: options.providers, client, observer: options.observer }) },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,
