@@ -44,9 +44,13 @@ export function billingCatalog(client: CloudCatalogClient, options: { timeoutMs?
   };
 }
 
-/** gax errors carry the API's message as JSON or text; the first line is what a person needs. */
+/** gRPC status codes gax reports, by name (what the API's own error says). */
+const CODE_NAMES: Record<number, string> = { 3: 'INVALID_ARGUMENT', 4: 'DEADLINE_EXCEEDED', 5: 'NOT_FOUND', 7: 'PERMISSION_DENIED', 8: 'RESOURCE_EXHAUSTED', 14: 'UNAVAILABLE', 16: 'UNAUTHENTICATED' };
+
+/** gax errors carry the API's message as JSON or text; the first line, with the status name, is what a person needs. */
 export function billingErrorText(err: unknown): string {
   const e = err as { code?: unknown; message?: string; details?: string };
   const message = (e?.details || e?.message || String(err)).split('\n')[0].slice(0, 300);
-  return e?.code !== undefined ? `${String(e.code)}: ${message}` : message;
+  const code = typeof e?.code === 'number' ? (CODE_NAMES[e.code] ?? `code ${e.code}`) : typeof e?.code === 'string' ? e.code : undefined;
+  return code ? `${code}: ${message}` : message;
 }
