@@ -8,6 +8,8 @@ import { type NativeConnection, Worker, type WorkflowBundleOption } from '@tempo
 import { createActivities, type Providers } from '../activities';
 import { sharedModules, workflowsPath } from './bundle';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
+import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
+import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -20,6 +22,11 @@ export interface SternaWorkerOptions {
   client?: Client;
   /** What the fleet observer is started with (interval, read budget...). */
   observer?: ObserverOptions;
+  /**
+   * Keep a price book (the priceBook workflow, activities/pricing): runs price offers from
+   * it. Without it, each provider prices from its own book (the bundled catalog).
+   */
+  prices?: PricingOptions & { settings: PriceBookSettings };
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -30,7 +37,11 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
-    activities: { ...createActivities(options.providers), ...createFleetActivities({ providers: options.providers, client, observer: options.observer }) },
+    activities: {
+      ...createActivities(options.providers, options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
+      ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
+      ...createPricingActivities(options.prices ?? {}),
+    },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,
     // Cancellation reaches an activity through its heartbeats; send them promptly.

@@ -44,6 +44,8 @@ function runStateSchema() {
     pricePerHour: z.number().nonnegative(),
     onDemandPricePerHour: z.number().nonnegative(),
     quotaAvailable: z.boolean(),
+    pricesAsOf: z.string().min(1).max(40).optional(),
+    priceSource: z.enum(['billing', 'catalog']).optional(),
   });
 
   const AttemptSchema = z.strictObject({
@@ -94,6 +96,15 @@ function runStateSchema() {
     observerHeardAt: z.number().finite().optional(),
     capacityRetryAt: z.number().finite().optional(),
     policyCheckAt: z.number().finite().optional(),
+    prices: z
+      .strictObject({
+        asOf: z.string().min(1).max(40),
+        source: z.enum(['billing', 'catalog']),
+        warning: z.string().optional(),
+        unpriced: z.array(z.string()),
+        unpricedCount: z.int().min(0),
+      })
+      .optional(),
   });
 }
 
