@@ -27,6 +27,7 @@ import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { sternaDataConverter } from '../config/data-converter';
 
 const INTERVAL_S = 1;
 const OBSERVER: ObserverOptions = observerOptions({
@@ -107,6 +108,7 @@ describe('fleet observer on the GCE emulator', function () {
       maxHeartbeatThrottleInterval: '1 second',
       defaultHeartbeatThrottleInterval: '500 milliseconds',
       shutdownGraceTime: '1 second',
+      dataConverter: sternaDataConverter(),
     });
     running = worker.run();
     ({ workflowId: observerId } = await startObserver(client, { taskQueue: stack.taskQueue, backend: 'gce', scope: PROJECT, options: OBSERVER, requester: 'test' }));

@@ -4,9 +4,11 @@
  * development and tests bundle from source (`workflowsPath`).
  */
 import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
+import { sternaDataConverter } from '../config/data-converter';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -19,6 +21,8 @@ export interface SternaWorkerOptions {
   client?: Client;
   /** What the fleet observer is started with (interval, read budget...). */
   observer?: ObserverOptions;
+  /** Payload encryption; by default config/data-converter.ts's, from the environment. */
+  dataConverter?: DataConverter;
 }
 
 export function workflowsPath(): string {
@@ -27,10 +31,12 @@ export function workflowsPath(): string {
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
   const namespace = options.namespace ?? 'default';
-  const client = options.client ?? new Client({ connection: options.connection, namespace });
+  const dataConverter = options.dataConverter ?? sternaDataConverter();
+  const client = options.client ?? new Client({ connection: options.connection, namespace, dataConverter });
   return Worker.create({
     connection: options.connection,
     namespace,
+    dataConverter,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
     activities: { ...createActivities(options.providers), ...createFleetActivities({ providers: options.providers, client, observer: options.observer }) },
