@@ -96,7 +96,7 @@ describe('codec keys', () => {
     assert.equal(keys.activeId, second);
     assert.deepEqual([...keys.keys.keys()], [second, first]);
     chmodSync(file, 0o644);
-    assert.throws(() => loadCodecKeys({ STERNA_CODEC_KEYS_FILE: file }), /readable by others .* chmod 600/);
+    assert.throws(() => loadCodecKeys({ STERNA_CODEC_KEYS_FILE: file }), /readable by others \(mode 644\); run `chmod 600/);
   });
 
   it('without any key, refuses to build the data converter and says how to make one', () => {
