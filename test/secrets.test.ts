@@ -213,7 +213,8 @@ describe('secrets stay out of the Kubernetes objects (GKE, a real control plane)
     assert.equal(result.status, 'completed');
     const events = (await stack.core.listNamespacedEvent({ namespace: 'default' })).items;
     const container = objects.jobs[0].spec!.template.spec!.containers[0];
-    assert.deepEqual(container.env?.find((e) => e.name === 'STERNA_SECRET_WANDB_API_KEY')?.valueFrom, { secretKeyRef: { name: 'wandb', key: 'api-key' } });
+    const ref = container.env?.find((e) => e.name === 'STERNA_SECRET_WANDB_API_KEY')?.valueFrom?.secretKeyRef;
+    assert.deepEqual({ name: ref?.name, key: ref?.key }, { name: 'wandb', key: 'api-key' });
 
     const nodeFiles = everyFile(join(dirname(stack.bucketsDir), 'nodes'));
     const logs = nodeFiles.filter((f) => f.path.endsWith('container.log'));
