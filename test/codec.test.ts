@@ -3,9 +3,11 @@
  * the codec server the web UI and the Temporal CLI decode through.
  */
 import { strict as assert } from 'node:assert';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { addKeyToFile, CodecKeyError, loadCodecKeys, newKeyEntry, parseCodecKeys } from '../config/codec-keys';
 import { startCodecServer, type CodecServer } from '../config/codec-server';
@@ -97,6 +99,18 @@ describe('codec keys', () => {
     assert.deepEqual([...keys.keys.keys()], [second, first]);
     chmodSync(file, 0o644);
     assert.throws(() => loadCodecKeys({ STERNA_CODEC_KEYS_FILE: file }), /readable by others \(mode 644\); run `chmod 600/);
+  });
+
+  it('`sterna codec-key new` creates the file (mode 600) and rotates by putting a new key first', async () => {
+    const file = join(dir, 'nested', 'codec-keys');
+    const cli = join(__dirname, '..', 'cli', 'main.js');
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { stdout } = await promisify(execFile)(process.execPath, [cli, 'codec-key', 'new', '--file', file]);
+      ids.push(/added key (\S+) to/.exec(stdout)![1]);
+    }
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.deepEqual([...loadCodecKeys({ STERNA_CODEC_KEYS_FILE: file })!.keys.keys()], ids.reverse());
   });
 
   it('without any key, refuses to build the data converter and says how to make one', () => {
