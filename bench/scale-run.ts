@@ -33,6 +33,8 @@ import type { ScaleOptions } from './scale-options';
 import { PreemptionInjector } from './scale-preemptions';
 import { ProcessSampler, type ProcessUsage } from './scale-proc';
 import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
+import { useEphemeralKeyIfNone } from '../config/codec-keys';
+import { sternaDataConverter } from '../config/data-converter';
 
 export const PROJECT = 'sterna-bench';
 export const ACCELERATOR = 'nvidia-l4';
@@ -126,6 +128,8 @@ export function benchSpec(o: Pick<ScaleOptions, 'pollSeconds' | 'checkpointEvery
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export async function runScaleBench(o: ScaleOptions, log: (line: string) => void): Promise<ScaleResult> {
+  // The worker it spawns inherits the key: payloads are encrypted as in production.
+  useEphemeralKeyIfNone();
   const wantObserver = o.observer === 'auto' ? observerAvailable() : o.observer === 'on';
   if (wantObserver && !observerAvailable()) {
     throw new Error('--observer on: this build has no fleet observer (workflows/fleet/observer.ts); measure the per-run design with --observer off');
@@ -174,7 +178,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     samplers.push(workerSampler, temporalSampler, emulatorSampler);
 
     connection = await Connection.connect({ address: temporal.address });
-    const client = new Client({ connection, namespace: temporal.namespace });
+    const client = new Client({ connection, namespace: temporal.namespace, dataConverter: sternaDataConverter() });
 
     // --- measurement ---------------------------------------------------------------
     for (const s of samplers) s.startMeasuring();

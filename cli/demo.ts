@@ -14,6 +14,9 @@ import { Command } from 'commander';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { startTrainingRun, getStatus } from '../client';
+import { useEphemeralKeyIfNone } from '../config/codec-keys';
+import { startCodecServer } from '../config/codec-server';
+import { sternaDataConverter, sternaPayloadCodec } from '../config/data-converter';
 import { startDevServer } from '../config/dev-server';
 import { catalogPriceBook } from '../config/price-book';
 import { startEmulator } from '../emulator/server';
@@ -53,7 +56,12 @@ async function main(opts: DemoOptions): Promise<void> {
   try {
     say('starting the Temporal dev server, the GCE emulator and a worker...');
     const uiPort = (await freePort(8233)) ?? (await freePort(0))!;
-    const server = await startDevServer({ port: (await freePort(7233)) ?? (await freePort(0))!, uiPort, logFile: join(stateDir, 'temporal.log') });
+    // Payloads are encrypted (a key of the demo's own when none is configured), and the UI
+    // shows them decoded through the codec server.
+    if (useEphemeralKeyIfNone()) say('payloads are encrypted with a key made for this demo (none configured; see "Encrypted payloads" in the README)');
+    const codec = await startCodecServer({ codec: sternaPayloadCodec(), port: (await freePort(8234)) ?? 0, corsOrigins: [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`] });
+    cleanups.push(() => codec.close());
+    const server = await startDevServer({ port: (await freePort(7233)) ?? (await freePort(0))!, uiPort, logFile: join(stateDir, 'temporal.log'), uiCodecEndpoint: codec.url });
     cleanups.push(() => server.stop());
 
     // Emulated time runs 10x faster, so GCE's 30 s preemption notice takes 3 s.
@@ -81,7 +89,7 @@ async function main(opts: DemoOptions): Promise<void> {
     await admin.setCapacity(preferred.zone, { accelerator: preferred.accelerator, spot: 0 });
     say(`emulator: ${preferred.zone} has no spot ${preferred.accelerator} capacity`);
 
-    const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+    const client = new Client({ connection: await Connection.connect({ address: server.address }), dataConverter: sternaDataConverter() });
     cleanups.push(() => client.connection.close());
     const handle = await startTrainingRun(client, spec, { workflowId: `demo-${Date.now().toString(36)}` });
     say(`started run ${handle.workflowId}; follow it at ${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}`);

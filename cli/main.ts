@@ -16,7 +16,8 @@ import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrain
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { searchAttributeCreateCommands } from '../workflows/search-attributes';
-import { checkSpec, type RunSpecInput } from '../workflows/spec';
+import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
+import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { ExitCode, reportFailure } from './report';
@@ -43,6 +44,11 @@ const program = new Command('sterna')
 
 function timeoutMs(): number {
   return (program.opts<{ timeout: number }>().timeout) * 1000;
+}
+
+/** Valid but probably a mistake (a secret in env...): said on stderr, and in the run's timeline. */
+function warn(path: string, spec: RunSpec): void {
+  for (const w of specWarnings(spec)) console.error(`${path}: warning: ${w.path}: ${w.message}`);
 }
 
 async function follow(workflowId: string): Promise<void> {
@@ -73,7 +79,10 @@ program
   .argument('<spec>', 'path of a JSON run spec')
   .action((path: string) => {
     const check = checkSpec(readSpec(path));
-    if (check.ok) return console.log(`${path}: valid`);
+    if (check.ok) {
+      warn(path, check.spec);
+      return console.log(`${path}: valid`);
+    }
     for (const p of check.problems) console.error(`${path}: ${p.path}: ${p.message}`);
     process.exitCode = ExitCode.BadInput;
   });
@@ -87,6 +96,8 @@ program
   .option('--follow', 'show live progress until the run ends')
   .action(async (path: string, opts: { id?: string; taskQueue: string; follow?: boolean }) => {
     const spec = readSpec(path);
+    const check = checkSpec(spec);
+    if (check.ok) warn(path, check.spec);
     const handle = await startTrainingRun(await connect(), spec, { workflowId: opts.id, taskQueue: opts.taskQueue });
     console.log(`started ${handle.workflowId}`);
     if (opts.follow) await follow(handle.workflowId);
@@ -140,6 +151,17 @@ program
     for (const r of await listRuns(await connect(), opts.query)) {
       console.log(`${r.workflowId.padEnd(40)} ${r.status.padEnd(12)} ${(r.phase ?? '').padEnd(16)} ${(r.zone ?? '').padEnd(18)} ${r.costUsd !== undefined ? usd(r.costUsd) : ''}`);
     }
+  });
+
+program
+  .command('codec-key')
+  .description('payload encryption keys (see "Encrypted payloads" in the README)')
+  .command('new')
+  .description('add a new key, first (it encrypts from now on; the others still decrypt), creating the file with mode 600')
+  .option('--file <path>', 'the key file', process.env.STERNA_CODEC_KEYS_FILE ?? defaultKeyFile())
+  .action((opts: { file: string }) => {
+    const id = addKeyToFile(opts.file);
+    console.log(`added key ${id} to ${opts.file}; restart the workers, the codec server and clients to encrypt with it`);
   });
 
 program

@@ -2,17 +2,20 @@
 import { connect as tcpConnect } from 'node:net';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { sternaDataConverter } from '../config/data-converter';
 import { unreachable } from './errors';
 
 export const DEFAULT_ADDRESS = '127.0.0.1:7233';
 
 /**
+ * Payloads are encrypted with the keys of the environment (config/data-converter.ts).
  * Throws a `ServerUnreachable` SternaClientError naming the address and the reason when
  * no server answers. A refused connection or an unknown host is known at once, but the
  * gRPC client would only say "Failed to connect before the deadline", 10 s later; a
  * plain TCP connection first tells which.
  */
 export async function connectFromEnvironment(): Promise<Client> {
+  const dataConverter = sternaDataConverter();
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const address = connectionOptions.address ?? DEFAULT_ADDRESS;
   const refused = await tcpRefusal(address);
@@ -23,7 +26,7 @@ export async function connectFromEnvironment(): Promise<Client> {
   } catch (err) {
     throw unreachable(address, err);
   }
-  return new Client({ connection, namespace: namespace ?? 'default' });
+  return new Client({ connection, namespace: namespace ?? 'default', dataConverter });
 }
 
 /**

@@ -133,6 +133,8 @@ export async function listRuns(client: Client, query?: string, limit = 100): Pro
 }
 
 export { budgetProblem, deadlineProblem } from './arguments';
+/** Valid-but-suspicious spec fields (a secret-looking env name): the CLI prints them, runs record them in their timeline. */
+export { specWarnings } from '../workflows/spec';
 export { causeChain, causeMessages, findCause } from '../workflows/causes';
 export { connectFromEnvironment, sizeAwareRetry } from './connect';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

@@ -24,6 +24,8 @@ export interface DevServerOptions {
   namespace?: string;
   /** How long a cold 2-core machine may take to answer; 60 s by default. */
   readyTimeoutMs?: number;
+  /** The codec server the web UI decodes payloads with (config/codec-server.ts). */
+  uiCodecEndpoint?: string;
 }
 
 export interface DevServer {
@@ -43,6 +45,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   args.push('--log-level', 'warn', ...searchAttributeFlags());
   if (options.headless) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort ?? 8233));
+  if (options.uiCodecEndpoint && !options.headless) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   if (options.dbFile) {
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);

@@ -5,13 +5,16 @@
  * Temporal: the standard TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TLS / API-key variables
  * and profiles (`@temporalio/envconfig`), default the local dev server.
  * GCE: STERNA_GCE_PROJECT with Application Default Credentials for real GCE, or
- * STERNA_GCE_ENDPOINT=http://127.0.0.1:<port> for the local emulator.
+ * STERNA_GCE_ENDPOINT=http://127.0.0.1:<port> for the local emulator. Training VMs:
+ * STERNA_GCE_SERVICE_ACCOUNT, STERNA_GCE_SCOPES, STERNA_GCE_NETWORK, STERNA_GCE_SUBNETWORK,
+ * STERNA_GCE_EXTERNAL_IP (false), STERNA_GCE_SHIELDED_VM (true), STERNA_GCE_SECURE_BOOT (false).
  * Prices: STERNA_PRICES (billing | catalog), STERNA_PRICE_REFRESH_HOURS (0 = no scheduled
  * refresh), STERNA_BILLING_API_KEY, STERNA_BILLING_ENDPOINT (default: the emulator's when
  * STERNA_GCE_ENDPOINT is set, cloudbilling.googleapis.com otherwise).
  */
 import { join } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
 
 const EnvSchema = z.object({
   STERNA_TASK_QUEUE: z.string().min(1).default('sterna'),
@@ -20,6 +23,20 @@ const EnvSchema = z.object({
   STERNA_GCE_IMAGE: z.string().optional(),
   STERNA_GCE_SERVICE_ACCOUNT: z.string().optional(),
   STERNA_LOCAL_BUCKETS: z.string().optional(),
+  // What training VMs may reach and act as (activities/providers/gce-vm-access.ts).
+  STERNA_GCE_SCOPES: z
+    .string()
+    .transform((list) => list.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^https:\/\/www\.googleapis\.com\/auth\/[a-z0-9._-]+$/, 'OAuth scope URLs such as https://www.googleapis.com/auth/devstorage.read_write, comma-separated')).min(1))
+    .optional(),
+  STERNA_GCE_NETWORK: z.string().regex(/^(?:projects\/[a-z][-a-z0-9]{4,28}[a-z0-9]\/)?global\/networks\/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$/, 'global/networks/<name> or projects/<host project>/global/networks/<name>').optional(),
+  STERNA_GCE_SUBNETWORK: z
+    .string()
+    .regex(/^(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?|(?:projects\/[a-z][-a-z0-9]{4,28}[a-z0-9]\/)?regions\/\{region\}\/subnetworks\/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)$/, 'a subnetwork name (in each VM\'s region), or projects/<host>/regions/{region}/subnetworks/<name>')
+    .optional(),
+  STERNA_GCE_EXTERNAL_IP: z.enum(['true', 'false'], 'true or false').default('false'),
+  STERNA_GCE_SHIELDED_VM: z.enum(['true', 'false'], 'true or false').default('true'),
+  STERNA_GCE_SECURE_BOOT: z.enum(['true', 'false'], 'true or false').default('false'),
   STERNA_GKE_KUBECONFIG: z.string().optional(),
   STERNA_GKE_NAMESPACE: z.string().default('default'),
   STERNA_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(200),
@@ -41,6 +58,8 @@ export interface GceConfig {
   serviceAccountEmail?: string;
   /** The emulator stands in for GCS with a directory: gs://bucket/x -> <dir>/bucket/x. */
   localBucketsDir?: string;
+  /** Service account, scopes, network, external IP, Shielded VM of training VMs. */
+  vmAccess?: VmAccess;
 }
 
 export interface Endpoint {
@@ -89,15 +108,25 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     throw new WorkerConfigError(`invalid worker configuration:\n  ${problems}`);
   }
   const e = parsed.data;
+  const vmAccess: VmAccess = {
+    serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT,
+    scopes: e.STERNA_GCE_SCOPES ?? DEFAULT_VM_ACCESS.scopes,
+    network: e.STERNA_GCE_NETWORK,
+    subnetwork: e.STERNA_GCE_SUBNETWORK,
+    externalIp: e.STERNA_GCE_EXTERNAL_IP === 'true',
+    shieldedVm: e.STERNA_GCE_SHIELDED_VM === 'true',
+    secureBoot: e.STERNA_GCE_SECURE_BOOT === 'true',
+  };
   let gce: GceConfig | undefined;
   if (e.STERNA_GCE_ENDPOINT) {
     gce = {
       project: e.STERNA_GCE_PROJECT ?? 'sterna-local',
       emulatorEndpoint: endpointOf(e.STERNA_GCE_ENDPOINT),
       localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
+      vmAccess,
     };
   } else if (e.STERNA_GCE_PROJECT) {
-    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT };
+    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT, vmAccess };
   }
   const gke = e.STERNA_GKE_KUBECONFIG ? { kubeconfig: e.STERNA_GKE_KUBECONFIG, namespace: e.STERNA_GKE_NAMESPACE } : undefined;
   if (!gce && !gke) {

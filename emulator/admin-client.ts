@@ -57,6 +57,11 @@ export class EmulatorAdminClient {
     return json as T;
   }
 
+  /** Adds a version to a secret of the emulator's Secret Manager; only `accessors` (service-account emails) may read it, when given. */
+  async addSecretVersion(project: string, secret: string, value: string, options: { accessors?: string[] } = {}): Promise<{ name: string; version: number }> {
+    return this.call('POST', `projects/${project}/secrets/${secret}/versions`, { value, ...options });
+  }
+
   async health(): Promise<boolean> {
     return (await this.call<{ ok: boolean }>('GET', 'health')).ok;
   }

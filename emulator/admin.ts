@@ -20,6 +20,7 @@ import type { SpotModel } from './spot-model';
 import type { SyntheticGuestConfig, SyntheticGuests } from './synthetic-guest';
 import type { EmulatorState, InstanceRecord } from './types';
 import { groupAlive } from './vm-process';
+import type { SecretStore } from './secret-manager';
 
 export const ADMIN_PREFIX = '/emulator/v1';
 
@@ -52,6 +53,9 @@ const SyntheticGuestBody = z.strictObject({
   datasetBytes: z.number().int().min(0).optional(),
   exitCode: z.number().int().min(0).max(255).optional(),
 }) satisfies z.ZodType<Partial<SyntheticGuestConfig>>;
+
+/** A new version of a secret in the emulator's Secret Manager; `accessors` are the service accounts allowed to read it. */
+const SecretVersionBody = z.strictObject({ value: z.string().max(64 * 1024), accessors: z.array(z.string().min(1)).optional() });
 
 const PreemptBody = z.strictObject({ afterSeconds: z.number().min(0).max(10 * 365 * 86400).optional() });
 
@@ -131,6 +135,7 @@ export interface AdminContext {
   synthetic: SyntheticGuests;
   billingCatalog: BillingCatalogService;
   persist(): void;
+  secrets: SecretStore;
 }
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -260,7 +265,7 @@ function findInstance(ctx: AdminContext, project: string | undefined, zone: stri
 
 export async function handleAdmin(ctx: AdminContext, method: string, s: string[], query: URLSearchParams, body: unknown): Promise<{ status: number; body: unknown }> {
   const ok = (b: unknown) => ({ status: 200, body: b });
-  const route = `${method} ${s.map((x, i) => (i % 2 === 1 && ['projects', 'zones', 'regions', 'instances'].includes(s[i - 1]) ? '*' : x)).join('/')}`;
+  const route = `${method} ${s.map((x, i) => (i % 2 === 1 && ['projects', 'zones', 'regions', 'instances', 'secrets'].includes(s[i - 1]) ? '*' : x)).join('/')}`;
   switch (route) {
     case 'GET health':
       return ok({ ok: true });
@@ -304,6 +309,14 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       const b = parse(PreemptBody, body);
       const result = ctx.instances.preempt(i, 'admin API', b.afterSeconds);
       return ok({ ...result, instance: instanceView(i, (x) => ctx.synthetic.alive(x)) });
+    }
+    case 'POST projects/*/secrets/*/versions': {
+      const [project, secret] = [s[1], s[3]];
+      if (!PROJECT_PATTERN.test(project) || !/^[A-Za-z0-9_-]{1,255}$/.test(secret)) throw new GceError(400, Reason.Invalid, `Invalid secret projects/${project}/secrets/${secret}`);
+      const b = parse(SecretVersionBody, body);
+      const version = ctx.secrets.addVersion(project, secret, Buffer.from(b.value, 'utf8'), b.accessors);
+      // The name only: the value is never echoed.
+      return ok({ name: `projects/${project}/secrets/${secret}/versions/${version}`, version });
     }
     case 'GET api-usage':
       return ok(ctx.apiUsage.view(ctx.clock.now(), query.get('project') ?? undefined));

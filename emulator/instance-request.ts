@@ -16,8 +16,9 @@
  *   - time limits: `maxRunDuration` (30 s to 120 days) or `terminationTime` (RFC 3339,
  *     30 s to 120 days ahead, in emulated time), not both, not on legacy preemptible
  *     VMs; `instanceTerminationAction` STOP (GCE's default) or DELETE
- * Fields not modelled (disks, networks, service accounts, ...) are only type-checked
- * where the emulator reads them, and echoed back as sent.
+ * Fields not modelled (disks, networks, access configs, service accounts and scopes,
+ * Shielded VM) are type-checked and recorded as sent: `instances.get` echoes them, and a
+ * VM's metadata server serves its service account and scopes (and tokens for them).
  */
 import { z } from 'zod';
 import { findZone, machineTypesInZone, type Catalog } from '../config/catalog';
@@ -63,8 +64,18 @@ const InstanceBody = z.looseObject({
   scheduling: Scheduling.optional(),
   guestAccelerators: z.array(z.looseObject({ acceleratorType: z.string(), acceleratorCount: z.number().int() })).optional(),
   disks: z.array(z.looseObject({ boot: z.boolean().optional(), autoDelete: z.boolean().optional(), deviceName: z.string().optional() })).optional(),
-  networkInterfaces: z.array(z.looseObject({ network: z.string().optional(), subnetwork: z.string().optional() })).optional(),
-  serviceAccounts: z.array(z.looseObject({ email: z.string().optional(), scopes: z.array(z.string()).optional() })).optional(),
+  networkInterfaces: z
+    .array(
+      z.looseObject({
+        network: z.string().optional(),
+        subnetwork: z.string().optional(),
+        accessConfigs: z.array(z.looseObject({ name: z.string().optional(), type: z.enum(['ONE_TO_ONE_NAT', 'DIRECT_IPV6']).optional() })).max(1).optional(),
+      }),
+    )
+    .optional(),
+  // GCE takes full scope URLs (and a few aliases the gcloud CLI expands before sending).
+  serviceAccounts: z.array(z.looseObject({ email: z.string().optional(), scopes: z.array(z.string().regex(/^https:\/\/www\.googleapis\.com\/auth\/[a-z0-9._-]+$/, 'Invalid scope')).optional() })).max(1).optional(),
+  shieldedInstanceConfig: z.looseObject({ enableSecureBoot: z.boolean().optional(), enableVtpm: z.boolean().optional(), enableIntegrityMonitoring: z.boolean().optional() }).optional(),
   tags: z.looseObject({ items: z.array(z.string()).optional() }).optional(),
   deletionProtection: z.boolean().optional(),
 });

@@ -35,6 +35,7 @@ import type { SpotModel } from './spot-model';
 import type { SyntheticGuests } from './synthetic-guest';
 import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type GuestKind, type InstanceRecord, type OperationErrorItem, type OperationRecord } from './types';
 import { groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
+import type { AccessTokens } from './secret-manager';
 
 export interface LifecycleTimings {
   /** Emulated seconds in PROVISIONING. */
@@ -80,6 +81,10 @@ export interface InstancesOptions {
   guest?: GuestKind;
   /** Runs the synthetic guests (needed when any VM is synthetic, including adopted ones). */
   synthetic: SyntheticGuests;
+  /** Issues the VMs' service-account tokens (their metadata servers serve them). */
+  tokens?: AccessTokens;
+  /** More of the guests' environment, known once the server listens (its API endpoints). */
+  guestEnv?: () => Record<string, string>;
 }
 
 /** The status message of a VM stopped or deleted by its time limit. */
@@ -347,6 +352,7 @@ export class Instances {
       GCE_METADATA_HOST: `127.0.0.1:${metadataPort}`,
       GCE_METADATA_IP: `127.0.0.1:${metadataPort}`,
       STERNA_EMULATOR: '1',
+      ...this.o.guestEnv?.(),
     };
   }
 
@@ -357,6 +363,7 @@ export class Instances {
     const view = {
       instance: () => (this.state.instances.includes(i) ? i : undefined),
       projectNumber: PROJECT_NUMBER,
+      accessToken: this.o.tokens && (() => this.o.tokens!.issue(i)),
       setGuestAttribute: (namespace: string, k: string, value: string | undefined) => {
         if (value === undefined) delete i.guestAttributes[namespace]?.[k];
         else (i.guestAttributes[namespace] ??= {})[k] = value;

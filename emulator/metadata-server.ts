@@ -26,6 +26,8 @@ export interface MetadataView {
   instance(): InstanceRecord | undefined;
   projectNumber: string;
   setGuestAttribute(namespace: string, key: string, value: string | undefined): void;
+  /** A fresh access token for the VM's service account (`instance/service-accounts/<account>/token`). */
+  accessToken?(): { access_token: string; expires_in: number; token_type: string };
   /** Subscribes to changes of the instance; returns the unsubscribe function. */
   onChange(listener: () => void): () => void;
 }
@@ -154,8 +156,11 @@ async function handle(view: MetadataView, req: IncomingMessage, res: ServerRespo
   if (parts[0] === 'instance' && parts[1] === 'guest-attributes' && !instance.guestAttributesEnabled) {
     return reply(res, 403, 'Guest attributes endpoint access is disabled.\n');
   }
-  if (parts.join('/') === 'instance/service-accounts/default/token' || (parts[0] === 'instance' && parts[1] === 'service-accounts' && parts[3] === 'token')) {
-    return reply(res, 200, JSON.stringify({ access_token: 'sterna-emulator-token', expires_in: 3599, token_type: 'Bearer' }));
+  if (parts[0] === 'instance' && parts[1] === 'service-accounts' && parts[3] === 'token' && parts.length === 4) {
+    // A VM without a service account has no token to give, as on GCE.
+    const hasAccount = ((instance.resource.serviceAccounts ?? []) as unknown[]).length > 0;
+    if (!hasAccount || !view.accessToken) return reply(res, 404, 'Not Found\n');
+    return sendText(res, 200, JSON.stringify(view.accessToken()), { 'Metadata-Flavor': 'Google', 'Content-Type': 'application/json' });
   }
 
   const recursive = url.searchParams.get('recursive') === 'true';

@@ -22,9 +22,11 @@ import { handleCompute } from './compute-api';
 import { asGceError, GceError, Reason } from './errors';
 import { faultError, Faults } from './faults';
 import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
+import { PROJECT_NUMBER } from './ids';
 import { DEFAULT_TIMINGS, Instances, type LifecycleTimings } from './instances';
 import { Operations } from './operations';
 import { RateQuotas, type RateQuotaOptions } from './rate-quotas';
+import { AccessTokens, handleSecretManager, SecretStore } from './secret-manager';
 import { Scheduler } from './scheduler';
 import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
 import { StateStore } from './state-store';
@@ -194,7 +196,12 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     { clock, tickMs: options.syntheticTickMs, bucketsDir: options.bucketsDir, changed: (i) => guestEvents.changed(i), exited: (i) => guestEvents.exited(i), log },
     syntheticConfig,
   );
-  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic });
+  const tokens = new AccessTokens();
+  const secrets = new SecretStore();
+  let endpoint = '';
+  // VMs reach Secret Manager here, through the override gcloud itself honours.
+  const guestEnv = () => ({ CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER: `${endpoint}/` });
+  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic, tokens, guestEnv });
   guestEvents.changed = (i) => instances.guestChanged(i);
   guestEvents.exited = (i) => instances.guestExited(i);
   const faults = new Faults(options.seed ?? 1);
@@ -203,7 +210,8 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
   const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
   const billingCatalog = new BillingCatalogService(catalog, () => clock.now(), () => instances.reprice());
-  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog };
+  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog, secrets };
+  const secretCtx = { store: secrets, tokens, projectNumber: PROJECT_NUMBER, findInstance: (project: string, zone: string, name: string) => instances.find(project, zone, name) };
 
   const pendingHangs = new Set<() => void>();
   const hang = (ms: number) =>
@@ -279,6 +287,11 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
         throw err;
       }
     }
+    if (pathname.startsWith('/v1/projects/')) {
+      req.resume();
+      const result = handleSecretManager(secretCtx, method, pathname, req.headers.authorization);
+      return sendJson(res, result.status, result.body);
+    }
     if (pathname === ADMIN_PREFIX || pathname.startsWith(`${ADMIN_PREFIX}/`)) {
       const segments = pathSegments(pathname).slice(2);
       const body = parseJson(await readBody(req));
@@ -327,6 +340,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     persist,
   });
   const port = (server.address() as { port: number }).port;
+  endpoint = `http://${host}:${port}`;
   log(`listening on http://${host}:${port} (time factor ${clock.timeFactor}, spot model ${spotModel.kind}${trace ? ` ${trace.name}` : ''}, ${options.guest ?? 'process'} guests, state ${stateDir})`);
 
   let closing: Promise<void> | undefined;

@@ -7,15 +7,18 @@
  *   $STERNA_CHECKPOINT_DIR/step-<N>.json every $STERNA_CHECKPOINT_INTERVAL seconds;
  * - on SIGTERM (the preemption notice) finishes its step, checkpoints and exits 143;
  * - resumes from $STERNA_RESUME_FROM when set;
- * - writes its current step to $STERNA_PROGRESS_FILE.
+ * - writes its current step to $STERNA_PROGRESS_FILE;
+ * - with `--hash-env NAME`, prints the sha256 of environment variable NAME (a secret the
+ *   run passed by reference), so one can check the secret arrived without it being shown.
  * Each step is a pure function of the weights, and checkpoints keep every bit of every
  * weight (JSON round-trips doubles exactly), so a run preempted any number of times ends
  * with exactly the weights of an uninterrupted one.
  *
- *   node trainer.js --data data/train.csv --steps 300 [--lr 0.1] [--step-ms 20]
+ *   node trainer.js --data data/train.csv --steps 300 [--lr 0.1] [--step-ms 20] [--hash-env HF_TOKEN]
  */
 import { readFileSync, renameSync, writeFileSync, readdirSync, unlinkSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 
 interface Checkpoint {
   step: number;
@@ -82,6 +85,11 @@ function writeCheckpoint(dir: string, state: Checkpoint): void {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--hash-env')) {
+    const name = argValue('hash-env');
+    const value = process.env[name];
+    console.log(value === undefined ? `${name} is not set` : `sha256(${name}) = ${createHash('sha256').update(value, 'utf8').digest('hex')}`);
+  }
   const { x, y } = loadData(argValue('data'));
   const totalSteps = Number(argValue('steps'));
   const lr = Number(argValue('lr', '0.1'));

@@ -16,7 +16,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
 import { guardProcessGroup, stopGuard } from '../config/process-guard';
 
 export interface FakeNode {
@@ -50,6 +50,8 @@ export class NodeAgent {
   private readonly core: CoreV1Api;
   private readonly nodes = new Map<string, FakeNode>();
   private readonly pods = new Map<string, RunningPod>();
+  /** Pods whose secrets are being read (or could not be): not started twice. */
+  private readonly resolving = new Set<string>();
   private watch?: { abort(): void };
   private readonly namespace: string;
 
@@ -123,12 +125,13 @@ export class NodeAgent {
     if (!node || !this.nodes.has(node)) return;
     const running = this.pods.get(key);
     if (type === 'DELETED' || pod.metadata?.deletionTimestamp) {
+      this.resolving.delete(key);
       if (running) await this.terminate(running, pod.spec?.terminationGracePeriodSeconds ?? 30);
       if (type !== 'DELETED') await this.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, gracePeriodSeconds: 0 }).catch(() => undefined);
       this.pods.delete(key);
       return;
     }
-    if (!running && pod.status?.phase === 'Pending') this.run(pod, key);
+    if (!running && !this.resolving.has(key) && pod.status?.phase === 'Pending') this.run(pod, key);
   }
 
   private run(pod: V1Pod, key: string): void {
@@ -151,6 +154,45 @@ export class NodeAgent {
       const value = field === 'metadata.name' ? pod.metadata!.name : field === 'metadata.namespace' ? pod.metadata!.namespace : field === 'spec.nodeName' ? pod.spec!.nodeName : e.value;
       if (value !== undefined) env[e.name] = value;
     }
+    // secretKeyRef, as the kubelet resolves it: read the Secret, or the container cannot start.
+    const secretRefs = (container.env ?? []).filter((e) => e.valueFrom?.secretKeyRef);
+    if (secretRefs.length > 0) {
+      // Until the pod is deleted, its events do not start it again (nor report it again).
+      this.resolving.add(key);
+      void this.secretValues(pod.metadata!.namespace!, secretRefs).then(
+        (values) => {
+          this.resolving.delete(key);
+          this.launch(pod, key, argv, dir, { ...env, ...values });
+        },
+        (err: Error) => this.reportWaiting(pod, 'CreateContainerConfigError', err.message),
+      );
+      return;
+    }
+    this.launch(pod, key, argv, dir, env);
+  }
+
+  private async secretValues(namespace: string, refs: V1EnvVar[]): Promise<Record<string, string>> {
+    const values: Record<string, string> = {};
+    for (const e of refs) {
+      const { name, key, optional } = e.valueFrom!.secretKeyRef!;
+      const secret = await this.core.readNamespacedSecret({ name: name!, namespace }).catch(() => undefined);
+      const data = secret?.data?.[key];
+      if (data === undefined) {
+        if (optional) continue;
+        throw new Error(secret ? `couldn't find key ${key} in Secret ${namespace}/${name}` : `secret "${name}" not found`);
+      }
+      values[e.name] = Buffer.from(data, 'base64').toString('utf8');
+    }
+    return values;
+  }
+
+  private async reportWaiting(pod: V1Pod, reason: string, message: string): Promise<void> {
+    await this.updateStatus(pod.metadata!.name!, pod.metadata!.namespace!, (p) => {
+      p.status = { ...p.status, containerStatuses: [{ name: pod.spec!.containers[0].name, image: pod.spec!.containers[0].image ?? '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message } } }] };
+    });
+  }
+
+  private launch(pod: V1Pod, key: string, argv: string[], dir: string, env: Record<string, string>): void {
     const fd = openSync(join(dir, 'container.log'), 'a');
     const child = spawn(argv[0], argv.slice(1), { cwd: dir, env, stdio: ['ignore', fd, fd], detached: true });
     closeSync(fd);

@@ -32,6 +32,8 @@ interface AgentRun {
   serialLog: string;
   /** Every file under the VM's directory (its work directory included), by name. */
   files: string[];
+  /** All those files' bytes, as one text to search. */
+  contents: string;
 }
 
 // Writes one JSON line per start: the program name, argv after it, and the environment
@@ -48,6 +50,12 @@ for (const entry of fs.readFileSync('/proc/self/environ', 'latin1').split('\\0')
 const line = JSON.stringify({ program: path.basename(process.argv[1]), argv: process.argv.slice(2), env });
 fs.appendFileSync(${JSON.stringify(records)}, line + '\\n');
 `;
+
+function filesText(dir: string): string {
+  return readdirSync(dir, { withFileTypes: true })
+    .map((entry) => (entry.isDirectory() ? filesText(join(dir, entry.name)) : entry.isFile() ? readFileSync(join(dir, entry.name), 'latin1') : ''))
+    .join('\n');
+}
 
 function fileNames(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => [entry.name, ...(entry.isDirectory() ? fileNames(join(dir, entry.name)) : [])]);
@@ -72,10 +80,10 @@ describe('the agent runs exactly the trainer it was given', function () {
     }
   }
 
-  type Inputs = Pick<AgentInputs, 'runId' | 'argv' | 'env'> & Partial<AgentInputs>;
+  type Inputs = Pick<AgentInputs, 'runId' | 'argv' | 'env'> & Partial<AgentInputs> & { serviceAccounts?: { email: string; scopes: string[] }[] };
 
   /** Boots a spot VM whose startup script is the agent with these inputs; returns its name. */
-  async function bootAgent(inputs: Inputs): Promise<string> {
+  async function bootAgent({ serviceAccounts, ...inputs }: Inputs): Promise<string> {
     const name = `agent-${++vms}`;
     const attributes = agentAttributes({ attempt: 1, datasets: [], checkpointUri: `file://${scratch}/ckpt`, pollSeconds: 0.2, ...inputs });
     const items = [{ key: 'startup-script', value: agentScript() }, { key: 'enable-guest-attributes', value: 'TRUE' }, ...Object.entries(attributes).map(([key, value]) => ({ key, value }))];
@@ -89,6 +97,7 @@ describe('the agent runs exactly the trainer it was given', function () {
         metadata: { items },
         disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: 'projects/debian-cloud/global/images/family/debian-12', diskSizeGb: '50' } }],
         networkInterfaces: [{ network: 'global/networks/default' }],
+        serviceAccounts,
       },
     });
     await done(lro.latestResponse.name as string);
@@ -110,7 +119,8 @@ describe('the agent runs exactly the trainer it was given', function () {
               .map((line) => JSON.parse(line) as TrainerRecord)
               .filter((r) => r.env.STERNA_RUN_ID === inputs.runId)
           : [];
-        const run = { phase: guest.phase, exit: guest.exit, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files: fileNames(view.dir) };
+        const files = fileNames(view.dir);
+        const run = { phase: guest.phase, exit: guest.exit, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
         const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
         await done(del.latestResponse.name as string);
         return run;
@@ -220,5 +230,70 @@ describe('the agent runs exactly the trainer it was given', function () {
     assert.equal(run.exit, '65');
     assert.deepEqual(run.trainers, []);
     assert.ok(!run.files.includes('stolen'), 'nothing was staged');
+  });
+  describe('secrets from Secret Manager', () => {
+    const CLOUD_PLATFORM = 'https://www.googleapis.com/auth/cloud-platform';
+    const LEAST = ['https://www.googleapis.com/auth/devstorage.read_write', 'https://www.googleapis.com/auth/logging.write'];
+    // Spaces, quotes, a command substitution, non-ASCII and trailing newlines: all must arrive as they are.
+    const VALUE = ` hf_$(touch pwned)'"\`x\` ünï€ =\n\n`;
+    const ref = (secret: string) => `gcp-secret-manager://projects/${PROJECT}/secrets/${secret}/versions/latest`;
+    before(async () => {
+      await emu.admin.addSecretVersion(PROJECT, 'hf-token', 'an older version');
+      await emu.admin.addSecretVersion(PROJECT, 'hf-token', VALUE);
+      await emu.admin.addSecretVersion(PROJECT, 'team-b-only', 'not for this VM', { accessors: ['team-b@agent-test.iam.gserviceaccount.com'] });
+      await emu.admin.addSecretVersion(PROJECT, 'has-nul', 'a\u0000b');
+    });
+
+    it('gives the trainer the exact value, in its environment only: not in the serial log nor any file of the VM', async () => {
+      const run = await runAgent({
+        runId: 'secret-ok',
+        argv: [join(bin, 'record')],
+        env: {},
+        secrets: { HF_TOKEN: ref('hf-token') },
+        serviceAccounts: [{ email: 'default', scopes: [...LEAST, CLOUD_PLATFORM] }],
+      });
+      assert.equal(run.exit, '0', run.serialLog);
+      assert.equal(run.trainers.length, 1);
+      assert.equal(run.trainers[0].env.HF_TOKEN, VALUE);
+      // Nothing else: the same variables as a plain run, plus the secret's (bash's own `$_` aside).
+      const names = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== '_');
+      assert.deepEqual(names(run.trainers[0].env).sort(), [...names(baseline.trainers[0].env), 'HF_TOKEN'].sort());
+      assert.ok(!run.serialLog.includes('hf_'), 'the serial log does not hold the secret');
+      // The recorder's own file holds it (it records the trainer's environment); nothing else does.
+      const trainerRecords = readFileSync(records, 'utf8');
+      assert.ok(!run.contents.replace(trainerRecords, '').includes('hf_$(touch pwned)'), 'no file of the VM holds the secret');
+      assert.ok(!run.files.includes('pwned'), 'the value was never evaluated');
+    });
+
+    it('a VM with the least-privilege scopes only cannot read it: exit 68, the trainer never runs, the log says why', async () => {
+      const run = await runAgent({ runId: 'secret-scope', argv: [join(bin, 'record')], env: {}, secrets: { HF_TOKEN: ref('hf-token') }, serviceAccounts: [{ email: 'default', scopes: LEAST }] });
+      assert.equal(run.exit, '68');
+      assert.equal(run.phase, 'failed');
+      assert.deepEqual(run.trainers, []);
+      assert.match(run.serialLog, /secret HF_TOKEN could not be read: HTTP 403 .*insufficient authentication scopes/);
+    });
+
+    it('refuses a secret its service account may not read, a VM with no service account, and a value no environment can carry', async () => {
+      const sa = [{ email: 'default', scopes: [CLOUD_PLATFORM] }];
+      const denied = await runAgent({ runId: 'secret-iam', argv: [join(bin, 'record')], env: {}, secrets: { B: ref('team-b-only') }, serviceAccounts: sa });
+      assert.equal(denied.exit, '68');
+      assert.match(denied.serialLog, /secret B could not be read: HTTP 403 .*secretmanager.versions.access/);
+      const noAccount = await runAgent({ runId: 'secret-nosa', argv: [join(bin, 'record')], env: {}, secrets: { HF_TOKEN: ref('hf-token') } });
+      assert.equal(noAccount.exit, '68');
+      assert.match(noAccount.serialLog, /no service-account token/);
+      const nul = await runAgent({ runId: 'secret-nul', argv: [join(bin, 'record')], env: {}, secrets: { N: ref('has-nul') }, serviceAccounts: sa });
+      assert.equal(nul.exit, '68');
+      assert.match(nul.serialLog, /NUL byte/);
+      for (const run of [denied, noAccount, nul]) assert.deepEqual(run.trainers, []);
+    });
+
+    it('command ["X=1"] or ["A=1", "printenv"] prints neither the secrets nor the environment', async () => {
+      for (const argv of [['X=1'], ['A=1', 'printenv'], ['=', 'env']]) {
+        const run = await runAgent({ runId: `secret-argv-${argv.length}-${argv[0].length}`, argv, env: { WANDB_MODE: 'offline-in-the-env' }, secrets: { HF_TOKEN: ref('hf-token') }, serviceAccounts: [{ email: 'default', scopes: [CLOUD_PLATFORM] }] });
+        assert.equal(run.exit, '127', `${JSON.stringify(argv)}: a program of that name does not exist`);
+        assert.ok(!run.serialLog.includes('hf_'), `${JSON.stringify(argv)}: no secret in the serial log`);
+        assert.ok(!run.serialLog.includes('offline-in-the-env'), `${JSON.stringify(argv)}: no environment in the serial log`);
+      }
+    });
   });
 });

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { searchAttributeCreateCommands, sternaSearchAttributes } from '../workflows/search-attributes';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { sternaDataConverter } from '../config/data-converter';
 
 describe('foundation', () => {
   it('runs a workflow with one activity to completion on a real dev server', async () => {
@@ -16,6 +17,7 @@ describe('foundation', () => {
       taskQueue,
       workflowBundle: await workflowBundle(require.resolve('./workflows/echo')),
       activities: { shout: async (text: string) => text.toUpperCase() },
+      dataConverter: sternaDataConverter(),
     });
     const result = await worker.runUntil(
       env.client.workflow.execute('echo', { taskQueue, workflowId: taskQueue, args: ['tern'] }),

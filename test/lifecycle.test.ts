@@ -13,6 +13,7 @@ import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
+import { sternaDataConverter } from '../config/data-converter';
 
 type Run = WorkflowHandle<typeof trainingRun>;
 
@@ -201,7 +202,7 @@ describe('trainingRun on the GCE emulator', function () {
     if (process.env.STERNA_RECORD_HISTORIES) {
       for (const [i, run] of runs.entries()) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, `lifecycle-${titles[i]}.binpb`), run.workflowId);
     }
-    const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories);
+    const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter: sternaDataConverter() }, histories);
     let count = 0;
     for await (const result of replay) {
       assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);

@@ -6,7 +6,6 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { observerOptions, startObserver } from '../activities/fleet';
 import type { ResourceObservation } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
@@ -14,6 +13,7 @@ import type { RunSpecInput } from '../workflows/spec';
 import { eventually } from './helpers/processes';
 import { NODES, startKubeStack, type KubeStack } from './helpers/kube';
 import { testEnv } from './helpers/temporal';
+import { payloadValue } from './helpers/histories';
 
 const repoRoot = join(__dirname, '..', '..');
 
@@ -30,9 +30,11 @@ function gkeSpec(steps: number, pollSeconds: number): RunSpecInput {
 
 async function heard(client: Client, workflowId: string): Promise<ResourceObservation[]> {
   const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
-  return (events ?? [])
-    .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation')
-    .map((e) => defaultPayloadConverter.fromPayload<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]));
+  return Promise.all(
+    (events ?? [])
+      .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation')
+      .map((e) => payloadValue<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0])),
+  );
 }
 
 describe('fleet observer on GKE', function () {

@@ -9,7 +9,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstancesClient } from '@google-cloud/compute';
 import type { Client } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -27,6 +26,8 @@ import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { sternaDataConverter } from '../config/data-converter';
+import { payloadValue } from './helpers/histories';
 
 const INTERVAL_S = 1;
 const OBSERVER: ObserverOptions = observerOptions({
@@ -47,9 +48,9 @@ function eventMs(time: temporal.api.history.v1.IHistoryEvent['eventTime']): numb
 /** Every observation signal in the run's history, in order. */
 async function heard(client: Client, workflowId: string): Promise<Heard[]> {
   const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
-  return (events ?? [])
+  return Promise.all((events ?? [])
     .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation')
-    .map((e) => ({ atMs: eventMs(e.eventTime), observation: defaultPayloadConverter.fromPayload<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]) }));
+    .map(async (e) => ({ atMs: eventMs(e.eventTime), observation: await payloadValue<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]) })));
 }
 
 async function hear(client: Client, workflowId: string, what: string, test: (o: ResourceObservation) => boolean, timeoutMs = 90_000): Promise<Heard> {
@@ -72,10 +73,12 @@ async function chainEvents(client: Client, workflowId: string): Promise<temporal
 
 /** The results of the observer's completed watchFleet calls, across its continue-as-new chain. */
 async function watchResults(client: Client, workflowId: string): Promise<WatchFleetResult[]> {
-  return (await chainEvents(client, workflowId))
-    .map((e) => e.activityTaskCompletedEventAttributes?.result?.payloads?.[0])
-    .filter((p) => p !== undefined && p !== null)
-    .map((p) => defaultPayloadConverter.fromPayload<WatchFleetResult>(p));
+  return Promise.all(
+    (await chainEvents(client, workflowId))
+      .map((e) => e.activityTaskCompletedEventAttributes?.result?.payloads?.[0])
+      .filter((p) => p !== undefined && p !== null)
+      .map((p) => payloadValue<WatchFleetResult>(p)),
+  );
 }
 
 function trainingSpec(steps: number, pollSeconds: number) {
@@ -107,6 +110,7 @@ describe('fleet observer on the GCE emulator', function () {
       maxHeartbeatThrottleInterval: '1 second',
       defaultHeartbeatThrottleInterval: '500 milliseconds',
       shutdownGraceTime: '1 second',
+      dataConverter: sternaDataConverter(),
     });
     running = worker.run();
     ({ workflowId: observerId } = await startObserver(client, { taskQueue: stack.taskQueue, backend: 'gce', scope: PROJECT, options: OBSERVER, requester: 'test' }));
@@ -218,7 +222,7 @@ describe('fleet observer on the GCE emulator', function () {
     }
     assert.ok(histories.length >= 2, 'the observer continued as new at least once');
     let replayed = 0;
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories)) {
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter: sternaDataConverter() }, histories)) {
       assert.equal(result.error, undefined, String(result.error));
       replayed++;
     }
@@ -285,7 +289,7 @@ describe('fleet observer when its worker is killed', function () {
       const [watching] = (await observer.describe()).raw.pendingActivities ?? [];
       const payload = watching?.heartbeatDetails?.payloads?.[0];
       if (!payload || (watching!.attempt ?? 0) < 2) return undefined;
-      const remembered = Object.values(resume(defaultPayloadConverter.fromPayload<WatchFleetResult>(payload).memory, 'gce').resources);
+      const remembered = Object.values(resume((await payloadValue<WatchFleetResult>(payload)).memory, 'gce').resources);
       return remembered.some((r) => r.workflowId === run.workflowId && r.told) ? { attempt: watching!.attempt } : undefined;
     }, 30_000, 250);
     assert.ok((attempt ?? 0) >= 2, `watchFleet was retried after the kill (attempt ${attempt})`);
@@ -328,10 +332,12 @@ describe('fleet observer lifetime', function () {
       const asked: EnsureObserverResult = await context.run(other.ensureObserver, { backend: 'gce' as const });
       assert.equal(asked.runId, again.runId);
       await eventually('a watchFleet call with the new options', async () => {
-        const inputs = (await chainEvents(env.client, again.workflowId))
-          .map((e) => e.activityTaskScheduledEventAttributes?.input?.payloads?.[0])
-          .filter((p) => p !== undefined && p !== null)
-          .map((p) => defaultPayloadConverter.fromPayload<WatchFleetInput>(p));
+        const inputs = await Promise.all(
+          (await chainEvents(env.client, again.workflowId))
+            .map((e) => e.activityTaskScheduledEventAttributes?.input?.payloads?.[0])
+            .filter((p) => p !== undefined && p !== null)
+            .map((p) => payloadValue<WatchFleetInput>(p)),
+        );
         return inputs.some((i) => i.returnAfterSeconds === 3 && i.settings.intervalSeconds === 0.25) ? true : undefined;
       }, 20_000);
       await env.client.workflow.getHandle(again.workflowId).terminate('test over').catch(() => undefined);

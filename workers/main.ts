@@ -9,6 +9,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { observerOptions, startObserver } from '../activities/fleet';
 import { startPriceBook } from '../activities/pricing';
+import { sternaDataConverter } from '../config/data-converter';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildBillingCatalog, priceBookSettings } from './pricing';
@@ -25,7 +26,8 @@ async function main(): Promise<void> {
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
-  const client = new Client({ connection, namespace: namespace ?? 'default' });
+  const dataConverter = sternaDataConverter();
+  const client = new Client({ connection, namespace: namespace ?? 'default', dataConverter });
   const observer = observerOptions({ settings: { intervalSeconds: config.observer.intervalSeconds, readsPerMinute: config.observer.readsPerMinute } });
   const worker = await createSternaWorker({
     connection,
@@ -37,6 +39,7 @@ async function main(): Promise<void> {
     client,
     observer,
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
+    dataConverter,
   });
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
   if (config.observer.startOnBoot) {

@@ -34,6 +34,7 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
     clientOptions: gceClientOptions(gce),
     sourceImage: gce.sourceImage,
     serviceAccountEmail: gce.serviceAccountEmail,
+    vmAccess: gce.vmAccess,
     storageUriForVm: gce.localBucketsDir ? localBucketMapper(gce.localBucketsDir) : undefined,
     pollIntervalMs,
   });

@@ -4,12 +4,14 @@
  * development and tests bundle from source (`workflowsPath`).
  */
 import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { sharedModules, workflowsPath } from './bundle';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
+import { sternaDataConverter } from '../config/data-converter';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -27,14 +29,18 @@ export interface SternaWorkerOptions {
    * it. Without it, each provider prices from its own book (the bundled catalog).
    */
   prices?: PricingOptions & { settings: PriceBookSettings };
+  /** Payload encryption; by default config/data-converter.ts's, from the environment. */
+  dataConverter?: DataConverter;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
   const namespace = options.namespace ?? 'default';
-  const client = options.client ?? new Client({ connection: options.connection, namespace });
+  const dataConverter = options.dataConverter ?? sternaDataConverter();
+  const client = options.client ?? new Client({ connection: options.connection, namespace, dataConverter });
   return Worker.create({
     connection: options.connection,
     namespace,
+    dataConverter,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
     activities: {

@@ -13,6 +13,8 @@ export interface AgentInputs {
   attempt: number;
   argv: string[];
   env: Record<string, string>;
+  /** Secret references by environment name (workflows/secrets.ts); values are fetched in the VM or pod. */
+  secrets?: Record<string, string>;
   datasets: { uri: string; path: string }[];
   checkpointUri: string;
   resumeFrom?: CheckpointRef;

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { formatDuration, isDurationString, MAX_DURATION_SECONDS, parseDurationSeconds } from './duration';
 import { failure, FailureType } from './failures';
 import { labelProblems } from './labels';
+import { looksSecret, parseSecretRef, SECRET_BACKEND, SECRET_REF_RULE } from './secrets';
 import { MAX_OBJECT_BYTES, relativePathProblem, storageUriProblem } from './storage-uri';
 import { forbiddenCharacter, utf8Length } from './text';
 
@@ -135,6 +136,9 @@ const envName = () =>
 
 // --- the spec --------------------------------------------------------------------------
 
+/** Each secret is one environment variable of the trainer; a run needing more is unusual. */
+export const MAX_SECRETS = 100;
+
 const zoneOrRegion = () => text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE zone or region name such as us-central1-a or us-central1');
 const allowDeny = () => z.strictObject({ allow: z.array(zoneOrRegion()).max(256).optional(), deny: z.array(zoneOrRegion()).max(256).optional() });
 
@@ -162,9 +166,19 @@ export const runSpecSchema = () =>
         .min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]')
         .refine((argv) => argv.length === 0 || argv[0] !== '', { message: 'the program to run (command[0]) cannot be empty', path: [0] })
         .superRefine((argv, ctx) => fitsAgent(argv, 'command', ctx)),
+      /** Non-secret settings: stored in workflow history and in the VM's metadata (see `secrets`). */
       env: z
         .record(envName(), text())
         .superRefine((env, ctx) => fitsAgent(Object.entries(env).map(([k, v]) => `${k}=${v}`), 'env', ctx))
+        .default({}),
+      /**
+       * Secrets for the trainer's environment, by reference (workflows/secrets.ts): the
+       * value is fetched inside the VM or pod and never passes through Sterna.
+       */
+      secrets: z
+        .record(envName(), textWhere((ref) => (parseSecretRef(ref) ? undefined : SECRET_REF_RULE)).max(1024))
+        .refine((secrets) => Object.keys(secrets).length <= MAX_SECRETS, `at most ${MAX_SECRETS} secrets`)
+        .superRefine((secrets, ctx) => fitsAgent(Object.entries(secrets).flat(), 'secrets', ctx))
         .default({}),
       /** At most 1000: more files belong under one prefix, staged as one. */
       datasets: z
@@ -222,6 +236,13 @@ export const runSpecSchema = () =>
         .default({}),
     })
     .superRefine((spec, ctx) => {
+      for (const [name, ref] of Object.entries(spec.secrets)) {
+        if (Object.hasOwn(spec.env, name)) ctx.addIssue({ code: 'custom', path: ['secrets', name], message: `${name} is also in env; give it in one place` });
+        const parsed = parseSecretRef(ref);
+        if (parsed && SECRET_BACKEND[parsed.scheme] !== spec.backend) {
+          ctx.addIssue({ code: 'custom', path: ['secrets', name], message: `a ${parsed.scheme}:// reference resolves on backend ${SECRET_BACKEND[parsed.scheme]}, and this run's backend is ${spec.backend}` });
+        }
+      }
       if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });
       }
@@ -275,6 +296,21 @@ export function checkSpec(input: unknown, options: CheckOptions = {}): SpecCheck
   const late = deadline !== undefined && options.nowMs !== undefined ? deadlineProblem(deadline, options.nowMs) : undefined;
   if (late) return { ok: false, problems: [{ path: 'time.deadline', message: late }] };
   return { ok: true, spec: result.data };
+}
+
+/**
+ * What is valid but probably a mistake: an env entry whose name looks like a secret
+ * (its value is stored in workflow history and in the VM's metadata, in the clear for
+ * anyone with `compute.instances.get`). Shown by `sterna validate` / `sterna start`, and
+ * recorded in the run's timeline (so `sterna status` and the web UI show it too).
+ */
+export function specWarnings(spec: RunSpec): SpecProblem[] {
+  return Object.keys(spec.env)
+    .filter(looksSecret)
+    .map((name) => ({
+      path: `env.${name}`,
+      message: `looks like a secret, but env values are stored in workflow history and in the VM's metadata; pass it as secrets: { "${name}": "${spec.backend === 'gke' ? 'k8s://SECRET/KEY' : 'gcp-secret-manager://projects/P/secrets/S/versions/V'}" } instead`,
+    }));
 }
 
 export function describeProblems(problems: SpecProblem[]): string {

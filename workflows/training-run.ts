@@ -30,7 +30,7 @@ import { capacityFound } from './run/prices';
 import { AttemptOutcome, initialState, Phase, record, TimelineKind, type RunState } from './run/state';
 import { budgetProblem, newDeadlineProblem } from './run/validators';
 import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
-import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
+import { parseSpec, specWarnings, type RunSpec, type RunSpecInput } from './spec';
 
 export type { ContinuedRun };
 
@@ -80,7 +80,9 @@ function fresh(input: RunSpecInput): { spec: RunSpec; state: RunState } {
   // Only a fresh start checks the deadline against now: a continued run's may have passed.
   const now = Date.now();
   const spec = parseSpec(input, { nowMs: now });
-  return { spec, state: initialState(workflowInfo().workflowId, now, spec.pricing.budgetUsd, deadlineMs(spec, now)) };
+  const state = initialState(workflowInfo().workflowId, now, spec.pricing.budgetUsd, deadlineMs(spec, now));
+  for (const warning of specWarnings(spec)) record(state, now, { kind: TimelineKind.Warning, event: `warning: ${warning.path} ${warning.message}` });
+  return { spec, state };
 }
 
 class Driver {
@@ -196,6 +198,7 @@ class Driver {
               attempt: number,
               argv: this.spec.command,
               env: { ...this.spec.env, STERNA_CHECKPOINT_INTERVAL: String(this.spec.checkpoint.interval) },
+              secrets: this.spec.secrets,
               datasets: this.spec.datasets,
               // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
               checkpointUri: `${this.spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(this.state.runId)}`,

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentInputs } from '../../workflows/activity-contract';
+import { parseSecretRef, SecretScheme, secretManagerPath } from '../../workflows/secrets';
 import type { CheckpointRef } from '../../workflows/types';
 
 export type { AgentInputs };
@@ -38,6 +39,12 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
     'sterna-checkpoint-uri': inputs.checkpointUri,
     'sterna-poll-seconds': String(inputs.pollSeconds),
   };
+  // Only where each secret lives: the agent fetches the values itself (sterna-agent.sh).
+  const fetched = Object.entries(inputs.secrets ?? {}).flatMap(([name, ref]) => {
+    const parsed = parseSecretRef(ref);
+    return parsed?.scheme === SecretScheme.GcpSecretManager ? [name, secretManagerPath(parsed)] : [];
+  });
+  if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
   return attributes;
 }

@@ -16,6 +16,15 @@
 # checkpoint; the agent uploads it before the notice period ends.
 set -u -o pipefail
 
+# On GKE each secret arrives as STERNA_SECRET_<NAME> (a secretKeyRef in the pod spec).
+# Out of the environment at once, so that no process the agent starts sees it; the
+# trainer alone gets it, under its own name (see "secrets" below).
+declare -A SECRETS=()
+for var in ${!STERNA_SECRET_@}; do
+  SECRETS["${var#STERNA_SECRET_}"]="${!var}"
+  unset "$var"
+done
+
 MD="http://${GCE_METADATA_HOST:-metadata.google.internal}/computeMetadata/v1"
 WORK="${STERNA_WORK_DIR:-$PWD/sterna-work}"
 STATE="$WORK/.sterna"
@@ -194,6 +203,48 @@ for kv in "${ENVS[@]}"; do
   case "$name" in '' | [0123456789]* | *[!$NAME_CHARS]*) refuse_input "an env name is not letters, digits and _" ;; esac
 done
 
+# --- secrets: into the trainer's environment only ------------------------------------
+# Held in this shell's unexported variables, so no process of the agent (curl...) sees
+# them; exported only in the subshell that becomes the trainer. Never logged.
+# (GKE's arrive in the pod's environment: taken out of it first thing, above.)
+# GCE: the agent reads each from Secret Manager with the VM's service account.
+SECRET_MANAGER="${CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER:-https://secretmanager.googleapis.com/}"
+secret_unavailable() { # secret_unavailable NAME WHY
+  log "secret $1 could not be read: $2"; publish phase failed; publish exit 68; exit 68
+}
+json_field() { # json_field NAME JSON -> the string value of the first "NAME": "..."
+  [[ "$2" =~ \"$1\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]] && printf '%s' "${BASH_REMATCH[1]}"
+}
+read_secret() { # read_secret NAME PATH TOKEN -> SECRETS[NAME], the exact bytes (a NUL is refused)
+  local response status body data value
+  # The token goes to curl on stdin (-H @-), never on its command line, which others can read.
+  response="$(printf 'Authorization: Bearer %s\n' "$3" | curl -sS -H @- -w '\n%{http_code}' "${SECRET_MANAGER%/}/v1/$2:access" 2>/dev/null)" \
+    || secret_unavailable "$1" "Secret Manager at ${SECRET_MANAGER} did not answer"
+  status="${response##*$'\n'}" body="${response%$'\n'*}"
+  [ "$status" = 200 ] || secret_unavailable "$1" "HTTP $status from Secret Manager for $2: $(json_field message "$body")"
+  data="$(json_field data "$body")" || secret_unavailable "$1" "no payload in Secret Manager's answer for $2"
+  case "$data" in *[!A-Za-z0-9+/=]*) secret_unavailable "$1" "a payload that is not base64 for $2" ;; esac
+  if printf '%s' "$data" | base64 -d | od -An -v -tx1 | grep -qw 00; then secret_unavailable "$1" "$2 holds a NUL byte, which no environment variable can carry"; fi
+  value="$(printf '%s' "$data" | base64 -d && printf x)" || secret_unavailable "$1" "a payload that is not base64 for $2"
+  SECRETS["$1"]="${value%x}"
+}
+decode_list sterna-secrets || refuse_input sterna-secrets   # name, projects/P/secrets/S/versions/V, ...
+SECRET_REFS=("${LIST[@]}")
+[ $((${#SECRET_REFS[@]} % 2)) -eq 0 ] || refuse_input "sterna-secrets (not name/path pairs)"
+if [ ${#SECRET_REFS[@]} -gt 0 ]; then
+  token_json="$(curl -sf -H 'Metadata-Flavor: Google' "$MD/instance/service-accounts/default/token")" \
+    || secret_unavailable "${SECRET_REFS[0]}" "the VM has no service-account token (does it have a service account?)"
+  token="$(json_field access_token "$token_json")" || secret_unavailable "${SECRET_REFS[0]}" "the metadata server's token answer has no access_token"
+  unset token_json
+  for ((i = 0; i < ${#SECRET_REFS[@]}; i += 2)); do
+    name="${SECRET_REFS[i]}" path="${SECRET_REFS[i + 1]}"
+    case "$name" in '' | [0123456789]* | *[!$NAME_CHARS]*) refuse_input "a secret name is not letters, digits and _" ;; esac
+    [[ "$path" =~ ^projects/[a-z0-9-]+/secrets/[A-Za-z0-9_-]+/versions/[a-z0-9]+$ ]] || refuse_input "a secret reference is malformed"
+    read_secret "$name" "$path" "$token"
+  done
+  unset token
+fi
+
 # GCE announces a preemption on the metadata server before the VM stops: publish it at
 # once, so the run hears of it within one look instead of when the VM is already down.
 watch_preemption() {
@@ -224,10 +275,14 @@ cd "$WORK" || exit 70
 # env runs `nice -n 0 --` (which changes nothing), and nice execs argv verbatim, after
 # `--`, so no item is read as an option or an assignment (command ["X=1"] is a program
 # named X=1, not found: exit 127). No shell sees argv or env, so no value is evaluated.
-env -- "${ENVS[@]}" \
-  STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
-  STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
-  nice -n 0 -- "${ARGV[@]}" &
+# Secrets are exported in the subshell that execs env, never put on any command line.
+(
+  for name in "${!SECRETS[@]}"; do export "$name=${SECRETS[$name]}"; done
+  exec env -- "${ENVS[@]}" \
+    STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
+    STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
+    nice -n 0 -- "${ARGV[@]}"
+) &
 TRAINER=$!
 stopping=0
 trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT

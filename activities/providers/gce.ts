@@ -27,6 +27,8 @@ import { isOwnedBy } from '../../workflows/naming';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
+import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
+import { vmAccessFields } from './gce-vm-access';
 import { retryTransient, withDeadline } from './transient';
 import {
   ownerFromLabels,
@@ -52,8 +54,10 @@ export interface GceProviderOptions {
   clientOptions: ConstructorParameters<typeof InstancesClient>[0];
   /** Boot image for VMs; on real GCE a Deep Learning VM image with CUDA drivers. */
   sourceImage?: string;
-  /** Service account the VM uses to read datasets and write checkpoints. */
+  /** Service account the VM uses to read datasets and write checkpoints (when `vmAccess` is not given). */
   serviceAccountEmail?: string;
+  /** Service account, scopes, network, external IP, Shielded VM; least privilege by default. */
+  vmAccess?: VmAccess;
   /** How often to look while waiting for an operation or a status; 1 s by default. */
   pollIntervalMs?: number;
   /**
@@ -242,8 +246,8 @@ export class GceProvider implements ComputeProvider {
           initializeParams: { sourceImage: this.options.sourceImage ?? DEFAULT_IMAGE, diskSizeGb: String(request.diskSizeGb) },
         },
       ],
-      networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ name: 'External NAT', type: 'ONE_TO_ONE_NAT' }] }],
-      serviceAccounts: [{ email: this.options.serviceAccountEmail ?? 'default', scopes: ['https://www.googleapis.com/auth/cloud-platform'] }],
+      // Service account, scopes, network, external IP, Shielded VM: least privilege (gce-vm-access.ts).
+      ...vmAccessFields(this.options.vmAccess ?? { ...DEFAULT_VM_ACCESS, serviceAccountEmail: this.options.serviceAccountEmail }, offer.region, request.agent),
     };
   }
 

@@ -36,6 +36,7 @@ import {
   CoreV1Api,
   KubeConfig,
   Watch,
+  type V1EnvVar,
   type V1Job,
   type V1Pod,
 } from '@kubernetes/client-node';
@@ -43,6 +44,7 @@ import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType } from '../../workflows/failures';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import { fnv1a, isOwnedBy } from '../../workflows/naming';
+import { parseSecretRef, SecretScheme } from '../../workflows/secrets';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
 import {
@@ -138,6 +140,17 @@ function waitingReason(pod: V1Pod): string | undefined {
 
 function regionOf(zone: string): string {
   return zone.replace(/-[a-z]$/, '');
+}
+
+/**
+ * Each k8s:// secret as STERNA_SECRET_<NAME> from a secretKeyRef: the agent takes it out
+ * of its own environment at start and gives it to the trainer alone, under NAME.
+ */
+export function secretEnv(secrets: Record<string, string> | undefined): V1EnvVar[] {
+  return Object.entries(secrets ?? {}).flatMap(([name, ref]) => {
+    const parsed = parseSecretRef(ref);
+    return parsed?.scheme === SecretScheme.Kubernetes ? [{ name: `STERNA_SECRET_${name}`, valueFrom: { secretKeyRef: { name: parsed.name, key: parsed.key } } }] : [];
+  });
 }
 
 export class GkeProvider implements ComputeProvider {
@@ -340,6 +353,8 @@ export class GkeProvider implements ComputeProvider {
                   { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
                   { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
                   ...Object.entries(attributes).map(([key, value]) => ({ name: `STERNA_ATTR_${key.replace(/-/g, '_')}`, value })),
+                  // By reference only: the kubelet reads the Secret; the Job holds its name and key.
+                  ...secretEnv(request.agent.secrets),
                 ],
                 resources: { limits: { 'nvidia.com/gpu': gpus }, requests: { 'nvidia.com/gpu': gpus } },
               },

@@ -3,18 +3,44 @@
  * `temporal.api.history.v1.History`, exactly as the server sent it. (The SDK's JSON
  * helpers need the protobuf runtime they were built with, and npm installs that package
  * twice here beside the Google clients' older one, so JSON files would not load.)
+ *
+ * Live runs' payloads are encrypted with the test run's own key (test/global.ts); a
+ * history is saved decrypted, so the committed ones replay with no key at all.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { sternaPayloadCodec } from '../../config/data-converter';
+import { isEncrypted } from '../../config/payload-codec';
 import { testEnv } from './temporal';
 
 const { History } = temporal.api.history.v1;
 
 export async function saveHistory(file: string, workflowId: string, runId?: string): Promise<void> {
   const history = await (await testEnv()).client.workflow.getHandle(workflowId, runId).fetchHistory();
+  await decryptPayloads(history, sternaPayloadCodec());
   writeFileSync(file, History.encode(history).finish());
+}
+
+/** Replaces, in place, every encrypted payload anywhere in `node` by its plain original. */
+async function decryptPayloads(node: unknown, codec: ReturnType<typeof sternaPayloadCodec>): Promise<void> {
+  if (node === null || typeof node !== 'object' || node instanceof Uint8Array) return;
+  const payload = node as Payload;
+  if (payload.data instanceof Uint8Array && payload.metadata && isEncrypted(payload)) {
+    const [plain] = await codec.decode([payload]);
+    payload.metadata = plain.metadata;
+    payload.data = plain.data;
+    return;
+  }
+  for (const value of Object.values(node)) await decryptPayloads(value, codec);
 }
 
 export function loadHistory(file: string): temporal.api.history.v1.IHistory {
   return History.decode(readFileSync(file));
+}
+
+/** The value of a payload read from a raw history (encrypted by the test's codec, or plain). */
+export async function payloadValue<T>(payload: Payload): Promise<T> {
+  const [plain] = await sternaPayloadCodec().decode([payload]);
+  return defaultPayloadConverter.fromPayload<T>(plain);
 }

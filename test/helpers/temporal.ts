@@ -9,6 +9,7 @@ import { bundleWorkflows } from '../../workers/bundle';
 import type { Providers } from '../../activities';
 import { createSternaWorker } from '../../workers/worker';
 import { freePort as anyFreePort } from '../../cli/ports';
+import { sternaDataConverter } from '../../config/data-converter';
 import { startDevServer, type DevServer } from '../../config/dev-server';
 
 let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
@@ -25,7 +26,8 @@ export async function freePort(): Promise<number> {
 export async function testEnv(): Promise<TestWorkflowEnvironment> {
   started ??= (async () => {
     const server = await startDevServer({ port: await freePort(), headless: true });
-    const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: server.namespace });
+    // Its client encrypts payloads as the CLI and the client library do.
+    const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: server.namespace, client: { dataConverter: sternaDataConverter() } });
     return { server, env };
   })();
   return (await started).env;

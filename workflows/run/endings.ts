@@ -55,6 +55,7 @@ export const AGENT_FAILURES: Readonly<Record<number, string>> = {
   65: 'a dataset path is not relative, or the agent\'s inputs are malformed',
   66: 'staging a dataset failed',
   67: 'the checkpoint to resume from is missing or does not match its sha256',
+  68: 'a secret could not be read in the VM (the agent\'s log says which and why)',
   70: 'the agent could not create its work directory',
 };
 

@@ -65,6 +65,8 @@ export interface Attempt {
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
 export const TimelineKind = {
   RunStarted: 'run-started',
+  /** Valid but probably a mistake (a secret-looking env name...): spec.ts `specWarnings`. */
+  Warning: 'warning',
   Placing: 'placing',
   NoAcceptableOffer: 'no-acceptable-offer',
   PolicyChoice: 'policy-choice',
