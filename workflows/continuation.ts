@@ -26,8 +26,13 @@ export function isContinuedRun(input: unknown): input is ContinuedRun {
   return typeof input === 'object' && input !== null && (input as { continued?: unknown }).continued === true;
 }
 
-/** Built on demand, not at module level: see spec.ts `runSpecSchema` (memory per cached run). */
+/** Built on first use and never exported: see spec.ts `runSpecSchema`. */
+let built: ReturnType<typeof buildRunStateSchema> | undefined;
 function runStateSchema() {
+  return (built ??= buildRunStateSchema());
+}
+
+function buildRunStateSchema() {
   const IsoTime = z.iso.datetime({ offset: true });
   const Model = z.enum(['SPOT', 'STANDARD']);
   const Backend = z.enum(['gce', 'gke']);

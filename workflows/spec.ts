@@ -149,11 +149,17 @@ export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', Auto: 'auto' }
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
 
 /**
- * Built on demand and dropped after use, never kept at module level: a workflow's modules
- * live as long as it stays cached, and a zod schema tree of this size costs about 2 MB per
- * cached run (measured), which at thousands of runs is the worker's memory.
+ * The schema is built on first use and kept out of the module's exports. The worker shares
+ * this module between all cached workflows (workers/bundle.ts) and deep-freezes what it
+ * exports, and zod writes to its schemas while parsing; a schema per workflow instead
+ * would cost about 2 MB per cached run (measured).
  */
-export const runSpecSchema = () =>
+let built: ReturnType<typeof buildRunSpecSchema> | undefined;
+export function runSpecSchema() {
+  return (built ??= buildRunSpecSchema());
+}
+
+const buildRunSpecSchema = () =>
   z
     .strictObject({
       /** A short human name, shown in the UI; the run id is the workflow id. */
