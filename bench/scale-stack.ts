@@ -145,6 +145,7 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
     STERNA_LOCAL_BUCKETS: s.bucketsDir,
     STERNA_WORKFLOW_BUNDLE: s.bundlePath,
     STERNA_OBSERVER_ON_START: String(s.observer.startOnBoot),
+    STERNA_OBSERVER: s.observer.startOnBoot ? 'on' : 'off',
     ...(s.observer.intervalSeconds !== undefined ? { STERNA_OBSERVER_INTERVAL_SECONDS: String(s.observer.intervalSeconds) } : {}),
   };
   // The benchmark's own tuning must not leak into "default tuning".

@@ -44,6 +44,7 @@ const EnvSchema = z.object({
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
   STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),
   STERNA_OBSERVER_ON_START: z.enum(['true', 'false'], 'true or false').default('true'),
+  STERNA_OBSERVER: z.enum(['on', 'off'], 'on or off').default('on'),
   STERNA_PRICES: z.enum(['billing', 'catalog'], 'billing (the Cloud Billing Catalog) or catalog (the bundled prices)').default('billing'),
   STERNA_PRICE_REFRESH_HOURS: z.coerce.number().min(0, 'hours between price book refreshes, 0 to turn the scheduled refresh off').max(24 * 365).default(24),
   STERNA_BILLING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
@@ -89,6 +90,8 @@ export interface WorkerConfig {
     readsPerMinute: number;
     /** Start the fleet observer of each backend when the worker starts (runs start it anyway). */
     startOnBoot: boolean;
+    /** Off: no observer at all; every run looks at its own resource every recovery.pollSeconds. */
+    enabled: boolean;
   };
   prices: PricesConfig;
 }
@@ -138,7 +141,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   const observer = {
     intervalSeconds: e.STERNA_OBSERVER_INTERVAL_SECONDS,
     readsPerMinute: Math.max(1, Math.floor(e.STERNA_READ_QUOTA_PER_MINUTE * e.STERNA_OBSERVER_READ_SHARE)),
-    startOnBoot: e.STERNA_OBSERVER_ON_START === 'true',
+    startOnBoot: e.STERNA_OBSERVER === 'on' && e.STERNA_OBSERVER_ON_START === 'true',
+    enabled: e.STERNA_OBSERVER === 'on',
   };
   const billingUrl = e.STERNA_BILLING_ENDPOINT ?? e.STERNA_GCE_ENDPOINT;
   const prices: PricesConfig = {

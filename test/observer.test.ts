@@ -29,6 +29,13 @@ import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 import { sternaDataConverter } from '../config/data-converter';
 import { payloadValue } from './helpers/histories';
 
+/** What ensureObserver answered; these workers always run an observer. */
+async function ensured(answer: Promise<EnsureObserverResult | null>): Promise<EnsureObserverResult> {
+  const result = await answer;
+  assert.ok(result, 'the worker runs an observer');
+  return result;
+}
+
 const INTERVAL_S = 1;
 const OBSERVER: ObserverOptions = observerOptions({
   settings: { intervalSeconds: INTERVAL_S, progressReadSeconds: 2, busyReadSeconds: 1, progressSignalSeconds: 3 },
@@ -235,11 +242,11 @@ describe('fleet observer on the GCE emulator', function () {
     assert.equal((await handle.describe()).status.name, 'TERMINATED');
     const activities = createFleetActivities({ providers: { gce: stack.provider }, client, observer: OBSERVER });
     const env = new MockActivityEnvironment({ taskQueue: stack.taskQueue });
-    const restarted: EnsureObserverResult = await env.run(activities.ensureObserver, { backend: 'gce' as const });
+    const restarted = await ensured(env.run(activities.ensureObserver, { backend: 'gce' as const }));
     assert.equal(restarted.workflowId, observerId);
     assert.equal((await client.workflow.getHandle(observerId, restarted.runId).describe()).status.name, 'RUNNING');
     // A second ask finds it running and starts nothing new.
-    const again: EnsureObserverResult = await env.run(activities.ensureObserver, { backend: 'gce' as const });
+    const again = await ensured(env.run(activities.ensureObserver, { backend: 'gce' as const }));
     assert.equal(again.runId, restarted.runId);
     // And it watches: a new run hears about its VM.
     const run = await stack.start(trainingSpec(2000, 1));
@@ -318,18 +325,18 @@ describe('fleet observer lifetime', function () {
     await worker.runUntil(async () => {
       const activities = createFleetActivities({ providers: { gce: provider }, client: env.client, observer });
       const context = new MockActivityEnvironment({ taskQueue });
-      const first: EnsureObserverResult = await context.run(activities.ensureObserver, { backend: 'gce' as const });
+      const first = await ensured(context.run(activities.ensureObserver, { backend: 'gce' as const }));
       assert.equal(first.workflowId, observerWorkflowId(taskQueue, 'gce', 'scripted'));
       // Nothing to watch: it ends by itself after its idle spell.
       await env.client.workflow.getHandle(first.workflowId, first.runId).result();
       const results = await watchResults(env.client, first.workflowId);
       assert.ok(results.length >= 2 && results.every((r) => r.stats.resources === 0 && r.stats.listings > 0), JSON.stringify(results.map((r) => r.stats)));
-      const again: EnsureObserverResult = await context.run(activities.ensureObserver, { backend: 'gce' as const });
+      const again = await ensured(context.run(activities.ensureObserver, { backend: 'gce' as const }));
       assert.notEqual(again.runId, first.runId);
       // A worker with another configuration asks: the running observer takes it from its next call.
       const reconfigured = observerOptions({ settings: { intervalSeconds: 0.25 }, watchSeconds: 3, idleExitSeconds: 1 });
       const other = createFleetActivities({ providers: { gce: provider }, client: env.client, observer: reconfigured });
-      const asked: EnsureObserverResult = await context.run(other.ensureObserver, { backend: 'gce' as const });
+      const asked = await ensured(context.run(other.ensureObserver, { backend: 'gce' as const }));
       assert.equal(asked.runId, again.runId);
       await eventually('a watchFleet call with the new options', async () => {
         const inputs = await Promise.all(

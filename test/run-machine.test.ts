@@ -30,6 +30,8 @@ class Harness {
   readonly state: RunState;
   now = T0;
   suggested = false;
+  /** Runs recorded before they asked for the observer themselves replay with false. */
+  asksObserver = false;
   last!: Command;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
@@ -46,7 +48,7 @@ class Harness {
   }
 
   context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: this.suggested, attemptsAtStart: 0 };
+    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: this.suggested, attemptsAtStart: 0, asksObserver: this.asksObserver };
   }
 
   send(event: RunEvent): Command {
@@ -59,11 +61,11 @@ class Harness {
     return this;
   }
 
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = { run: runKey(WORKFLOW), execution: EXEC, attempt }, via: 'observer' | 'look' = 'look'): Command {
+  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = { run: runKey(WORKFLOW), execution: EXEC, attempt }, via: 'observer' | 'look' = 'look', quietSeconds?: number): Command {
     return this.send({
       kind: 'observed',
       via,
-      observation: { name: resourceName(WORKFLOW, owner.execution, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } },
+      observation: { name: resourceName(WORKFLOW, owner.execution, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot }, quietSeconds },
     });
   }
 
@@ -162,17 +164,23 @@ describe('the run machine (pure, no server)', () => {
       assert.deepEqual(run.at(8).send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
     });
 
-    it('looks only as a fallback while the fleet observer speaks, and at the poll interval once it falls silent', () => {
-      const run = new Harness().running();
+    it('asks for the fleet observer, never looks while it speaks, and looks and asks again once it falls silent', () => {
+      const run = new Harness();
+      run.asksObserver = true;
+      run.running();
       const mine = { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 };
-      assert.deepEqual(run.at(2).observe(1, { phase: 'training' }, mine, 'observer'), { kind: 'wait', untilMs: T0 + 62_000 });
-      assert.deepEqual(run.at(30).observe(1, { phase: 'training', step: 3 }, mine, 'observer'), { kind: 'wait', untilMs: T0 + 90_000 });
-      assert.deepEqual(run.at(90).send({ kind: 'tick' }), { kind: 'look', attempt: 1 }, 'a minute of silence: one look');
-      assert.deepEqual(run.observe(1, { phase: 'training' }), { kind: 'wait', untilMs: T0 + 150_000 });
-      // The observer has been silent for three minutes: back to looking every poll interval.
-      run.at(211);
-      assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
-      assert.deepEqual(run.observe(1, { phase: 'training' }), { kind: 'wait', untilMs: T0 + 216_000 });
+      assert.deepEqual(run.last, { kind: 'ensure-observer' }, 'a provisioned run asks for the observer');
+      assert.deepEqual(run.send({ kind: 'observer-asked' }), { kind: 'wait', untilMs: T0 + 5000 }, 'not heard yet: it looks at the poll interval');
+      // The observer promises a signal at least every 300 s: the run waits twice that before looking itself.
+      assert.deepEqual(run.at(2).observe(1, { phase: 'training' }, mine, 'observer', 300), { kind: 'wait', untilMs: T0 + 602_000 });
+      assert.deepEqual(run.at(500).observe(1, { phase: 'training', step: 3 }, mine, 'observer', 300), { kind: 'wait', untilMs: T0 + 1_100_000 });
+      // Silent for 600 s: the observer may be dead. Ask for it again, and look.
+      assert.deepEqual(run.at(1100).send({ kind: 'tick' }), { kind: 'ensure-observer' });
+      assert.deepEqual(run.send({ kind: 'observer-asked' }), { kind: 'look', attempt: 1 });
+      // Until it speaks again, the run looks once a minute (not every poll interval: at thousands of runs that is the quota).
+      assert.deepEqual(run.observe(1, { phase: 'training' }), { kind: 'wait', untilMs: T0 + 1_160_000 });
+      assert.deepEqual(run.at(1160).send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
+      assert.deepEqual(run.at(1161).observe(1, { phase: 'training' }, mine, 'observer', 300), { kind: 'wait', untilMs: T0 + 1_761_000 }, 'heard again: no looks');
     });
 
     it('ignores observations of another resource or another execution', () => {

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     workflowBundle: { codePath },
     maxConcurrentActivities: config.maxConcurrentActivities,
     client,
-    observer,
+    observer: config.observer.enabled ? observer : undefined,
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
     dataConverter,
   });

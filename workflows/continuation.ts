@@ -99,6 +99,8 @@ function buildRunStateSchema() {
     notice: z.string().optional(),
     lastHeardAt: z.number().finite().optional(),
     observerHeardAt: z.number().finite().optional(),
+    observerQuietSeconds: z.number().positive().max(86_400).optional(),
+    observerAskedAt: z.number().finite().optional(),
     capacityRetryAt: z.number().finite().optional(),
     policyCheckAt: z.number().finite().optional(),
     prices: z

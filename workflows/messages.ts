@@ -30,5 +30,7 @@ export interface ResourceObservation {
   /** ISO time of the look. */
   at: string;
   snapshot: AgentSnapshot;
+  /** From the fleet observer: the longest it stays silent towards a run while it is alive (seconds). */
+  quietSeconds?: number;
 }
 export const observationSignal = defineSignal<[observation: ResourceObservation]>('observation');

@@ -6,52 +6,22 @@
  *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
  *   finally, non-cancellable: release every resource this run created.
  */
-import {
-  allHandlersFinished,
-  CancellationScope,
-  condition,
-  continueAsNew,
-  ContinueAsNew,
-  isCancellation,
-  proxyActivities,
-  setHandler,
-  upsertSearchAttributes,
-  workflowInfo,
-  type ActivityOptions,
-} from '@temporalio/workflow';
-import type { SternaActivities } from './activity-contract';
+import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
-import { failure, FailureType, namedFailureOf, nonRetryableFailureTypes } from './failures';
+import { failure, FailureType, namedFailureOf } from './failures';
 import { observationSignal, preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
-import { executionToken, resourceLabels, runKey } from './naming';
-import { deadlineMs } from './pricing';
-import { absorbRelease, next, ownerOf, type Command, type Context, type RunEvent } from './run/machine';
+import { Inbox } from './inbox';
+import { executionToken } from './naming';
+import { absorbRelease, next, ownerOf, stopRun, type Command, type Context, type RunEvent } from './run/machine';
 import { capacityFound } from './run/prices';
-import { AttemptOutcome, initialState, Phase, record, TimelineKind, type RunState } from './run/state';
-import { budgetProblem, newDeadlineProblem } from './run/validators';
+import { capacityRequest, provisionRequest, provisionSummary, startingState } from './run/requests';
+import { Phase, record, TimelineKind, type RunState } from './run/state';
+import { budgetProblem, newDeadlineProblem, setBudget, setDeadline } from './run/validators';
 import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
-import { parseSpec, specWarnings, type RunSpec, type RunSpecInput } from './spec';
+import { runActivities } from './run-activities';
+import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
 
 export type { ContinuedRun };
-
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-
-function activities(pollSeconds: number) {
-  // Heartbeats arrive on a timer; a worker that dies is noticed after a few missed ones.
-  const heartbeatTimeout = Math.max(10, Math.ceil(4 * pollSeconds)) * SECOND;
-  // Transient API errors (5xx, 429 / rateLimitExceeded, timeouts, resets) are retried for
-  // as long as the run's limits allow, never by a small attempt count: only the named
-  // failures listed here end a step, and the limits are the machine's own timers.
-  const retry = { initialInterval: SECOND, maximumInterval: MINUTE, nonRetryableErrorTypes: [...nonRetryableFailureTypes] };
-  const quick: ActivityOptions = { startToCloseTimeout: MINUTE, retry };
-  return {
-    quick: proxyActivities<SternaActivities>(quick),
-    provision: proxyActivities<SternaActivities>({ ...quick, startToCloseTimeout: 6 * 60 * MINUTE, heartbeatTimeout }),
-    // Release must happen, whatever the API does meanwhile.
-    release: proxyActivities<SternaActivities>({ startToCloseTimeout: 10 * MINUTE, heartbeatTimeout, retry }),
-  };
-}
 
 export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<RunResult> {
   const info = workflowInfo();
@@ -67,7 +37,7 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
     return await run.drive();
   } catch (err) {
     if (err instanceof ContinueAsNew) continuing = true;
-    else run.stopped(isCancellation(err) ? Phase.Cancelled : Phase.Failed, err);
+    else stopRun(state, isCancellation(err) ? Phase.Cancelled : Phase.Failed, namedFailureOf(err)?.message ?? String(err), Date.now());
     throw err;
   } finally {
     // Runs on success, failure and cancellation alike, and cannot itself be cancelled.
@@ -76,19 +46,20 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   }
 }
 
+function refuse(problem: string | undefined): void {
+  if (problem) throw failure(FailureType.InvalidSpec, problem);
+}
+
 function fresh(input: RunSpecInput): { spec: RunSpec; state: RunState } {
   // Only a fresh start checks the deadline against now: a continued run's may have passed.
   const now = Date.now();
   const spec = parseSpec(input, { nowMs: now });
-  const state = initialState(workflowInfo().workflowId, now, spec.pricing.budgetUsd, deadlineMs(spec, now));
-  for (const warning of specWarnings(spec)) record(state, now, { kind: TimelineKind.Warning, event: `warning: ${warning.path} ${warning.message}` });
-  return { spec, state };
+  return { spec, state: startingState(spec, workflowInfo().workflowId, now) };
 }
 
 class Driver {
-  private readonly acts: ReturnType<typeof activities>;
-  /** Messages that arrived, in order: the machine's next events. */
-  private readonly inbox: RunEvent[] = [];
+  private readonly acts: ReturnType<typeof runActivities>;
+  private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
   private published = '';
 
@@ -97,46 +68,35 @@ class Driver {
     private readonly state: RunState,
     private readonly execution: string,
   ) {
-    this.acts = activities(spec.recovery.pollSeconds);
+    this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
   }
 
   private context(): Context {
     const info = workflowInfo();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart };
+    // Runs recorded before runs asked for the observer themselves replay without asking.
+    const asksObserver = patched('sterna-run-asks-observer');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver };
   }
 
   installHandlers(): void {
-    setHandler(statusQuery, () => statusOf(this.state, Date.now()));
-    setHandler(
-      setBudgetUpdate,
-      (budgetUsd) => {
-        this.state.budgetUsd = budgetUsd;
-        this.limitMoved(`budget set to $${budgetUsd.toFixed(2)}`);
-        return statusOf(this.state, Date.now());
-      },
-      { validator: (budgetUsd) => this.refuse(budgetProblem(this.state, budgetUsd, Date.now())) },
-    );
-    setHandler(
-      setDeadlineUpdate,
-      (deadline) => {
-        this.state.deadline = new Date(Date.parse(deadline)).toISOString();
-        this.limitMoved(`deadline set to ${this.state.deadline}`);
-        return statusOf(this.state, Date.now());
-      },
-      { validator: (deadline) => this.refuse(newDeadlineProblem(deadline, Date.now())) },
-    );
+    const status = () => statusOf(this.state, Date.now());
+    setHandler(statusQuery, status);
+    setHandler(setBudgetUpdate, (usd) => this.limitMoved(() => setBudget(this.state, usd, Date.now())), {
+      validator: (usd) => refuse(budgetProblem(this.state, usd, Date.now())),
+    });
+    setHandler(setDeadlineUpdate, (deadline) => this.limitMoved(() => setDeadline(this.state, deadline, Date.now())), {
+      validator: (deadline) => refuse(newDeadlineProblem(deadline, Date.now())),
+    });
     setHandler(preemptionNoticeSignal, (notice) => void this.inbox.push({ kind: 'notice', ...notice }));
     setHandler(observationSignal, (observation) => void this.inbox.push({ kind: 'observed', observation, via: 'observer' }));
   }
 
-  private refuse(problem: string | undefined): void {
-    if (problem) throw failure(FailureType.InvalidSpec, problem);
-  }
-
-  private limitMoved(event: string): void {
-    record(this.state, Date.now(), { kind: TimelineKind.LimitChanged, event });
+  /** A limit moved: the machine looks at the run again at once. */
+  private limitMoved(apply: () => void) {
+    apply();
     this.inbox.push({ kind: 'tick' });
+    return statusOf(this.state, Date.now());
   }
 
   async drive(): Promise<RunResult> {
@@ -152,7 +112,7 @@ class Driver {
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
       case 'find-capacity':
-        return { kind: 'offers', ...capacityFound(await this.acts.quick.findCapacity(this.capacityRequest())) };
+        return { kind: 'offers', ...capacityFound(await this.acts.quick.findCapacity(capacityRequest(this.spec))) };
       case 'provision':
         return this.provision(command.attempt);
       case 'release':
@@ -160,7 +120,10 @@ class Driver {
       case 'look':
         return this.look(command.attempt);
       case 'wait':
-        return this.nextMessage(command.untilMs);
+        return this.inbox.next(command.untilMs);
+      case 'ensure-observer':
+        await this.acts.observer.ensureObserver({ backend: this.spec.backend }).catch(() => undefined);
+        return { kind: 'observer-asked' };
       case 'continue-as-new':
         await condition(allHandlersFinished);
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
@@ -170,44 +133,12 @@ class Driver {
     }
   }
 
-  private capacityRequest() {
-    const { backend, resources, placement } = this.spec;
-    return {
-      backend,
-      request: { accelerators: resources.accelerators, machineType: resources.machineType, regions: placement.regions, zones: placement.zones, provisioningModels: ['SPOT', 'STANDARD'] as ('SPOT' | 'STANDARD')[] },
-    };
-  }
-
   private async provision(number: number): Promise<RunEvent> {
     const attempt = this.state.attempts[number - 1];
-    const owner = ownerOf(this.context(), number);
-    const { offer } = attempt;
     try {
-      const result = await this.acts.provision.provision.executeWithOptions(
-        { summary: `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} in ${offer.zone}` },
-        [
-          {
-            name: attempt.ref.name,
-            offer,
-            owner,
-            labels: resourceLabels(owner, this.spec.labels),
-            diskSizeGb: this.spec.resources.diskSizeGb,
-            image: this.spec.image,
-            agent: {
-              runId: this.state.runId,
-              attempt: number,
-              argv: this.spec.command,
-              env: { ...this.spec.env, STERNA_CHECKPOINT_INTERVAL: String(this.spec.checkpoint.interval) },
-              secrets: this.spec.secrets,
-              datasets: this.spec.datasets,
-              // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
-              checkpointUri: `${this.spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(this.state.runId)}`,
-              resumeFrom: this.state.lastCheckpoint,
-              pollSeconds: this.spec.recovery.pollSeconds,
-            },
-          },
-        ],
-      );
+      const result = await this.acts.provision.provision.executeWithOptions({ summary: provisionSummary(attempt.offer) }, [
+        provisionRequest(this.spec, this.state, attempt, ownerOf(this.context(), number)),
+      ]);
       attempt.ref = result.ref;
       return { kind: 'provisioned', attempt: number, startedAt: result.window.startedAt, adopted: result.adopted };
     } catch (err) {
@@ -233,15 +164,6 @@ class Driver {
     return { kind: 'observed', via: 'look', observation: { name: attempt.ref.name, owner: ownerOf(this.context(), number), at: new Date(Date.now()).toISOString(), snapshot } };
   }
 
-  /** The next message, or a tick when `untilMs` comes first. No activity slot is held. */
-  private async nextMessage(untilMs?: number): Promise<RunEvent> {
-    if (this.inbox.length === 0) {
-      if (untilMs === undefined) await condition(() => this.inbox.length > 0);
-      else await condition(() => this.inbox.length > 0, Math.max(1, untilMs - Date.now()));
-    }
-    return this.inbox.shift() ?? { kind: 'tick' };
-  }
-
   /** Releases, in parallel, every attempt not yet released (the run is ending). */
   async releaseAll(): Promise<void> {
     const pending = this.state.attempts.filter((a) => !a.released);
@@ -252,13 +174,6 @@ class Driver {
     for (const event of events) if (event.kind === 'released') absorbRelease(this.state, event, Date.now());
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.publish();
-  }
-
-  stopped(phase: Phase, err: unknown): void {
-    this.state.phase = phase;
-    const live = this.state.attempts.find((a) => a.outcome === AttemptOutcome.Running);
-    if (live) live.outcome = AttemptOutcome.Stopped;
-    record(this.state, Date.now(), { kind: TimelineKind.Stopped, event: phase === Phase.Cancelled ? 'cancelled' : `failed: ${namedFailureOf(err)?.message ?? String(err)}` });
   }
 
   /** Upserts the search attributes when what they show has changed. */

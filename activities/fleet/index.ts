@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { FleetActivities } from '../../workflows/fleet/contract';
 import type { Providers } from '../index';
 import type { ComputeProvider } from '../providers/provider';
-import { observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
+import { startObserver, type ObserverOptions } from './ensure-observer';
 import { signalWithClient, watchFleet, type SignalRun } from './watch';
 
 export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
@@ -17,7 +17,7 @@ export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type Observer
 export interface FleetActivityOptions {
   providers: Providers;
   client: Client;
-  /** What ensureObserver starts the observer with; the defaults otherwise. */
+  /** What ensureObserver starts the observer with; without it, this worker starts none. */
   observer?: ObserverOptions;
   /** How runs are signalled; the client's signal by default. */
   signalRun?: SignalRun;
@@ -30,7 +30,6 @@ export function createFleetActivities(options: FleetActivityOptions): FleetActiv
     return provider;
   };
   const signalRun = options.signalRun ?? signalWithClient(options.client);
-  const observer = options.observer ?? observerOptions();
 
   return {
     async watchFleet(input) {
@@ -38,6 +37,8 @@ export function createFleetActivities(options: FleetActivityOptions): FleetActiv
     },
 
     async ensureObserver({ backend }) {
+      const observer = options.observer;
+      if (!observer) return null;
       const { taskQueue, workflowExecution } = Context.current().info;
       const scope = providerFor(backend).fleetScope();
       return startObserver(options.client, { taskQueue, backend, scope, options: observer, requester: workflowExecution?.workflowId ?? 'an activity' });

@@ -88,7 +88,7 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
   const delivered: string[] = [];
   await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
     try {
-      const outcome = await signalRun(workflowId, observation);
+      const outcome = await signalRun(workflowId, { ...observation, quietSeconds: input.settings.maxSilenceSeconds });
       if (outcome === 'closed') stats.signalsToClosedRuns++;
       else stats.signals++;
       delivered.push(key);

@@ -103,8 +103,11 @@ export interface EnsureObserverResult {
 export interface FleetActivities {
   /** Watches the whole fleet of one backend, signalling the runs concerned, for `returnAfterSeconds`. */
   watchFleet(input: WatchFleetInput): Promise<WatchFleetResult>;
-  /** Starts this backend's fleet observer on the caller's task queue unless it is already running. */
-  ensureObserver(input: EnsureObserverInput): Promise<EnsureObserverResult>;
+  /**
+   * Starts this backend's fleet observer on the caller's task queue unless it is already
+   * running; null when this worker runs without one (STERNA_OBSERVER=off, tests).
+   */
+  ensureObserver(input: EnsureObserverInput): Promise<EnsureObserverResult | null>;
 }
 
 /** How an observer runs; workers pass theirs when they start or ask for it. */

@@ -36,6 +36,8 @@ export type RunEvent =
   /** What the fleet observer signalled, or what the run's own look saw. */
   | { kind: 'observed'; observation: ResourceObservation; via: 'observer' | 'look' }
   | { kind: 'notice'; name: string; reason?: string }
+  /** The fleet observer was asked for (started if it was not running), or could not be. */
+  | { kind: 'observer-asked' }
   /** A timer fired or a limit moved: re-evaluate. */
   | { kind: 'tick' };
 
@@ -46,6 +48,8 @@ export type Command =
   | { kind: 'release'; attempt: number; createMayBeInFlight: boolean }
   /** One direct look at the live attempt: the fallback when nothing was heard for a while. */
   | { kind: 'look'; attempt: number }
+  /** Ask for the fleet observer of this run's backend: it starts it if it is not running. */
+  | { kind: 'ensure-observer' }
   /** Wait for the next message, or until `untilMs`. */
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
@@ -60,6 +64,8 @@ export interface Context {
   continueAsNewSuggested: boolean;
   /** Attempts the state held when this execution began (continue-as-new bound). */
   attemptsAtStart: number;
+  /** Whether this run asks for the fleet observer itself (runs recorded before it did not). */
+  asksObserver: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -71,13 +77,19 @@ export const POLICY_CHECK_SECONDS = 300;
 /** Wait between rounds when every acceptable offer failed: capacity comes back. */
 export const NO_CAPACITY_BACKOFF_MS = 30_000;
 /**
- * While the fleet observer speaks, the run's own look is only a fallback: once per this
- * many seconds of silence. A run that has not heard the observer recently (none runs, or
- * it died) looks every `recovery.pollSeconds`, so a dead observer delays but never loses.
+ * The observer promises each run a signal at least every `quietSeconds` (its
+ * maxSilenceSeconds, carried in every signal; this when a signal did not say). It counts
+ * as alive for twice that after its last signal, and while it is alive the run never
+ * looks itself: at thousands of runs, any per-run look cadence is what exceeds the
+ * project's read quota.
+ */
+export const OBSERVER_QUIET_SECONDS = 300;
+/**
+ * Once the observer has fallen silent (it died, or was terminated), the run looks for itself
+ * at most this often, and asks for the observer again: a dead observer delays a run but
+ * never loses it. A run that has not heard the observer yet looks every `pollSeconds`.
  */
 export const FALLBACK_LOOK_SECONDS = 60;
-/** The observer counts as alive this long after its last signal. */
-export const OBSERVER_ALIVE_SECONDS = 180;
 /** A run that meets this many resources squatting on its names stops with ResourceConflict. */
 export const MAX_CONFLICTS = 3;
 
@@ -99,6 +111,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
   switch (event.kind) {
     case 'start':
     case 'tick':
+    case 'observer-asked':
       return undefined;
     case 'offers':
       absorbPrices(state, event);
@@ -166,6 +179,14 @@ function absorbOffers(state: RunState, spec: RunSpec, offers: Offer[]): Command 
   return undefined;
 }
 
+/** The run stops (cancelled, or failed with `reason`): its live attempt is stopped, not running. */
+export function stopRun(state: RunState, phase: Phase, reason: string, nowMs: number): void {
+  state.phase = phase;
+  const live = state.attempts.find((a) => a.outcome === AttemptOutcome.Running);
+  if (live) live.outcome = AttemptOutcome.Stopped;
+  record(state, nowMs, { kind: TimelineKind.Stopped, event: phase === Phase.Cancelled ? 'cancelled' : `failed: ${reason}` });
+}
+
 /** Records what release found; the ledger counts only a resource that was ours. */
 export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 'released' }>, nowMs: number): void {
   const attempt = state.attempts[event.attempt - 1];
@@ -189,7 +210,10 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
   if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
   const now = context.nowMs;
   state.lastHeardAt = now;
-  if (via === 'observer') state.observerHeardAt = now;
+  if (via === 'observer') {
+    state.observerHeardAt = now;
+    if (observation.quietSeconds !== undefined) state.observerQuietSeconds = observation.quietSeconds;
+  }
   const s = observation.snapshot;
   if (s.step !== undefined) state.step = s.step;
   if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {
@@ -313,12 +337,18 @@ function shouldContinueAsNew(state: RunState, context: Context): boolean {
   return context.continueAsNewSuggested || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN;
 }
 
-/** While an attempt stages or trains: look when nothing was heard, ask the policy, wait. */
+/** While an attempt stages or trains: ask for the observer, look when it is silent, ask the policy, wait. */
 function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context): Command {
   const now = context.nowMs;
-  const observerAlive = state.observerHeardAt !== undefined && now - state.observerHeardAt < OBSERVER_ALIVE_SECONDS * 1000;
-  const lookEverySeconds = observerAlive ? Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS) : spec.recovery.pollSeconds;
-  const lookAt = (state.lastHeardAt ?? now) + lookEverySeconds * 1000;
+  const aliveMs = 2 * (state.observerQuietSeconds ?? OBSERVER_QUIET_SECONDS) * 1000;
+  const observerAlive = state.observerHeardAt !== undefined && now - state.observerHeardAt < aliveMs;
+  if (context.asksObserver && !observerAlive && (state.observerAskedAt === undefined || now - state.observerAskedAt >= aliveMs)) {
+    state.observerAskedAt = now;
+    return { kind: 'ensure-observer' };
+  }
+  const lookAt = observerAlive
+    ? state.observerHeardAt! + aliveMs
+    : (state.lastHeardAt ?? now) + (state.observerHeardAt === undefined ? spec.recovery.pollSeconds : Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS)) * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
   // The deadline can force a move from spot to on-demand while spot still runs; the
   // round's offers (kept while the attempt lives) give the policy its prices.

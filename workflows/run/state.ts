@@ -132,6 +132,10 @@ export interface RunState {
   lastHeardAt?: number;
   /** Epoch ms of the fleet observer's last signal: while it speaks, looks are rare. */
   observerHeardAt?: number;
+  /** How long the observer may stay silent, as its last signal said (seconds). */
+  observerQuietSeconds?: number;
+  /** When this run last asked for the observer (epoch ms). */
+  observerAskedAt?: number;
   /** Epoch ms of the next look at capacity after a round found nothing acceptable. */
   capacityRetryAt?: number;
   /** Epoch ms the auto policy is asked again whether to leave spot. */

@@ -1,0 +1,54 @@
+/**
+ * What the run asks of its activities, built from its spec and state: the capacity
+ * request, each attempt's provision request, and the state a fresh run starts from. Pure,
+ * so the driver stays wiring and a server-less test can read every field.
+ */
+import type { CapacityRequest, ProvisionRequest } from '../activity-contract';
+import { resourceLabels, runKey, type Owner } from '../naming';
+import { deadlineMs } from '../pricing';
+import { specWarnings, type RunSpec } from '../spec';
+import type { Backend, Offer } from '../types';
+import { initialState, record, TimelineKind, type Attempt, type RunState } from './state';
+
+export function capacityRequest(spec: RunSpec): { backend: Backend; request: CapacityRequest } {
+  const { backend, resources, placement } = spec;
+  return {
+    backend,
+    request: { accelerators: resources.accelerators, machineType: resources.machineType, regions: placement.regions, zones: placement.zones, provisioningModels: ['SPOT', 'STANDARD'] },
+  };
+}
+
+export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attempt, owner: Owner): ProvisionRequest {
+  return {
+    name: attempt.ref.name,
+    offer: attempt.offer,
+    owner,
+    labels: resourceLabels(owner, spec.labels),
+    diskSizeGb: spec.resources.diskSizeGb,
+    image: spec.image,
+    agent: {
+      runId: state.runId,
+      attempt: attempt.attempt,
+      argv: spec.command,
+      env: { ...spec.env, STERNA_CHECKPOINT_INTERVAL: String(spec.checkpoint.interval) },
+      secrets: spec.secrets,
+      datasets: spec.datasets,
+      // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
+      checkpointUri: `${spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(state.runId)}`,
+      resumeFrom: state.lastCheckpoint,
+      pollSeconds: spec.recovery.pollSeconds,
+    },
+  };
+}
+
+/** The activity's summary in the web UI. */
+export function provisionSummary(offer: Offer): string {
+  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} in ${offer.zone}`;
+}
+
+/** A fresh run's state: limits from the spec at `nowMs`, and the spec's warnings on its timeline. */
+export function startingState(spec: RunSpec, workflowId: string, nowMs: number): RunState {
+  const state = initialState(workflowId, nowMs, spec.pricing.budgetUsd, deadlineMs(spec, nowMs));
+  for (const warning of specWarnings(spec)) record(state, nowMs, { kind: TimelineKind.Warning, event: `warning: ${warning.path} ${warning.message}` });
+  return state;
+}
