@@ -23,7 +23,9 @@ export async function freePort(): Promise<number> {
  */
 export async function testEnv(): Promise<TestWorkflowEnvironment> {
   started ??= (async () => {
-    const server = await startDevServer({ port: await freePort(), headless: true });
+    // The server fires a timer up to a second late unless told to shift its timers less;
+    // runs here wait on many sub-second timers (polls, cooldowns, backoffs).
+    const server = await startDevServer({ port: await freePort(), headless: true, dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms' } });
     const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: server.namespace });
     return { server, env };
   })();
