@@ -1,4 +1,8 @@
-/** Mocha global fixtures (loaded through .mocharc.json `require`). */
+/**
+ * Loaded through `require` in .mocharc.js (by every parallel worker) and scripts/mocha-only.sh.
+ * The global teardown runs only in the process that ran the tests serially; a parallel
+ * worker's dev server is stopped when the worker exits (test/helpers/temporal.ts).
+ */
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { stopTestEnv } from './helpers/temporal';
 

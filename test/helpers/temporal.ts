@@ -11,6 +11,7 @@ import { freePort as anyFreePort } from '../../cli/ports';
 import { startDevServer, type DevServer } from '../../config/dev-server';
 
 let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
+let exitHook: (() => void) | undefined;
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
 export async function freePort(): Promise<number> {
@@ -26,6 +27,9 @@ export async function testEnv(): Promise<TestWorkflowEnvironment> {
     // The server fires a timer up to a second late unless told to shift its timers less;
     // runs here wait on many sub-second timers (polls, cooldowns, backoffs).
     const server = await startDevServer({ port: await freePort(), headless: true, dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms' } });
+    // A parallel mocha worker has no teardown hook of its own: it stops its server as it exits.
+    exitHook = () => stopAtExit(server.pid);
+    process.once('exit', exitHook);
     const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: server.namespace });
     return { server, env };
   })();
@@ -74,10 +78,20 @@ export function uniqueTaskQueue(prefix = 'test'): string {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${taskQueueCounter}`;
 }
 
+function stopAtExit(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    // Already gone.
+  }
+}
+
 export async function stopTestEnv(): Promise<void> {
   if (!started) return;
   const { server, env } = await started;
   started = undefined;
+  if (exitHook) process.off('exit', exitHook);
+  exitHook = undefined;
   await env.teardown();
   await server.stop();
 }
