@@ -1,9 +1,12 @@
 /**
  * Loaded through `require` in .mocharc.js (by every parallel worker) and scripts/mocha-only.sh.
- * The global teardown runs only in the process that ran the tests serially; a parallel
- * worker's dev server is stopped when the worker exits (test/helpers/temporal.ts).
+ * Global fixtures run only in mocha's main process: the teardown stops the dev server of a
+ * serial run; a parallel worker's dev server is stopped as the worker exits
+ * (test/helpers/temporal.ts).
  */
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { ensureTemporalCli } from '../config/temporal-cli';
+import { ensureControlPlane, ensureEtcd } from '../kube/binaries';
 import { stopTestEnv } from './helpers/temporal';
 
 // Keep the SDK's logs to errors (runs fail on purpose here) so the test output reads as the behaviour under test.
@@ -14,6 +17,18 @@ Runtime.install({
 
 // The Google client libraries must never go looking for credentials off this machine.
 process.env.METADATA_SERVER_DETECTION = 'none';
+
+/**
+ * Before parallel workers start: the one-time installs (the Temporal CLI, Kubernetes built
+ * from source, etcd) happen here once, not in two workers at the same time, which would
+ * build into one directory and contend for apt's lock. Already installed, this costs a few
+ * file checks. A failure is left to the tests that need the binaries to report.
+ */
+export async function mochaGlobalSetup(this: { isParallelMode?: () => boolean }): Promise<void> {
+  if (!this.isParallelMode?.()) return;
+  await ensureTemporalCli().catch((err: Error) => console.error(err.message));
+  await Promise.all([ensureControlPlane(), ensureEtcd()]).catch((err: Error) => console.error(err.message));
+}
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopTestEnv();
