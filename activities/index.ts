@@ -4,6 +4,7 @@
  * the web UI shows; the long ones (provision, release) heartbeat on a timer.
  */
 import { Context, CancelledFailure } from '@temporalio/activity';
+import type { PriceBook } from '../config/price-book';
 import type { SternaActivities } from '../workflows/activity-contract';
 import type { ComputeProvider } from './providers/provider';
 
@@ -17,7 +18,12 @@ export interface Providers {
   gke?: ComputeProvider;
 }
 
-export function createActivities(providers: Providers): SternaActivities {
+export interface ActivityOptions {
+  /** The price book of a task queue (activities/pricing); without it each provider prices from its own book. */
+  priceBook?: (taskQueue: string) => Promise<PriceBook>;
+}
+
+export function createActivities(providers: Providers, options: ActivityOptions = {}): SternaActivities {
   const providerFor = (backend: string): ComputeProvider => {
     const provider = providers[backend as keyof Providers];
     if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
@@ -45,7 +51,9 @@ export function createActivities(providers: Providers): SternaActivities {
 
   return {
     async findCapacity({ backend, request }) {
-      return providerFor(backend).findOffers(request);
+      const provider = providerFor(backend);
+      const prices = options.priceBook ? await options.priceBook(Context.current().info.taskQueue) : undefined;
+      return provider.findCapacity(request, prices);
     },
 
     async provision(request) {

@@ -7,10 +7,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { freePort } from '../cli/ports';
 import { startDevServer, type DevServer } from '../config/dev-server';
 import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
+import { bundleWorkflows } from '../workers/bundle';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 
 /** The compiled tree (build/): this file is build/bench/scale-stack.js. */
@@ -81,11 +81,7 @@ function newestMtime(dir: string): number {
  */
 export async function workflowBundlePath(workDir: string): Promise<{ path: string; built: boolean }> {
   if (existsSync(WORKFLOW_BUNDLE) && statSync(WORKFLOW_BUNDLE).mtimeMs >= newestMtime(join(BUILD, 'workflows'))) return { path: WORKFLOW_BUNDLE, built: false };
-  const quiet = () => undefined;
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: (m) => console.warn(m), error: (m) => console.error(m) },
-  });
+  const { code } = await bundleWorkflows();
   const path = join(workDir, 'workflow-bundle.js');
   writeFileSync(path, code);
   return { path, built: true };

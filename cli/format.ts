@@ -11,6 +11,16 @@ export function progressLine(s: RunStatus): string {
   return `${s.phase.padEnd(16)} attempt ${s.attempt ?? '-'}  ${where.padEnd(26)} step ${String(s.step ?? 0).padStart(5)}${ckpt}  cost ${usd(s.costUsd)}  preemptions ${s.preemptions}`;
 }
 
+/** Where the run's prices come from, and what could not be priced (empty before the first offers). */
+export function pricesLines(s: RunStatus): string[] {
+  const p = s.prices;
+  if (!p) return [];
+  const lines = [`  prices: ${p.source === 'billing' ? 'Cloud Billing Catalog' : 'bundled catalog'} as of ${p.asOf}`];
+  if (p.warning) lines.push(`  warning: ${p.warning}`);
+  if (p.unpricedCount > 0) lines.push(`  unpriced zones (${p.unpricedCount}): ${p.unpriced.join(', ')}`);
+  return lines;
+}
+
 export function summaryLines(r: RunResult): string[] {
   const lines = [`run ${r.runId}: ${r.status} at step ${r.finalStep ?? '?'}`];
   for (const a of r.attempts) {

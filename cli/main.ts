@@ -18,7 +18,7 @@ import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { searchAttributeCreateCommands } from '../workflows/search-attributes';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
-import { progressLine, summaryLines, usd } from './format';
+import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -100,6 +100,7 @@ program
     const status = await getStatus(await connect(), id, { timeoutMs: timeoutMs() });
     if (opts.json) return console.log(JSON.stringify(status, null, 2));
     console.log(progressLine(status));
+    for (const line of pricesLines(status)) console.log(line);
     for (const e of status.timeline.slice(-10)) console.log(`  ${e.at}  ${e.event}`);
   });
 

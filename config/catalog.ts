@@ -3,13 +3,18 @@
  * default quotas. The emulator serves it as Compute Engine resources; the provider
  * prices offers from it (GCE has no price API in the Compute surface).
  *
- * Prices are USD per hour for the whole instance: approximations of Google Cloud's
- * public list prices (cloud.google.com/compute/vm-instance-pricing, /compute/gpus-pricing
- * and /spot-vms/pricing) as of January 2025, written from memory of those pages, not
- * fetched: this machine cannot reach them. Check them against the pages before relying
- * on a figure. us-central1 is the base; other regions apply one multiplier
- * approximating the published regional differences.
- * Spot prices are variable on GCE (they may change daily); these are a snapshot.
+ * Prices are component rates, as GCE bills them (and as the Cloud Billing Catalog lists
+ * them, see config/billing-skus.ts): USD per vCPU-hour and per GiB-hour of each machine
+ * family, and per GPU-hour of each accelerator; a machine's price is the sum of its
+ * components. They approximate Google Cloud's public list prices
+ * (cloud.google.com/compute/vm-instance-pricing, /compute/gpus-pricing and
+ * /spot-vms/pricing) as of January 2025, written from memory of those pages, not
+ * fetched. us-central1 is the base; other regions apply one multiplier approximating the
+ * published regional differences, and a region may override single rates.
+ *
+ * Workers price offers from the Cloud Billing Catalog (activities/pricing); this table is
+ * the emulator's source of truth (it serves its Billing Catalog from it) and the
+ * workers' fallback when the Billing Catalog cannot be read.
  * Sustained-use and committed-use discounts are not modelled.
  */
 
@@ -17,6 +22,25 @@ export const PRICES_AS_OF = '2025-01-15';
 
 export const ProvisioningModel = { Spot: 'SPOT', Standard: 'STANDARD' } as const;
 export type ProvisioningModel = (typeof ProvisioningModel)[keyof typeof ProvisioningModel];
+
+/** USD per unit-hour, on demand and spot. */
+export interface Rate {
+  onDemand: number;
+  spot: number;
+}
+
+/**
+ * What one rate prices: a vCPU-hour or a GiB-hour of a machine family, or a GPU-hour of
+ * an accelerator type. The Billing Catalog's SKUs map onto these (config/billing-skus.ts).
+ */
+export type RateKey = `core:${string}` | `ram:${string}` | `gpu:${string}`;
+
+export interface MachineFamily {
+  /** USD per vCPU-hour. */
+  core: Rate;
+  /** USD per GiB-hour of memory. */
+  ramGb: Rate;
+}
 
 export interface AcceleratorType {
   /** GCE accelerator type name, e.g. nvidia-l4. */
@@ -27,20 +51,22 @@ export interface AcceleratorType {
   maximumCardsPerInstance: number;
   /** Counts GCE allows when the GPU is attached to an N1 VM (undefined: not attachable). */
   attachableCounts?: readonly number[];
-  /** USD/hour per attached GPU (N1 only), in us-central1. */
-  attachedUsdPerHour?: { onDemand: number; spot: number };
+  /** USD/hour per GPU, attached (N1) or built in (A2, A3, G2), in us-central1. */
+  usdPerHour: Rate;
 }
 
 export interface MachineType {
   name: string;
+  /** The machine family whose core and RAM rates price it (n1, e2, g2, a2, a3). */
+  family: string;
   guestCpus: number;
   memoryMb: number;
   /** Accelerators that come with the machine type (A2, A3, G2). */
   builtIn?: { type: string; count: number };
   /** True for N1: GPUs are attached with `guestAccelerators`. */
   acceptsAttachedGpus: boolean;
-  /** Whole-machine USD/hour in us-central1 (built-in GPUs included; attached GPUs not). */
-  usdPerHour: { onDemand: number; spot: number };
+  /** Whole-machine USD/hour in us-central1 (built-in GPUs included; attached GPUs not), from the rates. */
+  usdPerHour: Rate;
 }
 
 export interface Zone {
@@ -60,11 +86,14 @@ export interface Region {
    * Whole-instance prices that replace the computed ones, keyed by `instanceKey()`.
    * Used by trace replay, whose prices are per instance and per region.
    */
-  instancePrices?: Readonly<Record<string, { onDemand: number; spot: number }>>;
+  instancePrices?: Readonly<Record<string, Rate>>;
+  /** Rates that differ from base x multiplier in this region (the emulator's admin API sets them). */
+  rateOverrides?: Readonly<Record<RateKey, Partial<Rate>>>;
 }
 
 export interface Catalog {
   pricesAsOf: string;
+  families: Readonly<Record<string, MachineFamily>>;
   accelerators: Readonly<Record<string, AcceleratorType>>;
   machineTypes: Readonly<Record<string, MachineType>>;
   regions: Readonly<Record<string, Region>>;
@@ -75,14 +104,14 @@ export interface Catalog {
 }
 
 const accelerators: Record<string, AcceleratorType> = {
-  'nvidia-l4': { name: 'nvidia-l4', description: 'NVIDIA L4', quotaMetric: 'NVIDIA_L4_GPUS', maximumCardsPerInstance: 8 },
+  'nvidia-l4': { name: 'nvidia-l4', description: 'NVIDIA L4', quotaMetric: 'NVIDIA_L4_GPUS', maximumCardsPerInstance: 8, usdPerHour: { onDemand: 0.56012, spot: 0.22404 } },
   'nvidia-tesla-t4': {
     name: 'nvidia-tesla-t4',
     description: 'NVIDIA T4',
     quotaMetric: 'NVIDIA_T4_GPUS',
     maximumCardsPerInstance: 4,
     attachableCounts: [1, 2, 4],
-    attachedUsdPerHour: { onDemand: 0.35, spot: 0.14 },
+    usdPerHour: { onDemand: 0.35, spot: 0.14 },
   },
   'nvidia-tesla-v100': {
     name: 'nvidia-tesla-v100',
@@ -90,7 +119,7 @@ const accelerators: Record<string, AcceleratorType> = {
     quotaMetric: 'NVIDIA_V100_GPUS',
     maximumCardsPerInstance: 8,
     attachableCounts: [1, 2, 4, 8],
-    attachedUsdPerHour: { onDemand: 2.48, spot: 0.992 },
+    usdPerHour: { onDemand: 2.48, spot: 0.992 },
   },
   'nvidia-tesla-p100': {
     name: 'nvidia-tesla-p100',
@@ -98,7 +127,7 @@ const accelerators: Record<string, AcceleratorType> = {
     quotaMetric: 'NVIDIA_P100_GPUS',
     maximumCardsPerInstance: 4,
     attachableCounts: [1, 2, 4],
-    attachedUsdPerHour: { onDemand: 1.46, spot: 0.584 },
+    usdPerHour: { onDemand: 1.46, spot: 0.584 },
   },
   // K80s reached end of life on GCE in 2024; kept so the 2022 AWS trace (K80 rows) can replay.
   'nvidia-tesla-k80': {
@@ -107,50 +136,75 @@ const accelerators: Record<string, AcceleratorType> = {
     quotaMetric: 'NVIDIA_K80_GPUS',
     maximumCardsPerInstance: 8,
     attachableCounts: [1, 2, 4, 8],
-    attachedUsdPerHour: { onDemand: 0.45, spot: 0.18 },
+    usdPerHour: { onDemand: 0.45, spot: 0.18 },
   },
-  'nvidia-tesla-a100': { name: 'nvidia-tesla-a100', description: 'NVIDIA A100 40GB', quotaMetric: 'NVIDIA_A100_GPUS', maximumCardsPerInstance: 16 },
-  'nvidia-a100-80gb': { name: 'nvidia-a100-80gb', description: 'NVIDIA A100 80GB', quotaMetric: 'NVIDIA_A100_80GB_GPUS', maximumCardsPerInstance: 8 },
-  'nvidia-h100-80gb': { name: 'nvidia-h100-80gb', description: 'NVIDIA H100 80GB', quotaMetric: 'NVIDIA_H100_GPUS', maximumCardsPerInstance: 8 },
+  'nvidia-tesla-a100': {
+    name: 'nvidia-tesla-a100',
+    description: 'NVIDIA A100 40GB',
+    quotaMetric: 'NVIDIA_A100_GPUS',
+    maximumCardsPerInstance: 16,
+    usdPerHour: { onDemand: 2.933908, spot: 1.30603 },
+  },
+  'nvidia-a100-80gb': {
+    name: 'nvidia-a100-80gb',
+    description: 'NVIDIA A100 80GB',
+    quotaMetric: 'NVIDIA_A100_80GB_GPUS',
+    maximumCardsPerInstance: 8,
+    usdPerHour: { onDemand: 3.969168, spot: 1.78464 },
+  },
+  'nvidia-h100-80gb': {
+    name: 'nvidia-h100-80gb',
+    description: 'NVIDIA H100 80GB',
+    quotaMetric: 'NVIDIA_H100_GPUS',
+    maximumCardsPerInstance: 8,
+    usdPerHour: { onDemand: 9.247906, spot: 3.278246 },
+  },
 };
 
-function n1(vcpus: number): MachineType {
-  // N1: $0.031611/vCPU-h + $0.004237/GB-h on demand; spot $0.00698/vCPU-h + $0.000936/GB-h; 3.75 GB per vCPU.
-  const gb = vcpus * 3.75;
-  return {
-    name: `n1-standard-${vcpus}`,
-    guestCpus: vcpus,
-    memoryMb: gb * 1024,
-    acceptsAttachedGpus: true,
-    usdPerHour: { onDemand: round(vcpus * 0.031611 + gb * 0.004237), spot: round(vcpus * 0.00698 + gb * 0.000936) },
-  };
+/**
+ * Per vCPU-hour and per GiB-hour, us-central1. The A2 and A3 core and RAM rates are N1's;
+ * their GPU rates carry the rest of the published whole-machine price.
+ */
+const families: Record<string, MachineFamily> = {
+  n1: { core: { onDemand: 0.031611, spot: 0.00698 }, ramGb: { onDemand: 0.004237, spot: 0.000936 } },
+  e2: { core: { onDemand: 0.021811, spot: 0.006543 }, ramGb: { onDemand: 0.002923, spot: 0.000877 } },
+  g2: { core: { onDemand: 0.024988, spot: 0.00999 }, ramGb: { onDemand: 0.002922375, spot: 0.001170625 } },
+  a2: { core: { onDemand: 0.031611, spot: 0.00698 }, ramGb: { onDemand: 0.004237, spot: 0.000936 } },
+  a3: { core: { onDemand: 0.031611, spot: 0.00698 }, ramGb: { onDemand: 0.004237, spot: 0.000936 } },
+};
+
+function shape(name: string, family: string, guestCpus: number, memoryGb: number, builtIn?: { type: string; count: number }): MachineType {
+  const f = families[family];
+  const gpu = builtIn ? accelerators[builtIn.type].usdPerHour : { onDemand: 0, spot: 0 };
+  const usd = (model: keyof Rate) => round(guestCpus * f.core[model] + memoryGb * f.ramGb[model] + (builtIn?.count ?? 0) * gpu[model]);
+  return { name, family, guestCpus, memoryMb: memoryGb * 1024, builtIn, acceptsAttachedGpus: family === 'n1', usdPerHour: { onDemand: usd('onDemand'), spot: usd('spot') } };
 }
 
-function builtIn(name: string, guestCpus: number, memoryGb: number, type: string, count: number, onDemand: number, spot: number): MachineType {
-  return { name, guestCpus, memoryMb: memoryGb * 1024, builtIn: { type, count }, acceptsAttachedGpus: false, usdPerHour: { onDemand, spot } };
-}
+// N1: 3.75 GB per vCPU.
+const n1 = (vcpus: number) => shape(`n1-standard-${vcpus}`, 'n1', vcpus, vcpus * 3.75);
+const builtIn = (name: string, family: string, guestCpus: number, memoryGb: number, type: string, count: number) => shape(name, family, guestCpus, memoryGb, { type, count });
 
 const machineTypeList: MachineType[] = [
-  { name: 'e2-standard-2', guestCpus: 2, memoryMb: 8192, acceptsAttachedGpus: false, usdPerHour: { onDemand: 0.067006, spot: 0.020102 } },
-  { name: 'e2-standard-4', guestCpus: 4, memoryMb: 16384, acceptsAttachedGpus: false, usdPerHour: { onDemand: 0.134012, spot: 0.040204 } },
+  shape('e2-standard-2', 'e2', 2, 8),
+  shape('e2-standard-4', 'e2', 4, 16),
   ...[2, 4, 8, 16, 32, 64].map(n1),
-  builtIn('g2-standard-4', 4, 16, 'nvidia-l4', 1, 0.70683, 0.28273),
-  builtIn('g2-standard-8', 8, 32, 'nvidia-l4', 1, 0.85354, 0.34142),
-  builtIn('g2-standard-12', 12, 48, 'nvidia-l4', 1, 1.00026, 0.4001),
-  builtIn('g2-standard-16', 16, 64, 'nvidia-l4', 1, 1.14697, 0.45879),
-  builtIn('g2-standard-24', 24, 96, 'nvidia-l4', 2, 2.00051, 0.80021),
-  builtIn('g2-standard-32', 32, 128, 'nvidia-l4', 1, 1.73381, 0.69352),
-  builtIn('g2-standard-48', 48, 192, 'nvidia-l4', 4, 4.00102, 1.60041),
-  builtIn('g2-standard-96', 96, 384, 'nvidia-l4', 8, 8.00204, 3.20082),
-  builtIn('a2-highgpu-1g', 12, 85, 'nvidia-tesla-a100', 1, 3.67338, 1.46935),
-  builtIn('a2-highgpu-2g', 24, 170, 'nvidia-tesla-a100', 2, 7.34677, 2.93871),
-  builtIn('a2-highgpu-4g', 48, 340, 'nvidia-tesla-a100', 4, 14.69354, 5.87742),
-  builtIn('a2-highgpu-8g', 96, 680, 'nvidia-tesla-a100', 8, 29.38708, 11.75483),
-  builtIn('a2-ultragpu-1g', 12, 170, 'nvidia-a100-80gb', 1, 5.06879, 2.02752),
-  builtIn('a2-ultragpu-2g', 24, 340, 'nvidia-a100-80gb', 2, 10.13759, 4.05504),
-  builtIn('a2-ultragpu-4g', 48, 680, 'nvidia-a100-80gb', 4, 20.27517, 8.11007),
-  builtIn('a2-ultragpu-8g', 96, 1360, 'nvidia-a100-80gb', 8, 40.55034, 16.22014),
-  builtIn('a3-highgpu-8g', 208, 1872, 'nvidia-h100-80gb', 8, 88.49, 29.43),
+  builtIn('g2-standard-4', 'g2', 4, 16, 'nvidia-l4', 1),
+  builtIn('g2-standard-8', 'g2', 8, 32, 'nvidia-l4', 1),
+  builtIn('g2-standard-12', 'g2', 12, 48, 'nvidia-l4', 1),
+  builtIn('g2-standard-16', 'g2', 16, 64, 'nvidia-l4', 1),
+  builtIn('g2-standard-24', 'g2', 24, 96, 'nvidia-l4', 2),
+  builtIn('g2-standard-32', 'g2', 32, 128, 'nvidia-l4', 1),
+  builtIn('g2-standard-48', 'g2', 48, 192, 'nvidia-l4', 4),
+  builtIn('g2-standard-96', 'g2', 96, 384, 'nvidia-l4', 8),
+  builtIn('a2-highgpu-1g', 'a2', 12, 85, 'nvidia-tesla-a100', 1),
+  builtIn('a2-highgpu-2g', 'a2', 24, 170, 'nvidia-tesla-a100', 2),
+  builtIn('a2-highgpu-4g', 'a2', 48, 340, 'nvidia-tesla-a100', 4),
+  builtIn('a2-highgpu-8g', 'a2', 96, 680, 'nvidia-tesla-a100', 8),
+  builtIn('a2-ultragpu-1g', 'a2', 12, 170, 'nvidia-a100-80gb', 1),
+  builtIn('a2-ultragpu-2g', 'a2', 24, 340, 'nvidia-a100-80gb', 2),
+  builtIn('a2-ultragpu-4g', 'a2', 48, 680, 'nvidia-a100-80gb', 4),
+  builtIn('a2-ultragpu-8g', 'a2', 96, 1360, 'nvidia-a100-80gb', 8),
+  builtIn('a3-highgpu-8g', 'a3', 208, 1872, 'nvidia-h100-80gb', 8),
 ];
 
 const L4 = 'nvidia-l4';
@@ -196,6 +250,7 @@ const regionList: Region[] = [
 
 export const defaultCatalog: Catalog = {
   pricesAsOf: PRICES_AS_OF,
+  families,
   accelerators,
   machineTypes: Object.fromEntries(machineTypeList.map((m) => [m.name, m])),
   regions: Object.fromEntries(regionList.map((r) => [r.name, r])),
@@ -287,10 +342,59 @@ export interface PriceQuery {
   spot: boolean;
 }
 
+/** The priced parts of a configuration (rate key x quantity), or undefined when the machine type cannot have it. */
+export function componentsOf(query: Omit<PriceQuery, 'region' | 'spot'>, catalog: Catalog = defaultCatalog): { key: RateKey; quantity: number }[] | undefined {
+  const m = catalog.machineTypes[query.machineType];
+  if (!m) return undefined;
+  const count = query.accelerator ? (query.count ?? 1) : 0;
+  const parts: { key: RateKey; quantity: number }[] = [
+    { key: `core:${m.family}`, quantity: m.guestCpus },
+    { key: `ram:${m.family}`, quantity: m.memoryMb / 1024 },
+  ];
+  if (m.builtIn) {
+    if (query.accelerator && (query.accelerator !== m.builtIn.type || count !== m.builtIn.count)) return undefined;
+    parts.push({ key: `gpu:${m.builtIn.type}`, quantity: m.builtIn.count });
+  } else if (query.accelerator) {
+    const acc = catalog.accelerators[query.accelerator];
+    if (!m.acceptsAttachedGpus || !acc?.attachableCounts?.includes(count)) return undefined;
+    parts.push({ key: `gpu:${query.accelerator}`, quantity: count });
+  }
+  return parts;
+}
+
+/** Every rate the catalog prices, with its base (us-central1) figure. */
+export function baseRates(catalog: Catalog = defaultCatalog): { key: RateKey; rate: Rate }[] {
+  return [
+    ...Object.entries(catalog.families).flatMap(([family, f]) => [
+      { key: `core:${family}` as RateKey, rate: f.core },
+      { key: `ram:${family}` as RateKey, rate: f.ramGb },
+    ]),
+    ...Object.values(catalog.accelerators).map((a) => ({ key: `gpu:${a.name}` as RateKey, rate: a.usdPerHour })),
+  ];
+}
+
+export function baseRate(key: RateKey, catalog: Catalog = defaultCatalog): Rate | undefined {
+  const at = key.indexOf(':');
+  const kind = key.slice(0, at);
+  const name = key.slice(at + 1);
+  if (kind === 'gpu') return catalog.accelerators[name]?.usdPerHour;
+  const family = catalog.families[name];
+  return kind === 'core' ? family?.core : kind === 'ram' ? family?.ramGb : undefined;
+}
+
+/** One rate in one region: the region's override, else base x the region's multiplier (USD, to the nano). */
+export function rateIn(region: string, key: RateKey, spot: boolean, catalog: Catalog = defaultCatalog): number | undefined {
+  const r = catalog.regions[region];
+  const base = baseRate(key, catalog);
+  if (!r || !base) return undefined;
+  const model = spot ? 'spot' : 'onDemand';
+  return r.rateOverrides?.[key]?.[model] ?? Math.round(base[model] * r.priceMultiplier * 1e9) / 1e9;
+}
+
 /**
  * Whole-instance USD/hour for a configuration in a region, or undefined when the
  * region does not sell it (unknown region or machine type, or a GPU count the machine
- * type cannot have).
+ * type cannot have): the sum of its components at the region's rates.
  */
 export function pricePerHour(query: PriceQuery, catalog: Catalog = defaultCatalog): number | undefined {
   const r = catalog.regions[query.region];
@@ -299,16 +403,15 @@ export function pricePerHour(query: PriceQuery, catalog: Catalog = defaultCatalo
   const count = query.accelerator ? (query.count ?? 1) : 0;
   const override = r.instancePrices?.[instanceKey(m.name, query.accelerator, count)];
   if (override) return query.spot ? override.spot : override.onDemand;
-  const model = query.spot ? 'spot' : 'onDemand';
-  let usd = m.usdPerHour[model];
-  if (m.builtIn) {
-    if (query.accelerator && (query.accelerator !== m.builtIn.type || count !== m.builtIn.count)) return undefined;
-  } else if (query.accelerator) {
-    const acc = catalog.accelerators[query.accelerator];
-    if (!m.acceptsAttachedGpus || !acc?.attachedUsdPerHour || !acc.attachableCounts?.includes(count)) return undefined;
-    usd += count * acc.attachedUsdPerHour[model];
+  const parts = componentsOf(query, catalog);
+  if (!parts) return undefined;
+  let usd = 0;
+  for (const part of parts) {
+    const rate = rateIn(query.region, part.key, query.spot, catalog);
+    if (rate === undefined) return undefined;
+    usd += part.quantity * rate;
   }
-  return round(usd * r.priceMultiplier);
+  return round(usd);
 }
 
 /** The GPUs a VM of this machine type has, built in or attached. */

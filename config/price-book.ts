@@ -1,5 +1,8 @@
 /** The catalog as the GCE provider's PriceBook: shapes, prices and quota metrics. */
+import type { PriceStamp } from '../workflows/pricing-book/contract';
 import { defaultCatalog, hasBuiltInAccelerators, machineTypeFor, pricePerHour, quotaMetric, type Catalog } from './catalog';
+
+export type { PriceStamp };
 
 /** Prices and shapes for the providers (an interface, so a trace replay can bring its own). */
 export interface PriceBook {
@@ -11,13 +14,17 @@ export interface PriceBook {
   quotaMetric(accelerator: string): string | undefined;
   /** True when the machine type has the GPUs built in (a2, a3, g2); false for n1 + guestAccelerators. */
   hasBuiltInAccelerators(machineType: string): boolean;
+  /** Where the prices come from and as of when: every offer carries it. */
+  readonly stamp: PriceStamp;
 }
 
+/** The bundled catalog's prices (the emulator's truth; a trace replay's own prices). */
 export function catalogPriceBook(catalog: Catalog = defaultCatalog): PriceBook {
   return {
     machineTypeFor: (accelerator, count) => machineTypeFor(accelerator, count, catalog),
     pricePerHour: (query) => pricePerHour(query, catalog),
     quotaMetric: (accelerator) => quotaMetric(accelerator, catalog),
     hasBuiltInAccelerators: (machineType) => hasBuiltInAccelerators(machineType, catalog),
+    stamp: { asOf: catalog.pricesAsOf, source: 'catalog' },
   };
 }

@@ -6,6 +6,9 @@
  * and profiles (`@temporalio/envconfig`), default the local dev server.
  * GCE: STERNA_GCE_PROJECT with Application Default Credentials for real GCE, or
  * STERNA_GCE_ENDPOINT=http://127.0.0.1:<port> for the local emulator.
+ * Prices: STERNA_PRICES (billing | catalog), STERNA_PRICE_REFRESH_HOURS (0 = no scheduled
+ * refresh), STERNA_BILLING_API_KEY, STERNA_BILLING_ENDPOINT (default: the emulator's when
+ * STERNA_GCE_ENDPOINT is set, cloudbilling.googleapis.com otherwise).
  */
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -24,16 +27,36 @@ const EnvSchema = z.object({
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
   STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),
   STERNA_OBSERVER_ON_START: z.enum(['true', 'false'], 'true or false').default('true'),
+  STERNA_PRICES: z.enum(['billing', 'catalog'], 'billing (the Cloud Billing Catalog) or catalog (the bundled prices)').default('billing'),
+  STERNA_PRICE_REFRESH_HOURS: z.coerce.number().min(0, 'hours between price book refreshes, 0 to turn the scheduled refresh off').max(24 * 365).default(24),
+  STERNA_BILLING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  STERNA_BILLING_API_KEY: z.string().min(1).optional(),
 });
 
 export interface GceConfig {
   project: string;
   /** Set for the emulator: plain HTTP on loopback, no credentials. */
-  emulatorEndpoint?: { host: string; port: number; protocol: 'http' | 'https' };
+  emulatorEndpoint?: Endpoint;
   sourceImage?: string;
   serviceAccountEmail?: string;
   /** The emulator stands in for GCS with a directory: gs://bucket/x -> <dir>/bucket/x. */
   localBucketsDir?: string;
+}
+
+export interface Endpoint {
+  host: string;
+  port: number;
+  protocol: 'http' | 'https';
+}
+
+export interface PricesConfig {
+  source: 'billing' | 'catalog';
+  /** Seconds between price book refreshes; 0: no scheduled refresh. */
+  refreshSeconds: number;
+  /** The Billing Catalog to read when not cloudbilling.googleapis.com (the emulator). */
+  billingEndpoint?: Endpoint;
+  /** An API key for the public catalog (otherwise Application Default Credentials). Never logged. */
+  apiKey?: string;
 }
 
 export interface WorkerConfig {
@@ -48,6 +71,7 @@ export interface WorkerConfig {
     /** Start the fleet observer of each backend when the worker starts (runs start it anyway). */
     startOnBoot: boolean;
   };
+  prices: PricesConfig;
 }
 
 export class WorkerConfigError extends Error {
@@ -67,10 +91,9 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   const e = parsed.data;
   let gce: GceConfig | undefined;
   if (e.STERNA_GCE_ENDPOINT) {
-    const url = new URL(e.STERNA_GCE_ENDPOINT);
     gce = {
       project: e.STERNA_GCE_PROJECT ?? 'sterna-local',
-      emulatorEndpoint: { host: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)), protocol: url.protocol === 'https:' ? 'https' : 'http' },
+      emulatorEndpoint: endpointOf(e.STERNA_GCE_ENDPOINT),
       localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
     };
   } else if (e.STERNA_GCE_PROJECT) {
@@ -88,5 +111,17 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     readsPerMinute: Math.max(1, Math.floor(e.STERNA_READ_QUOTA_PER_MINUTE * e.STERNA_OBSERVER_READ_SHARE)),
     startOnBoot: e.STERNA_OBSERVER_ON_START === 'true',
   };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer };
+  const billingUrl = e.STERNA_BILLING_ENDPOINT ?? e.STERNA_GCE_ENDPOINT;
+  const prices: PricesConfig = {
+    source: e.STERNA_PRICES,
+    refreshSeconds: Math.round(e.STERNA_PRICE_REFRESH_HOURS * 3600),
+    billingEndpoint: billingUrl ? endpointOf(billingUrl) : undefined,
+    apiKey: e.STERNA_BILLING_API_KEY,
+  };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices };
+}
+
+function endpointOf(text: string): Endpoint {
+  const url = new URL(text);
+  return { host: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)), protocol: url.protocol === 'https:' ? 'https' : 'http' };
 }

@@ -8,6 +8,8 @@
 import type { AdminInstanceView, BillingResponse, CapacityView, ClockView, PriceView, SyntheticGuestsView } from './admin';
 import type { ApiUsageView, MethodUsage, ProjectUsage } from './api-usage';
 import type { BillingSummary } from './billing';
+import type { z } from 'zod';
+import type { BillingCatalogAdminBody, BillingCatalogView } from './billing-catalog';
 import type { FaultRule, FaultSpec } from './faults';
 import type { RateQuotaChange, RateQuotaUsage, RateQuotaView } from './rate-quotas';
 import type { SyntheticGuestConfig } from './synthetic-guest';
@@ -133,6 +135,20 @@ export class EmulatorAdminClient {
   /** Changes the run of synthetic guests booted from now on, e.g. `{ steps: 50, stepSeconds: 2, checkpointEvery: 10 }`. */
   setSyntheticGuests(change: Partial<SyntheticGuestConfig>): Promise<SyntheticGuestsView> {
     return this.call('POST', 'synthetic-guests', change);
+  }
+
+  /** The Billing Catalog the emulator serves: access, and the rates changed from its catalog. */
+  billingCatalog(): Promise<BillingCatalogView> {
+    return this.call('GET', 'billing-catalog');
+  }
+
+  /**
+   * Changes the Billing Catalog: `{ access: 'denied' }` answers 403 PERMISSION_DENIED;
+   * `{ rates: [{ region, rate: 'gpu:nvidia-l4', model: 'spot', usdPerHour: 0.5 }] }` changes
+   * a rate (null restores the catalog's), for the SKUs served and the VMs billed alike.
+   */
+  setBillingCatalog(change: z.input<typeof BillingCatalogAdminBody>): Promise<BillingCatalogView> {
+    return this.call('POST', 'billing-catalog', change);
   }
 
   injectFault(spec: FaultSpec): Promise<FaultRule> {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { findZone, machineTypeFor, pricePerHour, type Catalog } from '../config/catalog';
 import type { ApiUsage } from './api-usage';
 import { summarize, type BillingSummary } from './billing';
+import type { BillingCatalogService } from './billing-catalog';
 import { capacityLimit, capacityUsed, quotaLimit, quotaUsage } from './capacity';
 import type { Clock } from './clock';
 import { GceError, notFound, Reason } from './errors';
@@ -128,6 +129,7 @@ export interface AdminContext {
   rateQuotas: RateQuotas;
   apiUsage: ApiUsage;
   synthetic: SyntheticGuests;
+  billingCatalog: BillingCatalogService;
   persist(): void;
 }
 
@@ -327,6 +329,9 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       const view: SyntheticGuestsView = { defaults: ctx.synthetic.defaults, running: ctx.synthetic.count };
       return ok(view);
     }
+    case 'GET billing-catalog':
+    case 'POST billing-catalog':
+      return ok(ctx.billingCatalog.admin(method, body));
     case 'GET faults':
       return ok({ faults: ctx.faults.list() });
     case 'POST faults': {

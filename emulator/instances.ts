@@ -386,12 +386,12 @@ export class Instances {
     return modelPrice ?? pricePerHour({ region: i.region, machineType: i.machineType, accelerator: i.gpus?.type, count: i.gpus?.count, spot }, this.o.catalog) ?? 0;
   }
 
-  /** Re-prices running spot VMs (trace replay changes spot prices tick by tick). */
+  /** Re-prices running VMs (trace replay changes spot prices tick by tick; the admin API changes rates). */
   reprice(): void {
     const now = this.now();
     let any = false;
     for (const i of this.state.instances) {
-      if (i.provisioningModel !== 'SPOT' || (i.status !== InstanceStatus.Running && i.status !== InstanceStatus.Stopping)) continue;
+      if (i.status !== InstanceStatus.Running && i.status !== InstanceStatus.Stopping) continue;
       openSegment(this.state, i, now, this.priceOf(i), this.o.clock.timeFactor);
       any = true;
     }

@@ -1,6 +1,7 @@
 /**
- * The emulator's HTTP server: the GCE API under /compute/v1/, the admin API under
- * /emulator/v1/, GCE-style JSON errors everywhere else. `startEmulator` runs it
+ * The emulator's HTTP server: the GCE API under /compute/v1/, the Cloud Billing Catalog
+ * under /v1/services (emulator/billing-catalog.ts), the admin API under /emulator/v1/,
+ * GCE-style JSON errors everywhere else. `startEmulator` runs it
  * in-process (tests, the demo); `emulator/main.ts` is the command line.
  *
  *   const emu = await startEmulator({ port: 0, stateDir, timeFactor: 10 });
@@ -13,6 +14,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join, resolve } from 'node:path';
 import { allZones, defaultCatalog, type Catalog } from '../config/catalog';
 import { ADMIN_PREFIX, handleAdmin } from './admin';
+import { BillingApiError, BillingCatalogService } from './billing-catalog';
 import { classifyCall, type ApiCall } from './api-methods';
 import { ApiUsage } from './api-usage';
 import { Clock } from './clock';
@@ -158,7 +160,8 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const log = options.log ?? ((line: string) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`));
   const clock = new Clock(options.timeFactor ?? 1);
   const trace = typeof options.trace === 'string' ? loadTrace(options.trace, options.catalog ?? defaultCatalog) : options.trace;
-  const catalog = trace ? traceCatalog(trace, options.catalog ?? defaultCatalog) : (options.catalog ?? defaultCatalog);
+  // A copy: the Billing Catalog's admin API changes its rates at runtime (emulator/billing-catalog.ts).
+  const catalog = structuredClone(trace ? traceCatalog(trace, options.catalog ?? defaultCatalog) : (options.catalog ?? defaultCatalog));
   const store = new StateStore(stateDir);
   const state = store.load(clock.now());
   // Changes are coalesced into one atomic write per PERSIST_DELAY_MS (a busy fleet writes
@@ -199,7 +202,8 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const apiUsage = new ApiUsage(clock.now());
   const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
   const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
-  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist };
+  const billingCatalog = new BillingCatalogService(catalog, () => clock.now(), () => instances.reprice());
+  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog };
 
   const pendingHangs = new Set<() => void>();
   const hang = (ms: number) =>
@@ -265,6 +269,16 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     }
     if (!pathname.startsWith('/')) throw new GceError(400, Reason.Invalid, 'Malformed request URL');
     if (pathname.startsWith('/compute/v1/')) return serveCompute(req, res, method, pathname, query);
+    if (pathname.startsWith('/v1/services')) {
+      req.resume();
+      try {
+        const result = billingCatalog.serve(method, pathSegments(pathname).slice(1), query);
+        return sendJson(res, result.status, result.body);
+      } catch (err) {
+        if (err instanceof BillingApiError) return sendJson(res, err.status, err.toJSON());
+        throw err;
+      }
+    }
     if (pathname === ADMIN_PREFIX || pathname.startsWith(`${ADMIN_PREFIX}/`)) {
       const segments = pathSegments(pathname).slice(2);
       const body = parseJson(await readBody(req));

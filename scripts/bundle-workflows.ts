@@ -5,12 +5,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflows } from '../workers/bundle';
 
 export const WORKFLOW_BUNDLE = join(__dirname, '..', 'workflow-bundle.js');
 
 async function main(): Promise<void> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: (m) => console.warn(m), error: (m) => console.error(m) } });
+  const { code } = await bundleWorkflows();
   writeFileSync(WORKFLOW_BUNDLE, code);
   console.log(`sterna: workflow bundle ${WORKFLOW_BUNDLE} (${(code.length / 1024).toFixed(0)} KiB)`);
 }

@@ -8,8 +8,10 @@ import { Client } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { observerOptions, startObserver } from '../activities/fleet';
+import { startPriceBook } from '../activities/pricing';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
+import { buildBillingCatalog, priceBookSettings } from './pricing';
 import { buildProviders } from './providers';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 import { createSternaWorker } from './worker';
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
     maxConcurrentActivities: config.maxConcurrentActivities,
     client,
     observer,
+    prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
   });
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
   if (config.observer.startOnBoot) {
@@ -45,6 +48,9 @@ async function main(): Promise<void> {
       console.log(`fleet observer ${workflowId}`);
     }
   }
+  // A worker starting refreshes the book with its settings (and starts it if need be).
+  const book = await startPriceBook(client, { taskQueue: config.taskQueue, settings: priceBookSettings(config.prices), requester: 'worker', signal: true });
+  console.log(`price book ${book} (${config.prices.source}, ${config.prices.refreshSeconds > 0 ? `refreshed every ${config.prices.refreshSeconds / 3600} h` : 'scheduled refresh off'})`);
   await worker.run();
   for (const provider of Object.values(providers)) provider?.close?.();
   await connection.close();

@@ -6,7 +6,10 @@
 import { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
+import { sharedModules, workflowsPath } from './bundle';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
+import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
+import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -19,10 +22,11 @@ export interface SternaWorkerOptions {
   client?: Client;
   /** What the fleet observer is started with (interval, read budget...). */
   observer?: ObserverOptions;
-}
-
-export function workflowsPath(): string {
-  return require.resolve('../workflows');
+  /**
+   * Keep a price book (the priceBook workflow, activities/pricing): runs price offers from
+   * it. Without it, each provider prices from its own book (the bundled catalog).
+   */
+  prices?: PricingOptions & { settings: PriceBookSettings };
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -32,8 +36,12 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     connection: options.connection,
     namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
-    activities: { ...createActivities(options.providers), ...createFleetActivities({ providers: options.providers, client, observer: options.observer }) },
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
+    activities: {
+      ...createActivities(options.providers, options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
+      ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
+      ...createPricingActivities(options.prices ?? {}),
+    },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,
     // Cancellation reaches an activity through its heartbeats; send them promptly.

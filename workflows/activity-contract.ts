@@ -4,6 +4,7 @@
  * dependencies point one way (activities -> workflows); the workflow imports only types.
  */
 import type { Owner } from './naming';
+import type { PriceStamp } from './pricing-book/contract';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
@@ -25,6 +26,20 @@ export interface CapacityRequest {
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };
   provisioningModels: ('SPOT' | 'STANDARD')[];
+}
+
+/** A zone that offers the accelerator but that the price book cannot price: reported, never dropped silently. */
+export interface UnpricedZone {
+  zone: string;
+  accelerator: string;
+  machineType: string;
+}
+
+/** What findCapacity found: the priced offers, the zones it could not price, and the prices' stamp. */
+export interface CapacityFound {
+  offers: Offer[];
+  unpriced: UnpricedZone[];
+  prices: PriceStamp;
 }
 
 export interface ProvisionRequest {
@@ -68,7 +83,8 @@ export interface ReleaseResult extends RunningWindow {
 }
 
 export interface SternaActivities {
-  findCapacity(input: { backend: Backend; request: CapacityRequest }): Promise<Offer[]>;
+  /** Histories from before the price book hold a bare Offer[] here; the driver reads both. */
+  findCapacity(input: { backend: Backend; request: CapacityRequest }): Promise<CapacityFound>;
   provision(input: ProvisionRequest): Promise<ProvisionResult>;
   release(input: ReleaseRequest): Promise<ReleaseResult>;
   /** One direct look at a resource and its agent: the run's fallback when the fleet observer is silent. */

@@ -26,73 +26,87 @@ export function isContinuedRun(input: unknown): input is ContinuedRun {
   return typeof input === 'object' && input !== null && (input as { continued?: unknown }).continued === true;
 }
 
-const IsoTime = z.iso.datetime({ offset: true });
-const Model = z.enum(['SPOT', 'STANDARD']);
-const Backend = z.enum(['gce', 'gke']);
-const Checkpoint = z.strictObject({ uri: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/), step: z.int().min(0) });
+/** Built on demand, not at module level: see spec.ts `runSpecSchema` (memory per cached run). */
+function runStateSchema() {
+  const IsoTime = z.iso.datetime({ offset: true });
+  const Model = z.enum(['SPOT', 'STANDARD']);
+  const Backend = z.enum(['gce', 'gke']);
+  const Checkpoint = z.strictObject({ uri: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/), step: z.int().min(0) });
 
-const OfferSchema = z.strictObject({
-  backend: Backend,
-  zone: z.string().min(1),
-  region: z.string().min(1),
-  accelerator: z.string().min(1),
-  acceleratorCount: z.int().min(1),
-  machineType: z.string().min(1),
-  provisioningModel: Model,
-  pricePerHour: z.number().nonnegative(),
-  onDemandPricePerHour: z.number().nonnegative(),
-  quotaAvailable: z.boolean(),
-});
+  const OfferSchema = z.strictObject({
+    backend: Backend,
+    zone: z.string().min(1),
+    region: z.string().min(1),
+    accelerator: z.string().min(1),
+    acceleratorCount: z.int().min(1),
+    machineType: z.string().min(1),
+    provisioningModel: Model,
+    pricePerHour: z.number().nonnegative(),
+    onDemandPricePerHour: z.number().nonnegative(),
+    quotaAvailable: z.boolean(),
+    pricesAsOf: z.string().min(1).max(40).optional(),
+    priceSource: z.enum(['billing', 'catalog']).optional(),
+  });
 
-const AttemptSchema = z.strictObject({
-  attempt: z.int().min(1),
-  ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional() }),
-  offer: OfferSchema,
-  outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]),
-  startedAt: IsoTime.optional(),
-  stoppedAt: IsoTime.optional(),
-  resumedFromStep: z.int().min(0).optional(),
-  exitCode: z.int().optional(),
-  reason: z.string().optional(),
-  released: z.boolean(),
-  createSettled: z.boolean().optional(),
-});
+  const AttemptSchema = z.strictObject({
+    attempt: z.int().min(1),
+    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional() }),
+    offer: OfferSchema,
+    outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]),
+    startedAt: IsoTime.optional(),
+    stoppedAt: IsoTime.optional(),
+    resumedFromStep: z.int().min(0).optional(),
+    exitCode: z.int().optional(),
+    reason: z.string().optional(),
+    released: z.boolean(),
+    createSettled: z.boolean().optional(),
+  });
 
-const RunStateSchema = z.strictObject({
-  runId: z.string().min(1),
-  phase: z.enum(Object.values(Phase) as [Phase, ...Phase[]]),
-  startedAt: IsoTime,
-  attempts: z.array(AttemptSchema),
-  zoneEvents: z.array(
-    z.strictObject({ zone: z.string(), region: z.string(), provisioningModel: Model, kind: z.enum(['stockout', 'quota', 'preempted']), at: z.number().finite() }),
-  ),
-  lastCheckpoint: Checkpoint.optional(),
-  step: z.int().min(0).optional(),
-  preemptions: z.int().min(0),
-  restarts: z.int().min(0),
-  budgetUsd: z.number().positive().finite().optional(),
-  deadline: IsoTime.optional(),
-  timeline: z.array(
-    z.strictObject({
-      at: IsoTime,
-      kind: z.enum(Object.values(TimelineKind) as [TimelineKind, ...TimelineKind[]]),
-      event: z.string(),
-      attempt: z.int().min(1).optional(),
-      zone: z.string().optional(),
-      step: z.int().min(0).optional(),
-      outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]).optional(),
-      model: Model.optional(),
-      released: z.enum(['deleted', 'absent', 'not-ours']).optional(),
-    }),
-  ),
-  policyState: z.unknown().optional(),
-  placement: z.strictObject({ offers: z.array(OfferSchema), tried: z.array(z.string()) }).optional(),
-  notice: z.string().optional(),
-  lastHeardAt: z.number().finite().optional(),
-  observerHeardAt: z.number().finite().optional(),
-  capacityRetryAt: z.number().finite().optional(),
-  policyCheckAt: z.number().finite().optional(),
-});
+  return z.strictObject({
+    runId: z.string().min(1),
+    phase: z.enum(Object.values(Phase) as [Phase, ...Phase[]]),
+    startedAt: IsoTime,
+    attempts: z.array(AttemptSchema),
+    zoneEvents: z.array(
+      z.strictObject({ zone: z.string(), region: z.string(), provisioningModel: Model, kind: z.enum(['stockout', 'quota', 'preempted']), at: z.number().finite() }),
+    ),
+    lastCheckpoint: Checkpoint.optional(),
+    step: z.int().min(0).optional(),
+    preemptions: z.int().min(0),
+    restarts: z.int().min(0),
+    budgetUsd: z.number().positive().finite().optional(),
+    deadline: IsoTime.optional(),
+    timeline: z.array(
+      z.strictObject({
+        at: IsoTime,
+        kind: z.enum(Object.values(TimelineKind) as [TimelineKind, ...TimelineKind[]]),
+        event: z.string(),
+        attempt: z.int().min(1).optional(),
+        zone: z.string().optional(),
+        step: z.int().min(0).optional(),
+        outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]).optional(),
+        model: Model.optional(),
+        released: z.enum(['deleted', 'absent', 'not-ours']).optional(),
+      }),
+    ),
+    policyState: z.unknown().optional(),
+    placement: z.strictObject({ offers: z.array(OfferSchema), tried: z.array(z.string()) }).optional(),
+    notice: z.string().optional(),
+    lastHeardAt: z.number().finite().optional(),
+    observerHeardAt: z.number().finite().optional(),
+    capacityRetryAt: z.number().finite().optional(),
+    policyCheckAt: z.number().finite().optional(),
+    prices: z
+      .strictObject({
+        asOf: z.string().min(1).max(40),
+        source: z.enum(['billing', 'catalog']),
+        warning: z.string().optional(),
+        unpriced: z.array(z.string()),
+        unpricedCount: z.int().min(0),
+      })
+      .optional(),
+  });
+}
 
 export interface Execution {
   workflowId: string;
@@ -109,7 +123,7 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
     throw refuse('a continued state is accepted only from Sterna\'s own continue-as-new; start a run with its spec alone');
   }
   const spec = parseSpec(input.spec);
-  const parsed = RunStateSchema.safeParse(input.state);
+  const parsed = runStateSchema().safeParse(input.state);
   if (!parsed.success) {
     throw refuse(parsed.error.issues.map((i) => `state.${i.path.map(String).join('.')}: ${i.message}`).join('; '));
   }

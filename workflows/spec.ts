@@ -16,22 +16,27 @@ import { labelProblems } from './labels';
 import { MAX_OBJECT_BYTES, relativePathProblem, storageUriProblem } from './storage-uri';
 import { forbiddenCharacter, utf8Length } from './text';
 
-/** The building block for every string in a spec: printable text only. */
-const Text = z.string().check((ctx) => {
-  const bad = forbiddenCharacter(ctx.value);
-  if (bad) ctx.issues.push({ code: 'custom', input: ctx.value, message: `contains ${bad.description} at index ${bad.index}; spec strings must be printable text` });
-});
+/**
+ * The building block for every string in a spec: printable text only. Every schema here is
+ * built by a function, never held at module level (see `runSpecSchema`).
+ */
+function text() {
+  return z.string().check((ctx) => {
+    const bad = forbiddenCharacter(ctx.value);
+    if (bad) ctx.issues.push({ code: 'custom', input: ctx.value, message: `contains ${bad.description} at index ${bad.index}; spec strings must be printable text` });
+  });
+}
 
-/** A Text that `problem` (a rule of its own module) accepts. */
+/** A text() that `problem` (a rule of its own module) accepts. */
 function textWhere(problem: (value: string) => string | undefined) {
-  return Text.check((ctx) => {
+  return text().check((ctx) => {
     const message = problem(ctx.value);
     if (message) ctx.issues.push({ code: 'custom', input: ctx.value, message });
   });
 }
 
 /** Where a dataset lands, relative to the work directory. */
-const RelativePath = textWhere(relativePathProblem).min(1).max(1024);
+const relativePath = () => textWhere(relativePathProblem).min(1).max(1024);
 
 /** The run appends `/<run key (<= 63)>/step-<N>.<ext>` to the checkpoint prefix. */
 const CHECKPOINT_SUFFIX_BYTES = 128;
@@ -67,10 +72,13 @@ function duration(bounds: { min: number; minExclusive?: boolean; max?: number })
 export const DEADLINE_EARLIEST = '2000-01-01T00:00:00Z';
 export const DEADLINE_LATEST = '2100-01-01T00:00:00Z';
 
-const Deadline = Text.pipe(z.iso.datetime({ offset: true, error: 'expected an ISO 8601 time with a time zone, e.g. "2030-01-31T18:00:00Z"' })).refine(
-  (iso) => Date.parse(iso) >= Date.parse(DEADLINE_EARLIEST) && Date.parse(iso) < Date.parse(DEADLINE_LATEST),
-  `must be between ${DEADLINE_EARLIEST} and ${DEADLINE_LATEST}`,
-);
+const deadlineSchema = () =>
+  text()
+    .pipe(z.iso.datetime({ offset: true, error: 'expected an ISO 8601 time with a time zone, e.g. "2030-01-31T18:00:00Z"' }))
+    .refine(
+      (iso) => Date.parse(iso) >= Date.parse(DEADLINE_EARLIEST) && Date.parse(iso) < Date.parse(DEADLINE_LATEST),
+      `must be between ${DEADLINE_EARLIEST} and ${DEADLINE_LATEST}`,
+    );
 
 /**
  * Why `deadline` cannot be a run's deadline at `nowMs`, or undefined: it must parse,
@@ -79,7 +87,7 @@ const Deadline = Text.pipe(z.iso.datetime({ offset: true, error: 'expected an IS
  * rightly have passed.
  */
 export function deadlineProblem(deadline: unknown, nowMs: number): string | undefined {
-  const check = Deadline.safeParse(deadline);
+  const check = deadlineSchema().safeParse(deadline);
   if (!check.success) return check.error.issues[0].message;
   const at = Date.parse(check.data);
   if (at <= nowMs) return `${check.data} is not in the future`;
@@ -119,15 +127,16 @@ function fitsAgent(items: readonly string[], what: string, ctx: z.RefinementCtx)
 }
 
 /** The trainer's environment: Sterna sets STERNA_* itself (run id, checkpoint dir...). */
-const EnvName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, 'environment names: a letter or "_", then letters, digits, "_" (255 characters at most)')
-  .refine((name) => !name.startsWith('STERNA_'), 'names starting with STERNA_ are set by Sterna');
+const envName = () =>
+  z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, 'environment names: a letter or "_", then letters, digits, "_" (255 characters at most)')
+    .refine((name) => !name.startsWith('STERNA_'), 'names starting with STERNA_ are set by Sterna');
 
 // --- the spec --------------------------------------------------------------------------
 
-const ZoneOrRegion = Text.regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE zone or region name such as us-central1-a or us-central1');
-const AllowDeny = z.strictObject({ allow: z.array(ZoneOrRegion).max(256).optional(), deny: z.array(ZoneOrRegion).max(256).optional() });
+const zoneOrRegion = () => text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE zone or region name such as us-central1-a or us-central1');
+const allowDeny = () => z.strictObject({ allow: z.array(zoneOrRegion()).max(256).optional(), deny: z.array(zoneOrRegion()).max(256).optional() });
 
 /** Ten million USD: far above any run, far below what makes cost arithmetic lose precision. */
 export const MAX_BUDGET_USD = 10_000_000;
@@ -135,90 +144,96 @@ export const MAX_BUDGET_USD = 10_000_000;
 export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
 
-export const RunSpecSchema = z
-  .strictObject({
-    /** A short human name, shown in the UI; the run id is the workflow id. */
-    name: Text.max(80).optional(),
-    backend: z.enum(['gce', 'gke']).default('gce'),
-    /** Container image (GKE, or a container VM); the command runs on the host otherwise. */
-    image: Text.min(1).max(512).regex(/^\S+$/, 'an image reference has no spaces').optional(),
-    command: z
-      .array(Text)
-      .min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]')
-      .refine((argv) => argv.length === 0 || argv[0] !== '', { message: 'the program to run (command[0]) cannot be empty', path: [0] })
-      .superRefine((argv, ctx) => fitsAgent(argv, 'command', ctx)),
-    env: z
-      .record(EnvName, Text)
-      .superRefine((env, ctx) => fitsAgent(Object.entries(env).map(([k, v]) => `${k}=${v}`), 'env', ctx))
-      .default({}),
-    /** At most 1000: more files belong under one prefix, staged as one. */
-    datasets: z
-      .array(z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri)), path: RelativePath }))
-      .max(1000)
-      .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
-      .default([]),
-    checkpoint: z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)), interval: duration({ min: 1 }).default(600) }),
-    resources: z.strictObject({
-      accelerators: z
-        .array(z.strictObject({ type: Text.regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))
-        .min(1, 'list at least one acceptable accelerator, e.g. [{ "type": "nvidia-l4", "count": 1 }]')
-        .max(32),
-      machineType: Text.regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
-      diskSizeGb: z.int().min(10).max(65536).default(100),
-    }),
-    placement: z.strictObject({ regions: AllowDeny.optional(), zones: AllowDeny.optional() }).default({}),
-    pricing: z
-      .strictObject({
-        mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.Auto]).default(PricingMode.Auto),
-        /** USD per hour; the largest GPU VMs cost about $100/h on demand. */
-        maxPricePerHour: z.number().positive().max(10_000).optional(),
-        /** USD; bounded so budget arithmetic stays in ordinary floating-point range. */
-        budgetUsd: z.number().positive().max(MAX_BUDGET_USD).optional(),
-      })
-      .default({ mode: PricingMode.Auto }),
-    time: z
-      .strictObject({
-        /** Absolute deadline (ISO 8601). */
-        deadline: Deadline.optional(),
-        /** Deadline relative to the run's start, for specs kept in files. */
-        deadlineAfter: duration({ min: 0, minExclusive: true }).optional(),
-        /** Stop the run after this long, whatever its state. */
-        maxRunDuration: duration({ min: 0, minExclusive: true }).optional(),
-        /** Accelerator time the job needs uninterrupted; drives the deadline-aware `auto` mode. */
-        expectedDuration: duration({ min: 0, minExclusive: true }).optional(),
-      })
-      .default({}),
-    recovery: z
-      .strictObject({
-        maxPreemptions: z.int().min(0).max(1000).default(20),
-        maxRestartsOnError: z.int().min(0).max(100).default(2),
-        noRetryExitCodes: z.array(z.int().min(1).max(255)).max(255).default([]),
-        /** A zone that preempted or stocked out this run is not retried before this passes. */
-        zoneCooldown: duration({ min: 0 }).default(1800),
-        /** How often the agent reports progress, in seconds. */
-        pollSeconds: z.number().min(0.2).max(60).default(5),
-      })
-      .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
-    labels: z
-      .record(z.string(), z.string())
-      .superRefine((labels, ctx) => {
-        for (const { key, message } of labelProblems(labels, { userLabels: true })) ctx.addIssue({ code: 'custom', path: key === undefined ? [] : [key], message });
-      })
-      .default({}),
-  })
-  .superRefine((spec, ctx) => {
-    if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });
-    }
-    if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
-      ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });
-    }
-  });
+/**
+ * Built on demand and dropped after use, never kept at module level: a workflow's modules
+ * live as long as it stays cached, and a zod schema tree of this size costs about 2 MB per
+ * cached run (measured), which at thousands of runs is the worker's memory.
+ */
+export const runSpecSchema = () =>
+  z
+    .strictObject({
+      /** A short human name, shown in the UI; the run id is the workflow id. */
+      name: text().max(80).optional(),
+      backend: z.enum(['gce', 'gke']).default('gce'),
+      /** Container image (GKE, or a container VM); the command runs on the host otherwise. */
+      image: text().min(1).max(512).regex(/^\S+$/, 'an image reference has no spaces').optional(),
+      command: z
+        .array(text())
+        .min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]')
+        .refine((argv) => argv.length === 0 || argv[0] !== '', { message: 'the program to run (command[0]) cannot be empty', path: [0] })
+        .superRefine((argv, ctx) => fitsAgent(argv, 'command', ctx)),
+      env: z
+        .record(envName(), text())
+        .superRefine((env, ctx) => fitsAgent(Object.entries(env).map(([k, v]) => `${k}=${v}`), 'env', ctx))
+        .default({}),
+      /** At most 1000: more files belong under one prefix, staged as one. */
+      datasets: z
+        .array(z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri)), path: relativePath() }))
+        .max(1000)
+        .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
+        .default([]),
+      checkpoint: z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)), interval: duration({ min: 1 }).default(600) }),
+      resources: z.strictObject({
+        accelerators: z
+          .array(z.strictObject({ type: text().regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))
+          .min(1, 'list at least one acceptable accelerator, e.g. [{ "type": "nvidia-l4", "count": 1 }]')
+          .max(32),
+        machineType: text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
+        diskSizeGb: z.int().min(10).max(65536).default(100),
+      }),
+      placement: z.strictObject({ regions: allowDeny().optional(), zones: allowDeny().optional() }).default({}),
+      pricing: z
+        .strictObject({
+          mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.Auto]).default(PricingMode.Auto),
+          /** USD per hour; the largest GPU VMs cost about $100/h on demand. */
+          maxPricePerHour: z.number().positive().max(10_000).optional(),
+          /** USD; bounded so budget arithmetic stays in ordinary floating-point range. */
+          budgetUsd: z.number().positive().max(MAX_BUDGET_USD).optional(),
+        })
+        .default({ mode: PricingMode.Auto }),
+      time: z
+        .strictObject({
+          /** Absolute deadline (ISO 8601). */
+          deadline: deadlineSchema().optional(),
+          /** Deadline relative to the run's start, for specs kept in files. */
+          deadlineAfter: duration({ min: 0, minExclusive: true }).optional(),
+          /** Stop the run after this long, whatever its state. */
+          maxRunDuration: duration({ min: 0, minExclusive: true }).optional(),
+          /** Accelerator time the job needs uninterrupted; drives the deadline-aware `auto` mode. */
+          expectedDuration: duration({ min: 0, minExclusive: true }).optional(),
+        })
+        .default({}),
+      recovery: z
+        .strictObject({
+          maxPreemptions: z.int().min(0).max(1000).default(20),
+          maxRestartsOnError: z.int().min(0).max(100).default(2),
+          noRetryExitCodes: z.array(z.int().min(1).max(255)).max(255).default([]),
+          /** A zone that preempted or stocked out this run is not retried before this passes. */
+          zoneCooldown: duration({ min: 0 }).default(1800),
+          /** How often the agent reports progress, in seconds. */
+          pollSeconds: z.number().min(0.2).max(60).default(5),
+        })
+        .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
+      labels: z
+        .record(z.string(), z.string())
+        .superRefine((labels, ctx) => {
+          for (const { key, message } of labelProblems(labels, { userLabels: true })) ctx.addIssue({ code: 'custom', path: key === undefined ? [] : [key], message });
+        })
+        .default({}),
+    })
+    .superRefine((spec, ctx) => {
+      if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });
+      }
+      if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
+        ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });
+      }
+    });
 
 /** The spec as the user writes it (defaults optional). */
-export type RunSpecInput = z.input<typeof RunSpecSchema>;
+export type RunSpecInput = z.input<ReturnType<typeof runSpecSchema>>;
 /** The spec after validation: defaults filled, durations in seconds. */
-export type RunSpec = z.output<typeof RunSpecSchema>;
+export type RunSpec = z.output<ReturnType<typeof runSpecSchema>>;
 
 export interface SpecProblem {
   path: string;
@@ -254,7 +269,7 @@ function problemsOf(issues: readonly z.core.$ZodIssue[], parent: readonly Proper
 }
 
 export function checkSpec(input: unknown, options: CheckOptions = {}): SpecCheck {
-  const result = RunSpecSchema.safeParse(input);
+  const result = runSpecSchema().safeParse(input);
   if (!result.success) return { ok: false, problems: problemsOf(result.error.issues) };
   const deadline = result.data.time.deadline;
   const late = deadline !== undefined && options.nowMs !== undefined ? deadlineProblem(deadline, options.nowMs) : undefined;

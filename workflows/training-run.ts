@@ -26,6 +26,7 @@ import { observationSignal, preemptionNoticeSignal, setBudgetUpdate, setDeadline
 import { executionToken, resourceLabels, runKey } from './naming';
 import { deadlineMs } from './pricing';
 import { absorbRelease, next, ownerOf, type Command, type Context, type RunEvent } from './run/machine';
+import { capacityFound } from './run/prices';
 import { AttemptOutcome, initialState, Phase, record, TimelineKind, type RunState } from './run/state';
 import { budgetProblem, newDeadlineProblem } from './run/validators';
 import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
@@ -149,7 +150,7 @@ class Driver {
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
       case 'find-capacity':
-        return { kind: 'offers', offers: await this.acts.quick.findCapacity(this.capacityRequest()) };
+        return { kind: 'offers', ...capacityFound(await this.acts.quick.findCapacity(this.capacityRequest())) };
       case 'provision':
         return this.provision(command.attempt);
       case 'release':

@@ -26,6 +26,10 @@ export interface Offer {
   onDemandPricePerHour: number;
   /** False when the region's quota cannot fit the request; kept so the status can say why. */
   quotaAvailable: boolean;
+  /** When the prices were read (the price book's date); absent in runs from before the price book. */
+  pricesAsOf?: string;
+  /** `billing` (Cloud Billing Catalog) or `catalog` (bundled, config/catalog.ts). */
+  priceSource?: 'billing' | 'catalog';
 }
 
 /** Where a created resource lives; enough to observe and release it. */

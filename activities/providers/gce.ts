@@ -31,6 +31,7 @@ import { retryTransient, withDeadline } from './transient';
 import {
   ownerFromLabels,
   ReleaseOutcome,
+  type CapacityFound,
   type CapacityRequest,
   type ComputeProvider,
   type FleetResource,
@@ -38,6 +39,7 @@ import {
   type ProvisionResult,
   type ReleaseRequest,
   type ReleaseResult,
+  type UnpricedZone,
 } from './provider';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
@@ -154,11 +156,16 @@ export class GceProvider implements ComputeProvider {
   }
 
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
-    return this.api('listing offers', () => this.listOffers(request), 2 * WAIT_TIMEOUT_MS);
+    return (await this.findCapacity(request)).offers;
   }
 
-  private async listOffers(request: CapacityRequest): Promise<Offer[]> {
-    const { project, prices } = this.options;
+  async findCapacity(request: CapacityRequest, prices: PriceBook = this.options.prices): Promise<CapacityFound> {
+    return this.api('listing offers', () => this.listOffers(request, prices), 2 * WAIT_TIMEOUT_MS);
+  }
+
+  /** Every zone acceleratorTypes.aggregatedList returns for the accelerator, priced from `prices`. */
+  private async listOffers(request: CapacityRequest, prices: PriceBook): Promise<CapacityFound> {
+    const { project } = this.options;
     const zonesByAccelerator = new Map<string, string[]>();
     for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project }, NO_AUTOPAGINATE)) {
       const zone = scope.replace(/^zones\//, '');
@@ -177,6 +184,8 @@ export class GceProvider implements ComputeProvider {
       return quotas;
     };
     const offers: Offer[] = [];
+    const unpriced: UnpricedZone[] = [];
+    const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
     for (const { type, count } of request.accelerators) {
       const machineType = request.machineType ?? prices.machineTypeFor(type, count);
       if (!machineType) continue;
@@ -184,18 +193,21 @@ export class GceProvider implements ComputeProvider {
         const region = regionOf(zone);
         if (!within(zone, request.zones) || !within(region, request.regions)) continue;
         const onDemand = prices.pricePerHour({ region, machineType, accelerator: type, count, spot: false });
+        let priced = false;
         for (const model of request.provisioningModels) {
           const spot = model === 'SPOT';
           const price = prices.pricePerHour({ region, machineType, accelerator: type, count, spot });
           if (price === undefined || onDemand === undefined) continue;
+          priced = true;
           const metric = prices.quotaMetric(type);
           const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
           const quotaAvailable = !quota || (quota.limit ?? 0) - (quota.usage ?? 0) >= count;
-          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable });
+          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable, ...stamp });
         }
+        if (!priced) unpriced.push({ zone, accelerator: type, machineType });
       }
     }
-    return offers;
+    return { offers, unpriced, prices: prices.stamp };
   }
 
   private instanceResource(request: ProvisionRequest): IInstance {

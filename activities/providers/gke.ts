@@ -5,10 +5,10 @@
  *   new GkeProvider({ kubeConfig, namespace, prices, ...options })
  *     kubeConfig  a loaded @kubernetes/client-node KubeConfig (the worker's kubeconfig)
  *     namespace   where the Jobs go
- *     prices      the PriceBook over config/catalog.ts, the same as GCE's
+ *     prices      the PriceBook (bundled catalog) used when findCapacity is given none
  *
  * Offers come from the cluster's nodes (zone x accelerator x spot label, allocatable
- * `nvidia.com/gpu`), priced from the same catalog as GCE. An attempt is one Job whose
+ * `nvidia.com/gpu`), priced from the same price book as GCE's. An attempt is one Job whose
  * single pod runs the Sterna agent; the agent reads its inputs from the environment
  * and reports progress into its own pod's annotations (`sterna/phase`, `sterna/step`,
  * `sterna/checkpoint`, `sterna/exit`), which this provider follows with the Watch API.
@@ -48,6 +48,7 @@ import { agentAttributes, agentScript, parseAgentValues } from '../agent/script'
 import {
   ownerFromLabels,
   ReleaseOutcome,
+  type CapacityFound,
   type CapacityRequest,
   type ComputeProvider,
   type FleetResource,
@@ -55,6 +56,7 @@ import {
   type ProvisionResult,
   type ReleaseRequest,
   type ReleaseResult,
+  type UnpricedZone,
 } from './provider';
 
 export interface GkeProviderOptions {
@@ -221,10 +223,15 @@ export class GkeProvider implements ComputeProvider {
   /**
    * One offer per zone x accelerator x GPU count x pricing model that a node (or a
    * declared node pool) can hold. A pod pays for its share of the node: the node's
-   * machine type (`node.kubernetes.io/instance-type`) priced from the catalog, times
+   * machine type (`node.kubernetes.io/instance-type`) priced from the price book, times
    * the GPUs it asks for over the node's GPUs; the catalog's shape when unlabelled.
    */
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
+    return (await this.findCapacity(request)).offers;
+  }
+
+  /** As findOffers, priced from `prices` (the worker's price book: the same as GCE's). */
+  async findCapacity(request: CapacityRequest, prices: PriceBook = this.options.prices): Promise<CapacityFound> {
     const { items } = await this.core.listNode({});
     const pools: PoolShape[] = [];
     for (const node of items) {
@@ -239,6 +246,8 @@ export class GkeProvider implements ComputeProvider {
       for (const zone of pool.zones) pools.push({ zone, accelerator: pool.accelerator, gpus: pool.gpusPerNode, spot: pool.spot, machineType: pool.machineType });
     }
     const best = new Map<string, Offer>();
+    const unpriced = new Map<string, UnpricedZone>();
+    const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
     for (const pool of pools) {
       const { zone, accelerator, spot } = pool;
       const model = spot ? 'SPOT' : 'STANDARD';
@@ -248,19 +257,24 @@ export class GkeProvider implements ComputeProvider {
       if (request.regions?.deny?.includes(region) || (request.regions?.allow && !request.regions.allow.includes(region))) continue;
       for (const want of request.accelerators) {
         if (want.type !== accelerator || pool.gpus < want.count) continue;
-        const priced = this.priceShare(request.machineType, pool, region, want.count);
-        if (!priced) continue;
+        if (request.machineType && pool.machineType && request.machineType !== pool.machineType) continue;
+        const priced = this.priceShare(prices, request.machineType, pool, region, want.count);
         const key = `${zone}/${accelerator}/${want.count}/${model}`;
+        if (!priced) {
+          const machineType = pool.machineType ?? request.machineType ?? prices.machineTypeFor(accelerator, want.count);
+          if (machineType) unpriced.set(key, { zone, accelerator, machineType });
+          continue;
+        }
         const known = best.get(key);
         if (known && known.pricePerHour <= priced.pricePerHour) continue;
-        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced });
+        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced, ...stamp });
       }
     }
-    return [...best.values()];
+    for (const key of best.keys()) unpriced.delete(key);
+    return { offers: [...best.values()], unpriced: [...unpriced.values()], prices: prices.stamp };
   }
 
-  private priceShare(wanted: string | undefined, pool: PoolShape, region: string, count: number): Pick<Offer, 'machineType' | 'pricePerHour' | 'onDemandPricePerHour'> | undefined {
-    const { prices } = this.options;
+  private priceShare(prices: PriceBook, wanted: string | undefined, pool: PoolShape, region: string, count: number): Pick<Offer, 'machineType' | 'pricePerHour' | 'onDemandPricePerHour'> | undefined {
     const { accelerator, spot } = pool;
     if (pool.machineType && (!wanted || wanted === pool.machineType)) {
       const query = { region, machineType: pool.machineType, accelerator, count: pool.gpus };

@@ -4,12 +4,13 @@
  * Sterna's failure types (workflows/failures.ts) at this boundary.
  */
 import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
-import type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult } from '../../workflows/activity-contract';
+import type { PriceBook } from '../../config/price-book';
+import type { CapacityFound, CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone } from '../../workflows/activity-contract';
 import { OwnerLabel, type Owner } from '../../workflows/naming';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 
 export { ReleaseOutcome } from '../../workflows/activity-contract';
-export type { CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult };
+export type { CapacityFound, CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
 
 /** One Sterna resource as one fleet listing shows it. */
 export interface FleetResource {
@@ -28,8 +29,14 @@ export interface FleetResource {
 
 export interface ComputeProvider {
   readonly backend: 'gce' | 'gke';
-  /** Zones x accelerators x pricing model x price x quota that fit the request. */
+  /** Zones x accelerators x pricing model x price x quota that fit the request (priced from the provider's own book). */
   findOffers(request: CapacityRequest): Promise<Offer[]>;
+  /**
+   * The same, priced from `prices` (the price book's, when the worker keeps one; the
+   * provider's own otherwise), with the zones that offer the accelerator but cannot be
+   * priced, and the prices' stamp.
+   */
+  findCapacity(request: CapacityRequest, prices?: PriceBook): Promise<CapacityFound>;
   /**
    * Creates the resource under its idempotent name and waits until it runs. Adopts an
    * existing resource only if it carries exactly this owner's labels (a retried create);

@@ -8,8 +8,10 @@ import { failure, FailureType } from '../../workflows/failures';
 import { isOwnedBy } from '../../workflows/naming';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
+import { PRICES_AS_OF } from '../../config/catalog';
 import {
   ReleaseOutcome,
+  type CapacityFound,
   type CapacityRequest,
   type ComputeProvider,
   type FleetResource,
@@ -66,6 +68,11 @@ export class ScriptedProvider implements ComputeProvider {
         quotaAvailable: true,
       })),
     );
+  }
+
+  /** Scripted prices, stamped as the bundled catalog's. */
+  async findCapacity(request: CapacityRequest): Promise<CapacityFound> {
+    return { offers: await this.findOffers(request), unpriced: [], prices: { asOf: PRICES_AS_OF, source: 'catalog' } };
   }
 
   async provision(request: ProvisionRequest): Promise<ProvisionResult> {

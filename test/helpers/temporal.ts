@@ -4,7 +4,8 @@
  * teardown in test/global.ts.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflows } from '../../workers/bundle';
 import type { Providers } from '../../activities';
 import { createSternaWorker } from '../../workers/worker';
 import { freePort as anyFreePort } from '../../cli/ports';
@@ -45,7 +46,7 @@ export async function testServerAddress(): Promise<string> {
 export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
   let bundle = bundles.get(workflowsPath);
   if (!bundle) {
-    bundle = bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+    bundle = bundleWorkflows(workflowsPath);
     bundles.set(workflowsPath, bundle);
   }
   return bundle;
@@ -62,15 +63,6 @@ export async function sternaTestWorker(taskQueue: string, providers: Providers):
     workflowBundle: await workflowBundle(require.resolve('../../workflows')),
   });
 }
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-};
 
 let taskQueueCounter = 0;
 export function uniqueTaskQueue(prefix = 'test'): string {

@@ -8,6 +8,7 @@
  *
  * The workflow (training-run.ts) only carries commands out: activities, timers, messages.
  */
+import type { UnpricedZone } from '../activity-contract';
 import { actionOf, decideAuto, offersFor } from '../auto-policy';
 import { FailureType } from '../failures';
 import type { ResourceObservation } from '../messages';
@@ -15,17 +16,19 @@ import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
 import { chooseModels } from '../pricing';
+import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
+import { absorbPrices, unpricedNote } from './prices';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
   | { kind: 'start' }
-  | { kind: 'offers'; offers: Offer[] }
+  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp }
   | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
@@ -98,6 +101,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
     case 'tick':
       return undefined;
     case 'offers':
+      absorbPrices(state, event);
       return absorbOffers(state, spec, event.offers);
     case 'provisioned': {
       const attempt = state.attempts[event.attempt - 1];
@@ -146,7 +150,7 @@ function absorbOffers(state: RunState, spec: RunSpec, offers: Offer[]): Command 
     return {
       kind: 'fail',
       failure: FailureType.NoCapacity,
-      message: `resources.accelerators: no zone offers ${spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints; choose another accelerator or count, or widen placement`,
+      message: `resources.accelerators: no zone offers ${spec.resources.accelerators.map((a) => `${a.type} x${a.count}`).join(' or ')} within the placement constraints${unpricedNote(state.prices)}; choose another accelerator or count, or widen placement`,
     };
   }
   const max = spec.pricing.maxPricePerHour;

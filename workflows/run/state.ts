@@ -3,6 +3,7 @@
  * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
  */
 import type { ZoneEvent } from '../placement';
+import type { RunPrices } from './prices';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
 
 export const Phase = {
@@ -133,6 +134,8 @@ export interface RunState {
   capacityRetryAt?: number;
   /** Epoch ms the auto policy is asked again whether to leave spot. */
   policyCheckAt?: number;
+  /** The price book behind the last round of offers (absent before the first, and in older runs). */
+  prices?: RunPrices;
 }
 
 /** The workflow keeps only the most recent events; the full story is in the history. */

@@ -7,6 +7,7 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
+import type { RunPrices } from './prices';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -19,7 +20,11 @@ export interface LedgerLine {
   zone: string;
   provisioningModel: string;
   accelerator: string;
+  /** The price charged, as the attempt's offer had it: a later price book does not change it. */
   pricePerHour: number;
+  /** The price book's date and source behind `pricePerHour` (absent for runs from before the price book). */
+  pricesAsOf?: string;
+  priceSource?: 'billing' | 'catalog';
   runningSeconds: number;
   costUsd: number;
   onDemandCostUsd: number;
@@ -41,6 +46,7 @@ export function ledger(state: RunState, nowMs: number): Ledger {
       provisioningModel: a.offer.provisioningModel,
       accelerator: `${a.offer.accelerator} x${a.offer.acceleratorCount}`,
       pricePerHour: a.offer.pricePerHour,
+      ...(a.offer.pricesAsOf ? { pricesAsOf: a.offer.pricesAsOf, priceSource: a.offer.priceSource } : {}),
       runningSeconds: seconds,
       costUsd: (a.offer.pricePerHour * seconds) / 3600,
       onDemandCostUsd: (a.offer.onDemandPricePerHour * seconds) / 3600,
@@ -69,6 +75,8 @@ export interface RunStatus {
   preemptions: number;
   restarts: number;
   ledger: LedgerLine[];
+  /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
+  prices?: RunPrices;
   timeline: TimelineEvent[];
 }
 
@@ -90,6 +98,7 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     preemptions: state.preemptions,
     restarts: state.restarts,
     ledger: costs.lines,
+    ...(state.prices ? { prices: state.prices } : {}),
     timeline: state.timeline,
   };
 }

@@ -1,0 +1,99 @@
+/**
+ * The price book's activity and the way runs read the book.
+ *
+ *   refreshPriceBook (priceBook workflow, on its timer): the Billing Catalog, or the
+ *     bundled catalog with a warning in the worker log when it cannot be read
+ *   priceBookReader (findCapacity): the book the priceBook workflow holds, by query;
+ *     starts that workflow when it is not running
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { defaultCatalog, type Catalog } from '../../config/catalog';
+import type { PriceBook } from '../../config/price-book';
+import { priceBookWorkflowId, PriceSource, type PriceBookActivities, type PriceBookInput, type PriceBookSettings } from '../../workflows/pricing-book/contract';
+import { priceBookQuery, refreshPricesSignal } from '../../workflows/pricing-book/messages';
+import { billingErrorText, type BillingCatalog } from './billing-catalog';
+import { bookFromCatalog, bookPriceBook } from './book-data';
+
+export { billingCatalog, type BillingCatalog } from './billing-catalog';
+
+export interface PricingOptions {
+  /** The Billing Catalog reader; without one, the bundled catalog is the book (with a warning unless asked for). */
+  billing?: BillingCatalog;
+  catalog?: Catalog;
+  /** The worker log (the activity logger by default). */
+  warn?: (message: string, attributes: Record<string, unknown>) => void;
+}
+
+export function createPricingActivities(options: PricingOptions): PriceBookActivities {
+  const catalog = options.catalog ?? defaultCatalog;
+  const warn = options.warn ?? ((message, attributes) => Context.current().log.warn(message, attributes));
+  return {
+    async refreshPriceBook({ source }) {
+      if (source === PriceSource.Catalog) return { book: bookFromCatalog(catalog) };
+      if (!options.billing) {
+        const billingError = 'this worker has no Cloud Billing Catalog client configured';
+        warn(`price book: ${billingError}; pricing from the bundled catalog`, { billingError, pricesAsOf: catalog.pricesAsOf });
+        return { book: bookFromCatalog(catalog), billingError };
+      }
+      try {
+        return { book: await options.billing.readBook() };
+      } catch (err) {
+        const billingError = billingErrorText(err);
+        warn(`price book: the Cloud Billing Catalog could not be read (${billingError}); pricing from the bundled catalog of ${catalog.pricesAsOf} unless an earlier Billing book is held`, {
+          billingError,
+          pricesAsOf: catalog.pricesAsOf,
+        });
+        return { book: bookFromCatalog(catalog), billingError };
+      }
+    },
+  };
+}
+
+/** How long findCapacity waits for a book being read for the first time. */
+const FIRST_BOOK_WAIT_MS = 40_000;
+
+/**
+ * The PriceBook runs price offers with: the one the priceBook workflow of `taskQueue`
+ * holds, read by query. Starts that workflow (with `settings`) when it is not running.
+ */
+export function priceBookReader(client: Client, settings: PriceBookSettings, catalog: Catalog = defaultCatalog): (taskQueue: string) => Promise<PriceBook> {
+  return async (taskQueue) => {
+    const workflowId = priceBookWorkflowId(taskQueue);
+    const handle = client.workflow.getHandle(workflowId);
+    const giveUpAt = Date.now() + FIRST_BOOK_WAIT_MS;
+    for (;;) {
+      try {
+        const view = await handle.query(priceBookQuery);
+        if (view.book && view.stamp) return bookPriceBook(view.book, view.stamp, catalog);
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        await startPriceBook(client, { taskQueue, settings, requester: 'findCapacity', signal: false });
+      }
+      if (Date.now() > giveUpAt) throw new Error(`the price book ${workflowId} has no book yet after ${FIRST_BOOK_WAIT_MS / 1000} s; is its refreshPriceBook activity failing?`);
+      await sleep(250);
+    }
+  };
+}
+
+/**
+ * Starts the price book of a task queue if it is not running. A worker starting
+ * (`signal: true`) also asks it to refresh now with the worker's settings.
+ */
+export async function startPriceBook(client: Client, request: { taskQueue: string; settings: PriceBookSettings; requester: string; signal: boolean }): Promise<string> {
+  const workflowId = priceBookWorkflowId(request.taskQueue);
+  const input: PriceBookInput = { settings: request.settings };
+  if (request.signal) {
+    await client.workflow.signalWithStart('priceBook', {
+      workflowId,
+      taskQueue: request.taskQueue,
+      args: [input],
+      signal: refreshPricesSignal,
+      signalArgs: [{ requester: request.requester, settings: request.settings }],
+    });
+  } else {
+    await client.workflow.start('priceBook', { workflowId, taskQueue: request.taskQueue, args: [input], workflowIdConflictPolicy: 'USE_EXISTING' });
+  }
+  return workflowId;
+}

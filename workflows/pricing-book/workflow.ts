@@ -1,0 +1,49 @@
+/**
+ * priceBook: one long-lived workflow per task queue holding the price book every offer is
+ * priced from. Runs read it with the `priceBook` query (no history event, no re-fetch per
+ * run); it refreshes on a timer (daily by default), on `refreshPrices`, and carries the
+ * book through continue-as-new.
+ *
+ *   loop: refreshPriceBook activity -> absorbRefresh -> wait (timer or signal)
+ *   continue-as-new every REFRESHES_PER_RUN refreshes (each adds the book to history)
+ */
+import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { absorbRefresh, nextRefreshMs, stampOf } from './book-state';
+import type { PriceBookActivities, PriceBookInput, PriceBookSettings, PriceBookState } from './contract';
+import { priceBookQuery, refreshPricesSignal } from './messages';
+
+/** At a daily refresh, a new run every ~4 weeks; the history holds at most this many books. */
+const REFRESHES_PER_RUN = 28;
+
+const { refreshPriceBook } = proxyActivities<PriceBookActivities>({
+  // Reading ~3,000 Compute Engine SKUs takes a few pages; the activity bounds each call itself.
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+export async function priceBook(input: PriceBookInput): Promise<void> {
+  let settings: PriceBookSettings = input.settings;
+  const state: PriceBookState = input.state ?? { refreshes: 0 };
+  let wanted = state.book === undefined || input.refreshWanted === true;
+  setHandler(priceBookQuery, () => {
+    const next = nextRefreshMs(state, settings.refreshSeconds);
+    return { book: state.book, stamp: stampOf(state), refreshes: state.refreshes, settings, ...(next !== undefined ? { nextRefreshAt: new Date(next).toISOString() } : {}) };
+  });
+  setHandler(refreshPricesSignal, (request) => {
+    if (request.settings) settings = request.settings;
+    wanted = true;
+  });
+  for (let done = 0; done < REFRESHES_PER_RUN && !workflowInfo().continueAsNewSuggested; ) {
+    const due = nextRefreshMs(state, settings.refreshSeconds);
+    if (!wanted && (due === undefined || Date.now() < due)) {
+      // Waits for a signal, or for the next refresh when one is scheduled.
+      if (due === undefined) await condition(() => wanted);
+      else await condition(() => wanted, Math.max(1, due - Date.now()));
+      continue;
+    }
+    wanted = false;
+    absorbRefresh(state, await refreshPriceBook({ source: settings.source }), Date.now());
+    done++;
+  }
+  await continueAsNew<typeof priceBook>({ settings, state, refreshWanted: wanted });
+}
