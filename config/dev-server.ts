@@ -26,6 +26,8 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
   /** The codec server the web UI decodes payloads with (config/codec-server.ts). */
   uiCodecEndpoint?: string;
+  /** Server dynamic config (`--dynamic-config-value KEY=JSON`), e.g. the test suite's timer precision. */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 export interface DevServer {
@@ -43,6 +45,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const address = `127.0.0.1:${port}`;
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace];
   args.push('--log-level', 'warn', ...searchAttributeFlags());
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   if (options.headless) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort ?? 8233));
   if (options.uiCodecEndpoint && !options.headless) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);

@@ -1,6 +1,13 @@
-/** Mocha global fixtures (loaded through .mocharc.json `require`). */
+/**
+ * Loaded through `require` in .mocharc.js (by every parallel worker) and scripts/mocha-only.sh.
+ * Global fixtures run only in mocha's main process: the teardown stops the dev server of a
+ * serial run; a parallel worker's dev server is stopped as the worker exits
+ * (test/helpers/temporal.ts).
+ */
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { newKeyEntry } from '../config/codec-keys';
+import { ensureTemporalCli } from '../config/temporal-cli';
+import { ensureControlPlane, ensureEtcd } from '../kube/binaries';
 import { stopTestEnv } from './helpers/temporal';
 
 // Keep the SDK's logs to errors (runs fail on purpose here) so the test output reads as the behaviour under test.
@@ -16,6 +23,17 @@ process.env.METADATA_SERVER_DETECTION = 'none';
 // a key of this run's own, which the workers and CLIs it spawns inherit.
 delete process.env.STERNA_CODEC_KEYS_FILE;
 process.env.STERNA_CODEC_KEYS = newKeyEntry().entry;
+/**
+ * Before parallel workers start: the one-time installs (the Temporal CLI, Kubernetes built
+ * from source, etcd) happen here once, not in two workers at the same time, which would
+ * build into one directory and contend for apt's lock. Already installed, this costs a few
+ * file checks. A failure is left to the tests that need the binaries to report.
+ */
+export async function mochaGlobalSetup(this: { isParallelMode?: () => boolean }): Promise<void> {
+  if (!this.isParallelMode?.()) return;
+  await ensureTemporalCli().catch((err: Error) => console.error(err.message));
+  await Promise.all([ensureControlPlane(), ensureEtcd()]).catch((err: Error) => console.error(err.message));
+}
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopTestEnv();

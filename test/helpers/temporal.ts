@@ -13,6 +13,7 @@ import { sternaDataConverter } from '../../config/data-converter';
 import { startDevServer, type DevServer } from '../../config/dev-server';
 
 let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
+let exitHook: (() => void) | undefined;
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
 export async function freePort(): Promise<number> {
@@ -25,7 +26,12 @@ export async function freePort(): Promise<number> {
  */
 export async function testEnv(): Promise<TestWorkflowEnvironment> {
   started ??= (async () => {
-    const server = await startDevServer({ port: await freePort(), headless: true });
+    // The server fires a timer up to a second late unless told to shift its timers less;
+    // runs here wait on many sub-second timers (polls, cooldowns, backoffs).
+    const server = await startDevServer({ port: await freePort(), headless: true, dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms' } });
+    // A parallel mocha worker has no teardown hook of its own: it stops its server as it exits.
+    exitHook = () => stopAtExit(server.pid);
+    process.once('exit', exitHook);
     // Its client encrypts payloads as the CLI and the client library do.
     const env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: server.namespace, client: { dataConverter: sternaDataConverter() } });
     return { server, env };
@@ -66,10 +72,20 @@ export function uniqueTaskQueue(prefix = 'test'): string {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${taskQueueCounter}`;
 }
 
+function stopAtExit(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    // Already gone.
+  }
+}
+
 export async function stopTestEnv(): Promise<void> {
   if (!started) return;
   const { server, env } = await started;
   started = undefined;
+  if (exitHook) process.off('exit', exitHook);
+  exitHook = undefined;
   await env.teardown();
   await server.stop();
 }
