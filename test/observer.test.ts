@@ -38,7 +38,8 @@ async function ensured(answer: Promise<EnsureObserverResult | null>): Promise<En
 
 const INTERVAL_S = 1;
 const OBSERVER: ObserverOptions = observerOptions({
-  settings: { intervalSeconds: INTERVAL_S, progressReadSeconds: 2, busyReadSeconds: 1, progressSignalSeconds: 3 },
+  // maxSilenceSeconds: a run that hears nothing for twice this takes the observer for lost.
+  settings: { intervalSeconds: INTERVAL_S, progressReadSeconds: 2, busyReadSeconds: 1, progressSignalSeconds: 3, maxSilenceSeconds: 3 },
   watchSeconds: 10,
   idleExitSeconds: 600,
 });
@@ -253,6 +254,21 @@ describe('fleet observer on the GCE emulator', function () {
     await hear(client, run.workflowId, 'an observation from the new observer', (o) => o.snapshot.lifecycle === 'running' && o.snapshot.phase !== undefined);
     await run.cancel();
     await run.result().catch(() => undefined);
+  });
+
+  it('loses no run whose observer is terminated mid-training: the run asks for it again and completes', async () => {
+    const run = await stack.start(trainingSpec(1600, 1));
+    await hear(client, run.workflowId, 'a checkpoint', (o) => (o.snapshot.checkpoint?.step ?? 0) > 0);
+    const lostAt = Date.now();
+    await client.workflow.getHandle(observerId).terminate('simulating a lost observer');
+    const result = await run.result();
+    assert.equal(result.status, 'completed');
+    const { events } = await client.workflow.getHandle(run.workflowId).fetchHistory();
+    const asks = (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'ensureObserver').map((e) => eventMs(e.eventTime));
+    assert.ok(asks.length >= 2 && asks[asks.length - 1] > lostAt, `the run asked for the observer when it provisioned and again once it fell silent (asks at ${asks.map((t) => t - lostAt).join(', ')} ms from the loss)`);
+    assert.equal((await client.workflow.getHandle(observerId).describe()).status.name, 'RUNNING', 'the run started the observer again');
+    const after = (await heard(client, run.workflowId)).filter((h) => h.atMs > asks[asks.length - 1]);
+    assert.ok(after.length > 0, 'the restarted observer spoke to the run');
   });
 });
 
