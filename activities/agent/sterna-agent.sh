@@ -303,6 +303,9 @@ if [ -n "${WATCHER:-}" ]; then
   pkill -KILL -P "$WATCHER" 2>/dev/null
   kill -KILL "$WATCHER" 2>/dev/null
   wait "$WATCHER" 2>/dev/null
+  # A trainer that exits at once on the notice's SIGTERM can end the loop before the
+  # watcher published the notice: ask once more, so a preemption never reads as an exit.
+  [ "$(curl -sf -m 2 -H 'Metadata-Flavor: Google' "$MD/instance/preempted" 2>/dev/null)" = TRUE ] && publish preempted TRUE
 fi
 publish phase uploading
 publish_progress
