@@ -26,6 +26,7 @@ import { observationSignal, preemptionNoticeSignal, setBudgetUpdate, setDeadline
 import { executionToken, resourceLabels, runKey } from './naming';
 import { deadlineMs } from './pricing';
 import { absorbRelease, next, ownerOf, type Command, type Context, type RunEvent } from './run/machine';
+import { resourceReleaseByMs } from './run/resource-limit';
 import { AttemptOutcome, initialState, Phase, record, TimelineKind, type RunState } from './run/state';
 import { budgetProblem, newDeadlineProblem } from './run/validators';
 import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
@@ -190,6 +191,7 @@ class Driver {
             labels: resourceLabels(owner, this.spec.labels),
             diskSizeGb: this.spec.resources.diskSizeGb,
             image: this.spec.image,
+            releaseBy: new Date(resourceReleaseByMs(this.state, this.spec, Date.now())).toISOString(),
             agent: {
               runId: this.state.runId,
               attempt: number,
