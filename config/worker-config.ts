@@ -24,6 +24,9 @@ const EnvSchema = z.object({
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
   STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),
   STERNA_OBSERVER_ON_START: z.enum(['true', 'false'], 'true or false').default('true'),
+  STERNA_REAPER_INTERVAL_SECONDS: z.coerce.number().int('whole seconds').min(10, 'seconds between reaper passes, at least 10 (default schedule: 300)').optional(),
+  STERNA_REAPER_GRACE_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds a resource is spared after its creation, at least 0').default(600),
+  STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
 });
 
 export interface GceConfig {
@@ -34,6 +37,8 @@ export interface GceConfig {
   serviceAccountEmail?: string;
   /** The emulator stands in for GCS with a directory: gs://bucket/x -> <dir>/bucket/x. */
   localBucketsDir?: string;
+  /** An unreleased VM powers off this long after its trainer exited (the agent's grace period). */
+  powerOffAfterSeconds?: number;
 }
 
 export interface WorkerConfig {
@@ -48,6 +53,8 @@ export interface WorkerConfig {
     /** Start the fleet observer of each backend when the worker starts (runs start it anyway). */
     startOnBoot: boolean;
   };
+  /** Set: the worker installs (or updates) the reaper's Schedule on start. */
+  reaper?: { intervalSeconds: number; graceSeconds: number };
 }
 
 export class WorkerConfigError extends Error {
@@ -72,9 +79,10 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
       project: e.STERNA_GCE_PROJECT ?? 'sterna-local',
       emulatorEndpoint: { host: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)), protocol: url.protocol === 'https:' ? 'https' : 'http' },
       localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
+      powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS,
     };
   } else if (e.STERNA_GCE_PROJECT) {
-    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT };
+    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT, powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS };
   }
   const gke = e.STERNA_GKE_KUBECONFIG ? { kubeconfig: e.STERNA_GKE_KUBECONFIG, namespace: e.STERNA_GKE_NAMESPACE } : undefined;
   if (!gce && !gke) {
@@ -88,5 +96,6 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     readsPerMinute: Math.max(1, Math.floor(e.STERNA_READ_QUOTA_PER_MINUTE * e.STERNA_OBSERVER_READ_SHARE)),
     startOnBoot: e.STERNA_OBSERVER_ON_START === 'true',
   };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer };
+  const reaper = e.STERNA_REAPER_INTERVAL_SECONDS === undefined ? undefined : { intervalSeconds: e.STERNA_REAPER_INTERVAL_SECONDS, graceSeconds: e.STERNA_REAPER_GRACE_SECONDS };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, reaper };
 }

@@ -8,6 +8,7 @@ import { Client } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { observerOptions, startObserver } from '../activities/fleet';
+import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildProviders } from './providers';
@@ -44,6 +45,11 @@ async function main(): Promise<void> {
       const { workflowId } = await startObserver(client, { taskQueue: config.taskQueue, backend: provider.backend, scope: provider.fleetScope(), options: observer, requester: 'worker' });
       console.log(`fleet observer ${workflowId}`);
     }
+  }
+  if (config.reaper) {
+    // Idempotent: every worker that starts with the setting (re)states the same Schedule.
+    const { scheduleId } = await installReaperSchedule(client, { taskQueue: config.taskQueue, ...config.reaper });
+    console.log(`reaper schedule ${scheduleId}: every ${config.reaper.intervalSeconds} s, grace ${config.reaper.graceSeconds} s`);
   }
   await worker.run();
   for (const provider of Object.values(providers)) provider?.close?.();

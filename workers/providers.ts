@@ -36,6 +36,7 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
     serviceAccountEmail: gce.serviceAccountEmail,
     storageUriForVm: gce.localBucketsDir ? localBucketMapper(gce.localBucketsDir) : undefined,
     pollIntervalMs,
+    powerOffAfterSeconds: gce.powerOffAfterSeconds,
   });
 }
 

@@ -7,6 +7,7 @@ import { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
+import { createReaperActivities } from '../activities/reaper';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -33,7 +34,11 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
-    activities: { ...createActivities(options.providers), ...createFleetActivities({ providers: options.providers, client, observer: options.observer }) },
+    activities: {
+      ...createActivities(options.providers),
+      ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
+      ...createReaperActivities({ providers: options.providers, client }),
+    },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,
     // Cancellation reaches an activity through its heartbeats; send them promptly.

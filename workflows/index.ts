@@ -6,3 +6,4 @@
  */
 export { trainingRun, type ContinuedRun } from './training-run';
 export { fleetObserver } from './fleet/observer';
+export { sternaReaper } from './reaper/reaper';

@@ -421,6 +421,7 @@ export class GceProvider implements ComputeProvider {
             lifecycle: gceLifecycle(instance.status),
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
+            createdAt: instance.creationTimestamp ?? undefined,
           });
         }
       }

@@ -497,6 +497,8 @@ export class GkeProvider implements ComputeProvider {
         agent: parseAgentValues(agentAnnotations(pod)),
         lastStartAt: toIso(pod.status?.startTime),
         lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
+        // The pod comes seconds after its Job; both are the attempt's.
+        createdAt: toIso(pod.metadata?.creationTimestamp),
       });
     }
     return resources;
