@@ -66,7 +66,7 @@ export interface ChaosResult {
   failures: Record<string, number>;
   /** The reused workflow id's second run. */
   reusedIdOutcome: Outcome;
-  /** From a run's end (terminate) to the reaper pass that deleted what it left. */
+  /** From a run's end (terminate) to the reaper's deletion of what it left. */
   orphanLifetime: Spread;
   reaped: number;
   /** Fault -> the runs sampled at the fault train again (or preemption -> replacement insert). */
@@ -160,7 +160,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const tasks: Promise<unknown>[] = [];
     let restarting = false;
     let cancelsInFlight = 0;
-    const t0 = Date.now();
+    const rampStart = Date.now();
+    let t0 = rampStart;
     const at = (ms: number, what: string, fn: () => Promise<void>) =>
       tasks.push(
         sleep(t0 + ms - Date.now())
@@ -168,14 +169,19 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
           .catch((err: unknown) => log(`${what} failed: ${(err as Error).message}`)),
       );
 
-    /** Up to five runs training now, with their steps: whose progress the recovery of a fault is timed by. */
+    /**
+     * Up to five runs whose VMs train now (from the emulator: no query that the fault may
+     * hold up), with the step each VM is at: a run has recovered once it has seen its VM
+     * train past that step.
+     */
     const sampleTraining = async () => {
+      const byKey = new Map(runs.filter((r) => r && r.terminatedAtMs === undefined).map((r) => [runKey(r.workflowId), r.workflowId]));
       const steps = new Map<string, number>();
-      for (const r of runs) {
+      for (const vm of await admin.instances().catch(() => [] as AdminInstanceView[])) {
+        const id = byKey.get(vm.labels[OwnerLabel.Run] ?? '');
+        const step = Number(vm.guestAttributes.sterna?.step);
+        if (id && vm.status === 'RUNNING' && vm.guestAttributes.sterna?.phase === 'training' && Number.isFinite(step)) steps.set(id, step);
         if (steps.size >= 5) break;
-        if (r.terminatedAtMs !== undefined) continue;
-        const s = await r.handle.query(statusQuery).catch(() => undefined);
-        if (s?.phase === 'training' && s.step !== undefined) steps.set(r.workflowId, s.step);
       }
       return steps;
     };
@@ -197,12 +203,17 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     // --- the runs ----------------------------------------------------------------------
     const rampMs = Math.min(120_000, Math.max(5_000, o.runs * 100));
     const stamp = Date.now().toString(36);
+    // Starts go out on schedule, not one after the other's answer: a loaded server must not stretch the ramp.
+    const starting: Promise<void>[] = [];
     for (let i = 0; i < o.runs; i++) {
-      await sleep(t0 + (i * rampMs) / o.runs - Date.now());
+      await sleep(rampStart + (i * rampMs) / o.runs - Date.now());
       const workflowId = `chaos-${stamp}-${i}`;
-      runs.push({ index: i, workflowId, handle: await client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }) });
+      starting.push(client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }).then((handle) => void (runs[i] = { index: i, workflowId, handle })));
     }
-    log(`started ${o.runs} runs in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    await Promise.all(starting);
+    log(`started ${o.runs} runs in ${((Date.now() - rampStart) / 1000).toFixed(0)} s; the fault window begins`);
+    // The fault window begins when every run has started.
+    t0 = Date.now();
 
     // --- the faults ----------------------------------------------------------------------
     for (const killAt of plan.workerKills) {
@@ -368,7 +379,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const passes = await client.workflow.count(`WorkflowType = 'sternaReaper'`).then((c) => c.count, () => undefined);
     log(`${passes ?? '?'} reaper passes; ${log$.length} deleted something`);
     for (const entry of log$) {
-      for (const r of entry.result.reaped) if (r.outcome === 'deleted' && r.workflowId) reapedAt.set(`${r.workflowId}/${r.ref.name}`, Date.parse(entry.result.at));
+      for (const r of entry.result.reaped) if (r.outcome === 'deleted' && r.workflowId) reapedAt.set(`${r.workflowId}/${r.ref.name}`, Date.parse(r.deletedAt ?? entry.result.at));
     }
     const lifetimes: number[] = [];
     for (const [key, atMs] of reapedAt) {
@@ -407,7 +418,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       trainSeconds,
       minutes: o.minutes,
       seed: o.seed,
-      wallSeconds: Math.round((tEnd - t0) / 1000),
+      wallSeconds: Math.round((tEnd - rampStart) / 1000),
       machine: machineLabel(),
       date: new Date(t0).toISOString(),
     };

@@ -121,6 +121,8 @@ export interface ReapedResource {
   ageSeconds: number;
   /** What the owner-checked release found (dry runs: none). */
   outcome?: 'deleted' | 'absent' | 'not-ours';
+  /** When the release returned (dry runs: none). */
+  deletedAt?: string;
 }
 
 export interface ReaperResult {

@@ -53,7 +53,8 @@ export async function sternaReaper(input: ReaperInput = {}): Promise<ReaperResul
       const batch = doomed.slice(i, i + DELETIONS_AT_ONCE);
       if (!dryRun) {
         const outcomes = await Promise.all(batch.map((r) => reaperDelete({ ref: r.ref, owner: r.owner })));
-        batch.forEach((r, k) => (r.outcome = outcomes[k].outcome));
+        const at = new Date().toISOString();
+        batch.forEach((r, k) => Object.assign(r, { outcome: outcomes[k].outcome, deletedAt: at }));
       }
       result.reaped.push(...batch);
     }
