@@ -343,6 +343,9 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     }
     const leaked = await leftovers();
     for (const vm of leaked) log(`leaked: ${vm.zone}/${vm.name} (${vm.status})`);
+    // The pass that deleted the last leftovers may still be running: its result is the record.
+    const recordedBy = Date.now() + 180_000;
+    while (Date.now() < recordedBy && (await client.workflow.count(`WorkflowType = 'sternaReaper' AND ExecutionStatus = 'Running'`).then((c) => c.count, () => 0)) > 0) await sleep(2000);
 
     // --- what happened --------------------------------------------------------------------
     const tEnd = Date.now();
