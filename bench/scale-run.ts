@@ -371,7 +371,7 @@ async function whyEnded(run: Tracked): Promise<string> {
   }
 }
 
-function failureName(err: unknown): string {
+export function failureName(err: unknown): string {
   let e: unknown = err;
   // WorkflowFailedError -> cause (ApplicationFailure with a type, CancelledFailure, ...).
   while (e && typeof e === 'object' && 'cause' in e && (e as { cause?: unknown }).cause) e = (e as { cause: unknown }).cause;
@@ -403,7 +403,7 @@ async function chainFacts(client: Client, run: Tracked): Promise<RunFacts> {
   return runFacts(run.workflowId, chain);
 }
 
-async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   await Promise.all(
@@ -422,7 +422,7 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
  * `compute.instances.preempted` and `compute.instances.insert` records, read through the
  * Compute API after the API counters were read, so they are not counted).
  */
-async function preemptionToInsert(endpoint: string, injected: TimedName[], sinceMs: number): Promise<{ preemptions: number; unreplaced: number; seconds: number[] }> {
+export async function preemptionToInsert(endpoint: string, injected: TimedName[], sinceMs: number): Promise<{ preemptions: number; unreplaced: number; seconds: number[] }> {
   const url = new URL(endpoint);
   const ops = new ZoneOperationsClient(gceClientOptions({ project: PROJECT, emulatorEndpoint: { host: url.hostname, port: Number(url.port), protocol: 'http' } }));
   const preempted = new Map<string, number>();
@@ -479,6 +479,6 @@ function usageOf(u: ProcessUsage | undefined, key: 'peakRssMb' | 'cpuSeconds'): 
   return u ? round(u[key], 1) : undefined;
 }
 
-function machineLabel(): string {
+export function machineLabel(): string {
   return `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${platform()} ${release()}, node ${process.version}`;
 }

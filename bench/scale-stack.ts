@@ -131,6 +131,8 @@ export interface WorkerSettings {
   observer: { startOnBoot: boolean; intervalSeconds?: number };
   /** V8 heap limit (MB): not default tuning, for memory experiments. */
   heapMb?: number;
+  /** More worker settings (e.g. STERNA_REAPER_*), for benchmarks that need them. */
+  extraEnv?: Record<string, string>;
 }
 
 /** One worker process as `npm run worker` starts it: default tuning unless `heapMb` is set. */
@@ -147,6 +149,7 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
     STERNA_OBSERVER_ON_START: String(s.observer.startOnBoot),
     STERNA_OBSERVER: s.observer.startOnBoot ? 'on' : 'off',
     ...(s.observer.intervalSeconds !== undefined ? { STERNA_OBSERVER_INTERVAL_SECONDS: String(s.observer.intervalSeconds) } : {}),
+    ...s.extraEnv,
   };
   // The benchmark's own tuning must not leak into "default tuning".
   delete env.STERNA_MAX_CONCURRENT_ACTIVITIES;
@@ -162,8 +165,9 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   }
 }
 
-export async function startTemporal(workDir: string): Promise<DevServer> {
-  const port = await freePort(0);
+/** The dev server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
+export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }): Promise<DevServer> {
+  const port = persistent?.port ?? (await freePort(0));
   if (port === undefined) throw new Error('no free port for the Temporal dev server');
-  return startDevServer({ port, headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000 });
+  return startDevServer({ port, headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile });
 }

@@ -5,6 +5,7 @@
  *   sterna validate examples/run.json
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
+ *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -20,6 +21,7 @@ import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
+import { addReaperCommands } from './reaper';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -169,6 +171,8 @@ program
   .description('print the commands that register Sterna\'s search attributes on a namespace')
   .option('--namespace <namespace>', 'the namespace', '<namespace>')
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
+
+addReaperCommands(program, connect);
 
 program
   .parseAsync()

@@ -49,6 +49,9 @@ const EnvSchema = z.object({
   STERNA_PRICE_REFRESH_HOURS: z.coerce.number().min(0, 'hours between price book refreshes, 0 to turn the scheduled refresh off').max(24 * 365).default(24),
   STERNA_BILLING_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   STERNA_BILLING_API_KEY: z.string().min(1).optional(),
+  STERNA_REAPER_INTERVAL_SECONDS: z.coerce.number().int('whole seconds').min(10, 'seconds between reaper passes, at least 10 (default schedule: 300)').optional(),
+  STERNA_REAPER_GRACE_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds a resource is spared after its creation, at least 0').default(600),
+  STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
 });
 
 export interface GceConfig {
@@ -61,6 +64,8 @@ export interface GceConfig {
   localBucketsDir?: string;
   /** Service account, scopes, network, external IP, Shielded VM of training VMs. */
   vmAccess?: VmAccess;
+  /** An unreleased VM powers off this long after its trainer exited (the agent's grace period). */
+  powerOffAfterSeconds?: number;
 }
 
 export interface Endpoint {
@@ -94,6 +99,8 @@ export interface WorkerConfig {
     enabled: boolean;
   };
   prices: PricesConfig;
+  /** Set: the worker installs (or updates) the reaper's Schedule on start. */
+  reaper?: { intervalSeconds: number; graceSeconds: number };
 }
 
 export class WorkerConfigError extends Error {
@@ -127,9 +134,10 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
       emulatorEndpoint: endpointOf(e.STERNA_GCE_ENDPOINT),
       localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
       vmAccess,
+      powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS,
     };
   } else if (e.STERNA_GCE_PROJECT) {
-    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT, vmAccess };
+    gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT, vmAccess, powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS };
   }
   const gke = e.STERNA_GKE_KUBECONFIG ? { kubeconfig: e.STERNA_GKE_KUBECONFIG, namespace: e.STERNA_GKE_NAMESPACE } : undefined;
   if (!gce && !gke) {
@@ -144,6 +152,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     startOnBoot: e.STERNA_OBSERVER === 'on' && e.STERNA_OBSERVER_ON_START === 'true',
     enabled: e.STERNA_OBSERVER === 'on',
   };
+  const reaper = e.STERNA_REAPER_INTERVAL_SECONDS === undefined ? undefined : { intervalSeconds: e.STERNA_REAPER_INTERVAL_SECONDS, graceSeconds: e.STERNA_REAPER_GRACE_SECONDS };
   const billingUrl = e.STERNA_BILLING_ENDPOINT ?? e.STERNA_GCE_ENDPOINT;
   const prices: PricesConfig = {
     source: e.STERNA_PRICES,
@@ -151,7 +160,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     billingEndpoint: billingUrl ? endpointOf(billingUrl) : undefined,
     apiKey: e.STERNA_BILLING_API_KEY,
   };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper };
 }
 
 function endpointOf(text: string): Endpoint {

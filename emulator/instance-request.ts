@@ -140,9 +140,11 @@ function terminationTimeMs(value: string, clock: ValidationClock): number {
   const field = 'resource.scheduling.terminationTime';
   const ms = RFC3339.test(value) ? Date.parse(value) : NaN;
   if (!Number.isFinite(ms)) throw invalidField(field, value, 'Must be a timestamp in RFC 3339 format, e.g. 2025-01-01T00:00:00Z.');
-  // Ahead of now in emulated seconds, so a fast emulated clock keeps GCE's bounds meaningful.
-  const ahead = ((ms - clock.nowMs) / 1000) * clock.timeFactor;
-  if (ahead < MIN_TIME_LIMIT_SECONDS || ahead > MAX_TIME_LIMIT_SECONDS) {
+  // The shortest limit ahead of now in emulated seconds, so a fast emulated clock keeps
+  // it meaningful; the longest in real seconds, as the timestamp is wall-clock time (a
+  // client bounding a VM by GCE's 120 days must not be refused by a fast clock).
+  const realAhead = (ms - clock.nowMs) / 1000;
+  if (realAhead * clock.timeFactor < MIN_TIME_LIMIT_SECONDS || realAhead > MAX_TIME_LIMIT_SECONDS) {
     throw invalidField(field, value, `The termination time must be between ${MIN_TIME_LIMIT_SECONDS} seconds and 120 days from now.`);
   }
   return ms;

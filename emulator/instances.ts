@@ -34,7 +34,7 @@ import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
 import type { SyntheticGuests } from './synthetic-guest';
 import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type GuestKind, type InstanceRecord, type OperationErrorItem, type OperationRecord } from './types';
-import { groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
+import { GUEST_BIN, groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
 import type { AccessTokens } from './secret-manager';
 
 export interface LifecycleTimings {
@@ -345,7 +345,8 @@ export class Instances {
     mkdirSync(tmp, { recursive: true });
     return {
       // The emulator's node and the usual tools; nothing else of the emulator's environment.
-      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
+      // The guest's own poweroff first: the host's must never be reached from a guest.
+      PATH: `${join(i.vm.dir, GUEST_BIN)}:${dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
       HOME: i.vm.dir,
       TMPDIR: tmp,
       LANG: 'C.UTF-8',
@@ -373,6 +374,7 @@ export class Instances {
         this.events.on(key, listener);
         return () => void this.events.off(key, listener);
       },
+      powerOff: () => this.guestPowerOff(i),
     };
     const start = async (port: number) => {
       const server = await MetadataServer.start(view, port);
@@ -621,7 +623,7 @@ export class Instances {
 
   private remove(i: InstanceRecord, now: number): void {
     const key = keyOf(i);
-    for (const prefix of ['boot', 'kill', 'exit', 'preempt', 'limit']) this.o.scheduler.cancel(`${prefix}:${key}`);
+    for (const prefix of ['boot', 'kill', 'exit', 'preempt', 'limit', 'poweroff']) this.o.scheduler.cancel(`${prefix}:${key}`);
     if (this.isSynthetic(i)) this.o.synthetic.kill(i, now);
     closeSegment(this.state, i, now);
     void this.metadataServers.get(key)?.close();
@@ -645,6 +647,28 @@ export class Instances {
     }
     this.o.log(`guest of ${keyOf(i)} exited (${i.vm.exitCode ?? 'no status'}); the VM stays RUNNING`);
     this.changed(i);
+    this.armSyntheticPowerOff(i);
+  }
+
+  /**
+   * The guest OS powered itself off: GCE stops the VM (STOPPING, then TERMINATED; a
+   * guest shutdown is not an API operation, and instanceTerminationAction does not apply).
+   */
+  guestPowerOff(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Running || !this.state.instances.includes(i)) return;
+    this.o.log(`guest of ${keyOf(i)} powered itself off`);
+    this.beginStop(i, StopReason.Stopped, this.o.timings.stopGraceSeconds);
+  }
+
+  /**
+   * As the agent does (activities/agent/sterna-agent.sh): once the trainer has exited, a
+   * synthetic guest powers off after `sterna-poweroff-after-seconds` (emulated) if the
+   * VM is still running then.
+   */
+  private armSyntheticPowerOff(i: InstanceRecord): void {
+    const grace = i.metadata['sterna-poweroff-after-seconds'];
+    if (!this.isSynthetic(i) || i.vm.exitedAtMs === undefined || grace === undefined || !/^\d+$/.test(grace)) return;
+    this.o.scheduler.at(`poweroff:${keyOf(i)}`, i.vm.exitedAtMs + this.o.clock.realMs(Number(grace)), () => this.guestPowerOff(i));
   }
 
   /** Notes a guest attribute change made by a synthetic guest (persisted, wakes metadata waiters). */
@@ -697,6 +721,7 @@ export class Instances {
           if (this.isSynthetic(i)) {
             // Its progress is a function of time: it catches up with what it did meanwhile.
             this.o.synthetic.adopt(i);
+            this.armSyntheticPowerOff(i);
           } else if (i.vm.pgid && i.vm.exitedAtMs === undefined && groupAlive(i.vm.pgid)) {
             await this.serveMetadata(i);
             this.o.log(`adopted ${keyOf(i)} (pgid ${i.vm.pgid}, metadata 127.0.0.1:${i.vm.metadataPort})`);

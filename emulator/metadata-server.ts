@@ -30,6 +30,8 @@ export interface MetadataView {
   accessToken?(): { access_token: string; expires_in: number; token_type: string };
   /** Subscribes to changes of the instance; returns the unsubscribe function. */
   onChange(listener: () => void): () => void;
+  /** The guest OS powered itself off (the emulator's stand-in for ACPI power-off). */
+  powerOff(): void;
 }
 
 type Tree = { [key: string]: Tree | string };
@@ -130,6 +132,11 @@ async function handle(view: MetadataView, req: IncomingMessage, res: ServerRespo
   const flavor = String(req.headers['metadata-flavor'] ?? '').toLowerCase() === 'google' || String(req.headers['x-google-metadata-request'] ?? '').toLowerCase() === 'true';
   if (!flavor || req.headers['x-forwarded-for']) {
     return reply(res, 403, 'Your client does not have permission to get URL from this server. Missing Metadata-Flavor:Google header.\n');
+  }
+  if (url.pathname === '/emulator/v1/guest/poweroff') {
+    if (req.method !== 'POST') return reply(res, 405, 'Method Not Allowed\n');
+    view.powerOff();
+    return reply(res, 200, '');
   }
   const prefix = '/computeMetadata/v1';
   if (!url.pathname.startsWith(`${prefix}/`) && url.pathname !== prefix) return reply(res, 404, 'Not Found\n');

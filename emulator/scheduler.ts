@@ -4,6 +4,8 @@
  * holds a process open, and every deadline lives in the state too, so a restarted
  * emulator re-arms what was pending.
  */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 export class Scheduler {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private closed = false;
@@ -14,6 +16,14 @@ export class Scheduler {
   at(key: string, atMs: number, fn: () => void): void {
     if (this.closed) return;
     this.cancel(key);
+    const delay = Math.max(0, atMs - Date.now());
+    // setTimeout fires at once beyond 2^31-1 ms (24.8 days); a VM time limit may be 120 days.
+    if (delay > MAX_TIMEOUT_MS) {
+      const hop = setTimeout(() => this.at(key, atMs, fn), MAX_TIMEOUT_MS);
+      hop.unref();
+      this.timers.set(key, hop);
+      return;
+    }
     const timer = setTimeout(() => {
       this.timers.delete(key);
       try {
@@ -21,7 +31,7 @@ export class Scheduler {
       } catch (err) {
         this.onError(err);
       }
-    }, Math.max(0, atMs - Date.now()));
+    }, delay);
     timer.unref();
     this.timers.set(key, timer);
   }

@@ -8,9 +8,10 @@
  *   <dir>/vm-boot.sh            the wrapper (the process group leader)
  *   <dir>/serial-port.log       stdout and stderr (served as serial port output)
  *   <dir>/startup-script.exit   the exit status, once the script has exited
+ *   <dir>/guest-bin/            the guest OS's `poweroff` and `shutdown` (first on PATH)
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const SERIAL_LOG = 'serial-port.log';
@@ -29,6 +30,17 @@ status=$?
 echo "$status" > ./${EXIT_FILE}.tmp && mv -f ./${EXIT_FILE}.tmp ./${EXIT_FILE}
 `;
 
+/** Directory of the guest's own commands, put first on its PATH. */
+export const GUEST_BIN = 'guest-bin';
+
+// A guest that powers itself off ends in ACPI power-off, and GCE then stops the VM. The
+// emulator's guest has no OS to do that: its poweroff asks the VM's host (the metadata
+// server's private endpoint) instead, and can never reach the machine running the emulator.
+const POWEROFF_SOURCE = `#!/bin/bash
+# Written by the Sterna GCE emulator: the guest OS's power-off, as the VM's host sees it.
+exec curl -sf -X POST -H 'Metadata-Flavor: Google' "http://\${GCE_METADATA_HOST}/emulator/v1/guest/poweroff" >/dev/null
+`;
+
 export interface SpawnedVm {
   pid: number;
   pgid: number;
@@ -38,6 +50,8 @@ export interface SpawnedVm {
 export function startVm(dir: string, startupScript: string, env: Record<string, string>): SpawnedVm {
   writeFileSync(join(dir, SCRIPT), startupScript, { mode: 0o755 });
   writeFileSync(join(dir, WRAPPER), WRAPPER_SOURCE, { mode: 0o755 });
+  mkdirSync(join(dir, GUEST_BIN), { recursive: true });
+  for (const command of ['poweroff', 'shutdown', 'halt']) writeFileSync(join(dir, GUEST_BIN, command), POWEROFF_SOURCE, { mode: 0o755 });
   const log = openSync(join(dir, SERIAL_LOG), 'a');
   try {
     const child = spawn('bash', [join(dir, WRAPPER)], { cwd: dir, env, detached: true, stdio: ['ignore', log, log] });

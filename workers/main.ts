@@ -10,6 +10,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { observerOptions, startObserver } from '../activities/fleet';
 import { startPriceBook } from '../activities/pricing';
 import { sternaDataConverter } from '../config/data-converter';
+import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildBillingCatalog, priceBookSettings } from './pricing';
@@ -54,6 +55,11 @@ async function main(): Promise<void> {
   // A worker starting refreshes the book with its settings (and starts it if need be).
   const book = await startPriceBook(client, { taskQueue: config.taskQueue, settings: priceBookSettings(config.prices), requester: 'worker', signal: true });
   console.log(`price book ${book} (${config.prices.source}, ${config.prices.refreshSeconds > 0 ? `refreshed every ${config.prices.refreshSeconds / 3600} h` : 'scheduled refresh off'})`);
+  if (config.reaper) {
+    // Idempotent: every worker that starts with the setting (re)states the same Schedule.
+    const { scheduleId } = await installReaperSchedule(client, { taskQueue: config.taskQueue, ...config.reaper });
+    console.log(`reaper schedule ${scheduleId}: every ${config.reaper.intervalSeconds} s, grace ${config.reaper.graceSeconds} s`);
+  }
   await worker.run();
   for (const provider of Object.values(providers)) provider?.close?.();
   await connection.close();

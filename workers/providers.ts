@@ -37,6 +37,7 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
     vmAccess: gce.vmAccess,
     storageUriForVm: gce.localBucketsDir ? localBucketMapper(gce.localBucketsDir) : undefined,
     pollIntervalMs,
+    powerOffAfterSeconds: gce.powerOffAfterSeconds,
   });
 }
 

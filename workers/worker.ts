@@ -12,6 +12,7 @@ import { createFleetActivities, type ObserverOptions } from '../activities/fleet
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
+import { createReaperActivities } from '../activities/reaper';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -47,6 +48,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createActivities(options.providers, options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
       ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
+      ...createReaperActivities({ providers: options.providers, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,

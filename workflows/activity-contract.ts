@@ -55,6 +55,11 @@ export interface ProvisionRequest {
   diskSizeGb: number;
   /** Container image for GKE (and container-optimised VMs); absent means run on the host. */
   image?: string;
+  /**
+   * ISO time after which the resource stops by itself even if nothing releases it
+   * (run/resource-limit.ts); absent: the provider's longest limit.
+   */
+  releaseBy?: string;
 }
 
 export interface ProvisionResult {

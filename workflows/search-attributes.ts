@@ -11,6 +11,10 @@ export const SternaAccelerator = defineSearchAttributeKey('SternaAccelerator', S
 export const SternaCostUsd = defineSearchAttributeKey('SternaCostUsd', SearchAttributeType.DOUBLE);
 export const SternaPreemptions = defineSearchAttributeKey('SternaPreemptions', SearchAttributeType.INT);
 export const SternaTeam = defineSearchAttributeKey('SternaTeam', SearchAttributeType.KEYWORD);
+/** The run's current attempt number: the reaper deletes an older attempt's leftover, never this one. */
+export const SternaAttempt = defineSearchAttributeKey('SternaAttempt', SearchAttributeType.INT);
+/** On a reaper pass: the resources it deleted (`<backend>/<zone>/<name>`). */
+export const SternaReaped = defineSearchAttributeKey('SternaReaped', SearchAttributeType.KEYWORD_LIST);
 
 export const sternaSearchAttributes = [
   SternaPhase,
@@ -19,14 +23,16 @@ export const sternaSearchAttributes = [
   SternaCostUsd,
   SternaPreemptions,
   SternaTeam,
+  SternaAttempt,
+  SternaReaped,
 ] as const;
 
-/** `Name=Type` pairs, as `temporal server start-dev --search-attribute` expects them. */
-export function searchAttributeFlags(): string[] {
-  return sternaSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=${key.type}`]);
-}
-
 const CLI_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', DOUBLE: 'Double', INT: 'Int', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
+
+/** `Name=Type` pairs, as `temporal server start-dev --search-attribute` expects them (it refuses `KEYWORD_LIST`). */
+export function searchAttributeFlags(): string[] {
+  return sternaSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=${CLI_TYPE_NAMES[key.type] ?? key.type}`]);
+}
 
 /**
  * The `temporal operator search-attribute create` lines that register the list on a

@@ -137,7 +137,7 @@ class Driver {
     const attempt = this.state.attempts[number - 1];
     try {
       const result = await this.acts.provision.provision.executeWithOptions({ summary: provisionSummary(attempt.offer) }, [
-        provisionRequest(this.spec, this.state, attempt, ownerOf(this.context(), number)),
+        provisionRequest(this.spec, this.state, attempt, ownerOf(this.context(), number), Date.now()),
       ]);
       attempt.ref = result.ref;
       return { kind: 'provisioned', attempt: number, startedAt: result.window.startedAt, adopted: result.adopted };

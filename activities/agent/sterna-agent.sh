@@ -313,4 +313,16 @@ upload_new_checkpoints
 [ "$stopping" = 1 ] && log "stopped by SIGTERM; trainer exited $code"
 publish exit "$code"
 publish phase exited
+
+# On a VM, the run's release deletes it. If no release comes (the run's workflow is
+# gone), power off after a grace period so the VM stops paying; a release or stop
+# meanwhile (SIGTERM) simply ends the agent. In a pod, the agent's exit ends the pod.
+grace="$(attr sterna-poweroff-after-seconds)"
+if [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] && [ "$stopping" = 0 ] && [[ "$grace" =~ ^[0-9]+$ ]]; then
+  trap 'exit 0' TERM INT
+  sleep "$grace" &
+  wait $!
+  log "no release came within $grace s of the trainer's exit: powering the VM off"
+  poweroff || shutdown -h now
+fi
 exit 0

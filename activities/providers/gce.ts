@@ -68,6 +68,11 @@ export interface GceProviderOptions {
   insertTimeoutMs?: number;
   /** Maps storage URIs for the VM (the emulator serves gs:// buckets from a directory). */
   storageUriForVm?: (uri: string) => string;
+  /**
+   * The agent powers its VM off this long after its trainer exited if no release has
+   * come by then (600 s by default): a VM whose run is gone stops paying on its own.
+   */
+  powerOffAfterSeconds?: number;
 }
 
 const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS', 'RESOURCE_POOL_EXHAUSTED']);
@@ -82,6 +87,10 @@ const WAIT_TIMEOUT_MS = 150_000;
 const FLEET_FILTER = 'labels.sterna-run:*';
 /** The metadata attribute holding the run's workflow id (activities/agent/script.ts). */
 const RUN_ID_ATTRIBUTE = 'sterna-run-id';
+/** GCE's bounds on `scheduling.terminationTime`, ahead of now: 30 s (40, for the request's way) to 120 days. */
+const MIN_TIME_LIMIT_MS = 40_000;
+const MAX_TIME_LIMIT_MS = 120 * 24 * 3600 * 1000;
+const DEFAULT_POWER_OFF_AFTER_SECONDS = 600;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
@@ -224,18 +233,27 @@ export class GceProvider implements ComputeProvider {
       resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
     };
     // Guest attributes are how the agent reports; GCE enables them per instance.
-    const metadata = { 'startup-script': agentScript(), 'enable-guest-attributes': 'TRUE', ...agentAttributes(agent) };
+    const metadata = {
+      'startup-script': agentScript(),
+      'enable-guest-attributes': 'TRUE',
+      ...agentAttributes(agent),
+      'sterna-poweroff-after-seconds': String(this.options.powerOffAfterSeconds ?? DEFAULT_POWER_OFF_AFTER_SECONDS),
+    };
     const spot = offer.provisioningModel === 'SPOT';
+    const limit = { terminationTime: terminationTime(request.releaseBy, Date.now()) };
     return {
       name: request.name,
       machineType: `zones/${offer.zone}/machineTypes/${offer.machineType}`,
       labels: request.labels,
       metadata: { items: Object.entries(metadata).map(([key, value]) => ({ key, value })) },
       // GPUs cannot live-migrate: GCE rejects GPU VMs without onHostMaintenance TERMINATE.
-      // Spot VMs STOP on preemption (not DELETE) so the ledger can read lastStopTimestamp.
+      // The time limit stops paying for a VM nothing released. One instanceTerminationAction
+      // serves both preemption and the time limit: spot VMs STOP (the ledger reads a
+      // preempted VM's lastStopTimestamp; a stopped VM bills only its disk, which the
+      // reaper deletes), on-demand VMs are DELETEd at their limit.
       scheduling: spot
-        ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false }
-        : { provisioningModel: 'STANDARD', onHostMaintenance: 'TERMINATE', automaticRestart: false },
+        ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit }
+        : { provisioningModel: 'STANDARD', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit },
       guestAccelerators: this.options.prices.hasBuiltInAccelerators(offer.machineType)
         ? []
         : [{ acceleratorType: `zones/${offer.zone}/acceleratorTypes/${offer.accelerator}`, acceleratorCount: offer.acceleratorCount }],
@@ -419,6 +437,7 @@ export class GceProvider implements ComputeProvider {
             lifecycle: gceLifecycle(instance.status),
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
+            createdAt: instance.creationTimestamp ?? undefined,
           });
         }
       }
@@ -452,6 +471,16 @@ export class GceProvider implements ComputeProvider {
     );
     return refs.filter((r) => preemptedTargets.has(`${r.zone}/${r.name}`));
   }
+}
+
+/**
+ * `scheduling.terminationTime` for a VM created now: the run's `releaseBy`, within what
+ * GCE accepts (a retried create may come after it; the VM then lives 40 s).
+ */
+export function terminationTime(releaseBy: string | undefined, nowMs: number): string {
+  const wanted = releaseBy === undefined ? Number.NaN : Date.parse(releaseBy);
+  const at = Number.isFinite(wanted) ? Math.min(Math.max(wanted, nowMs + MIN_TIME_LIMIT_MS), nowMs + MAX_TIME_LIMIT_MS) : nowMs + MAX_TIME_LIMIT_MS;
+  return new Date(at).toISOString();
 }
 
 function abortIfAsked(signal: AbortSignal | undefined): void {

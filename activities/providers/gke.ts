@@ -90,6 +90,18 @@ export interface GkeProviderOptions {
   storageUriForVm?: (uri: string) => string;
 }
 
+/** A finished Job (and its pod) is deleted this long after it ended, if no release came. */
+const FINISHED_JOB_TTL_SECONDS = 3600;
+/** No releaseBy: the same longest bound as GCE's (120 days). */
+const MAX_ACTIVE_DEADLINE_SECONDS = 120 * 24 * 3600;
+
+/** `activeDeadlineSeconds` for a Job created now (counted from its start): until `releaseBy`, at least 30 s. */
+export function activeDeadlineSeconds(releaseBy: string | undefined, nowMs: number): number {
+  const wanted = releaseBy === undefined ? Number.NaN : Date.parse(releaseBy);
+  if (!Number.isFinite(wanted)) return MAX_ACTIVE_DEADLINE_SECONDS;
+  return Math.min(MAX_ACTIVE_DEADLINE_SECONDS, Math.max(30, Math.ceil((wanted - nowMs) / 1000)));
+}
+
 /** A watch that connected this long ago has replayed the existing pods (they come first, at once). */
 const WATCH_SETTLE_MS = 2000;
 /** The environment variable carrying the run's workflow id (agentAttributes' `sterna-run-id`). */
@@ -329,6 +341,10 @@ export class GkeProvider implements ComputeProvider {
       spec: {
         // The workflow owns retries and zone failover; the Job runs its pod once.
         backoffLimit: 0,
+        // Bounded even if nothing releases it: the Job controller stops its pod at the
+        // run's limit, and a finished Job goes (long after the run has read how it ended).
+        activeDeadlineSeconds: activeDeadlineSeconds(request.releaseBy, Date.now()),
+        ttlSecondsAfterFinished: FINISHED_JOB_TTL_SECONDS,
         podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] }] },
         template: {
           metadata: { labels },
@@ -510,6 +526,8 @@ export class GkeProvider implements ComputeProvider {
         agent: parseAgentValues(agentAnnotations(pod)),
         lastStartAt: toIso(pod.status?.startTime),
         lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
+        // The pod comes seconds after its Job; both are the attempt's.
+        createdAt: toIso(pod.metadata?.creationTimestamp),
       });
     }
     return resources;

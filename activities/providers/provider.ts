@@ -25,6 +25,8 @@ export interface FleetResource {
   agent?: AgentValues;
   lastStartAt?: string;
   lastStopAt?: string;
+  /** When the resource was created (the reaper's grace period counts from it). */
+  createdAt?: string;
 }
 
 export interface ComputeProvider {

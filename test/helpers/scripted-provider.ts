@@ -123,6 +123,7 @@ export class ScriptedProvider implements ComputeProvider {
         workflowId: vm.request.agent.runId,
         lifecycle: this.snapshotOf(vm).lifecycle as FleetResource['lifecycle'],
         lastStartAt: vm.startedAt,
+        createdAt: vm.startedAt,
       }));
   }
 

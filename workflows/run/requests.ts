@@ -8,6 +8,7 @@ import { resourceLabels, runKey, type Owner } from '../naming';
 import { deadlineMs } from '../pricing';
 import { specWarnings, type RunSpec } from '../spec';
 import type { Backend, Offer } from '../types';
+import { resourceReleaseByMs } from './resource-limit';
 import { initialState, record, TimelineKind, type Attempt, type RunState } from './state';
 
 export function capacityRequest(spec: RunSpec): { backend: Backend; request: CapacityRequest } {
@@ -18,7 +19,8 @@ export function capacityRequest(spec: RunSpec): { backend: Backend; request: Cap
   };
 }
 
-export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attempt, owner: Owner): ProvisionRequest {
+/** `nowMs` bounds the resource's own lifetime (its VM-side limit, resource-limit.ts). */
+export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attempt, owner: Owner, nowMs: number): ProvisionRequest {
   return {
     name: attempt.ref.name,
     offer: attempt.offer,
@@ -26,6 +28,7 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
     labels: resourceLabels(owner, spec.labels),
     diskSizeGb: spec.resources.diskSizeGb,
     image: spec.image,
+    releaseBy: new Date(resourceReleaseByMs(state, spec, nowMs)).toISOString(),
     agent: {
       runId: state.runId,
       attempt: attempt.attempt,

@@ -4,7 +4,7 @@
  */
 import type { Attempt, AttemptOutcome, Phase, RunState, TimelineEvent } from './state';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { SternaAccelerator, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
+import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import type { RunPrices } from './prices';
@@ -148,7 +148,7 @@ export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number
     { key: SternaPhase, value: state.phase },
     { key: SternaPreemptions, value: state.preemptions },
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
-    ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }] : []),
+    ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
     ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
   ];
 }
