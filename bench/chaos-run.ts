@@ -12,6 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { useEphemeralKeyIfNone } from '../config/codec-keys';
+import { sternaDataConverter } from '../config/data-converter';
 import { readTraceFile } from '../config/spot-trace';
 import { quotaMetric, regionOfZone, zonesWith } from '../config/catalog';
 import type { DevServer } from '../config/dev-server';
@@ -109,6 +111,8 @@ export function chaosSpec(checkpointEvery: number): RunSpecInput {
 }
 
 export async function runChaosBench(o: ChaosOptions, log: (line: string) => void): Promise<ChaosResult> {
+  // The worker it spawns inherits this key when none is configured (as bench:scale does).
+  useEphemeralKeyIfNone();
   const windowMs = o.minutes * 60_000;
   const trainSeconds = Math.round(o.trainSeconds ?? Math.max(30, 0.4 * o.minutes * 60));
   const checkpointEvery = Math.max(5, Math.round(trainSeconds / 10));
@@ -149,7 +153,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     worker = await startWorker();
     log(`worker pid ${worker.pid} on ${taskQueue}; reaper every ${o.reaperIntervalSeconds} s, grace ${o.reaperGraceSeconds} s`);
     connection = await Connection.connect({ address: temporal.address });
-    const client = new Client({ connection, namespace: temporal.namespace });
+    // Payloads are encrypted as in production: the client must decode what the worker wrote.
+    const client = new Client({ connection, namespace: temporal.namespace, dataConverter: sternaDataConverter() });
     for (const rule of BACKGROUND_FAULTS) await admin.injectFault(rule);
 
     const plan = faultPlan(o.runs, windowMs, o.outageSeconds, o.seed);
