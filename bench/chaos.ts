@@ -7,6 +7,7 @@
  * trace-driven preemptions and terminated runs; then the reaper. See bench/README.md.
  */
 import { Command } from 'commander';
+import { runBenchCli } from './cli';
 import { seconds, wholeNumber, ScaleOptionError } from './scale-options';
 import { DEFAULT_TRACE, runChaosBench, type ChaosOptions, type ChaosResult } from './chaos-run';
 
@@ -80,15 +81,4 @@ async function main(): Promise<void> {
   if (options.json) console.log(JSON.stringify(result));
 }
 
-if (require.main === module) {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      console.error(`bench:chaos: ${signal}: exiting; the worker, emulator and dev server stop with it`);
-      process.exit(130);
-    });
-  }
-  main().catch((err: Error) => {
-    console.error(`bench:chaos: ${err instanceof ScaleOptionError ? err.message : (err.stack ?? err.message)}`);
-    process.exitCode = 2;
-  });
-}
+if (require.main === module) runBenchCli('bench:chaos', main);

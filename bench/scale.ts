@@ -7,7 +7,8 @@
  * preemption -> replacement insert latency. See bench/README.md.
  */
 import { Command } from 'commander';
-import { parseScaleOptions, ScaleOptionError, type ScaleFlags } from './scale-options';
+import { runBenchCli } from './cli';
+import { parseScaleOptions, type ScaleFlags } from './scale-options';
 import { formatScaleReport, scaleJson } from './scale-report';
 import { runScaleBench } from './scale-run';
 
@@ -36,15 +37,4 @@ async function main(): Promise<void> {
   if (options.json) console.log(scaleJson(result));
 }
 
-// The children are process groups that a guard ends when this process dies (config/process-guard.ts).
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    console.error(`bench:scale: ${signal}: exiting; the worker, emulator and dev server stop with it`);
-    process.exit(130);
-  });
-}
-
-main().catch((err: Error) => {
-  console.error(`bench:scale: ${err instanceof ScaleOptionError ? err.message : (err.stack ?? err.message)}`);
-  process.exitCode = 2;
-});
+runBenchCli('bench:scale', main);
