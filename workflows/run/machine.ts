@@ -11,6 +11,7 @@
 import type { UnpricedZone } from '../activity-contract';
 import { actionOf, decideAuto, offersFor } from '../auto-policy';
 import { FailureType } from '../failures';
+import { DEFAULT_FLEET_SETTINGS } from '../fleet/contract';
 import type { ResourceObservation } from '../messages';
 import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
@@ -78,13 +79,11 @@ export const POLICY_CHECK_SECONDS = 300;
 export const NO_CAPACITY_BACKOFF_MS = 30_000;
 /**
  * The observer promises each run a signal at least every `quietSeconds` (its
- * maxSilenceSeconds, carried in every signal; this when a signal did not say). It counts
- * as alive for twice that after its last signal, and while it is alive the run never
- * looks itself: at thousands of runs, any per-run look cadence is what exceeds the
+ * maxSilenceSeconds, carried in every signal; its default when a signal did not say). It
+ * counts as alive for twice that after its last signal, and while it is alive the run
+ * never looks itself: at thousands of runs, any per-run look cadence is what exceeds the
  * project's read quota.
- */
-export const OBSERVER_QUIET_SECONDS = 300;
-/**
+ *
  * Once the observer has fallen silent (it died, or was terminated), the run looks for itself
  * at most this often, and asks for the observer again: a dead observer delays a run but
  * never loses it. A run that has not heard the observer yet looks every `pollSeconds`.
@@ -340,7 +339,7 @@ function shouldContinueAsNew(state: RunState, context: Context): boolean {
 /** While an attempt stages or trains: ask for the observer, look when it is silent, ask the policy, wait. */
 function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context): Command {
   const now = context.nowMs;
-  const aliveMs = 2 * (state.observerQuietSeconds ?? OBSERVER_QUIET_SECONDS) * 1000;
+  const aliveMs = 2 * (state.observerQuietSeconds ?? DEFAULT_FLEET_SETTINGS.maxSilenceSeconds) * 1000;
   const observerAlive = state.observerHeardAt !== undefined && now - state.observerHeardAt < aliveMs;
   if (context.asksObserver && !observerAlive && (state.observerAskedAt === undefined || now - state.observerAskedAt >= aliveMs)) {
     state.observerAskedAt = now;
