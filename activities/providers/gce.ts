@@ -410,7 +410,7 @@ export class GceProvider implements ComputeProvider {
     return ops.length > 0;
   }
 
-  async release({ ref, owner, createMayBeInFlight }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
+  async release({ ref, owner, createMayBeInFlight, startedAt }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
     let instance = await this.getInstance(ref);
     // A create whose outcome is unknown may still land: watch for it until its deadline.
     const settledBy = createMayBeInFlight ? Date.now() + this.insertTimeoutMs + this.pollMs : 0;
@@ -419,7 +419,7 @@ export class GceProvider implements ComputeProvider {
       await sleep(this.pollMs);
       instance = await this.getInstance(ref);
     }
-    if (!instance) return { outcome: ReleaseOutcome.Absent };
+    if (!instance) return { outcome: ReleaseOutcome.Absent, stoppedAt: startedAt ? await this.stoppedSince(ref, startedAt) : undefined };
     if (!isOwnedBy(instance.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
     const window: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: instance.lastStartTimestamp ?? undefined };
     const alreadyStopped = instance.status === 'TERMINATED' || instance.status === 'SUSPENDED';
@@ -432,6 +432,26 @@ export class GceProvider implements ComputeProvider {
       window.stoppedAt = instance.lastStopTimestamp ?? new Date().toISOString();
     }
     return window;
+  }
+
+  /**
+   * When an instance that ran from `startedAt` stopped, by GCE's own record: the end of
+   * the first stop, preemption or delete operation on it since then (undefined if none).
+   * A release retried after its delete landed reads this instead of calling it `now`.
+   */
+  private async stoppedSince(ref: ResourceRef, startedAt: string): Promise<string | undefined> {
+    const { project } = this.options;
+    const since = Date.parse(startedAt);
+    const filter = '(operationType = "delete") OR (operationType = "stop") OR (operationType = "compute.instances.preempted")';
+    return this.api(`operations on ${ref.name}`, async () => {
+      let first: number | undefined;
+      for await (const op of this.operations.listAsync({ project, zone: ref.zone, filter }, NO_AUTOPAGINATE)) {
+        const end = Date.parse(op.endTime ?? '');
+        if (!op.targetLink?.endsWith(`/instances/${ref.name}`) || op.status !== 'DONE' || op.error || !(end >= since)) continue;
+        first = Math.min(first ?? end, end);
+      }
+      return first === undefined ? undefined : new Date(first).toISOString();
+    });
   }
 
   async listRunResources(runId: string): Promise<ResourceRef[]> {
