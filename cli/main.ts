@@ -6,6 +6,7 @@
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
+ *   sterna zones [--json]
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -22,6 +23,7 @@ import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../wor
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { addReaperCommands } from './reaper';
+import { addZonesCommand } from './zones';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -173,6 +175,7 @@ program
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 addReaperCommands(program, connect);
+addZonesCommand(program, connect);
 
 program
   .parseAsync()
