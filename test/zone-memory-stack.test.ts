@@ -13,7 +13,12 @@ import { zonePrior, type ZoneMemory } from '../workflows/zones/memory';
 import type { ZoneRow } from '../cli/zones';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
-import { testServerAddress } from './helpers/temporal';
+import { testServerAddress, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { observerOptions } from '../activities/fleet';
+import { createSternaWorker } from '../workers/worker';
+import { statusQuery } from '../workflows/messages';
+import { runKey } from '../workflows/naming';
+import type { trainingRun } from '../workflows/training-run';
 
 const cli = join(__dirname, '..', 'cli', 'main.js');
 
@@ -80,5 +85,45 @@ describe('zone memory across runs (dev server + emulator)', function () {
     assert.deepEqual(Object.keys(a!).sort(), ['accelerator', 'inCooldown', 'lastStockout', 'medianSpotLifetimeHours', 'model', 'preemptionsPerHour', 'zone']);
     assert.equal(a!.inCooldown, true);
     assert.equal(a!.lastStockout, zonePrior(memory, key, Date.now()).lastStockoutAt);
+  });
+
+  it('the fleet observer tells the memory of a preemption its run can no longer tell, with how long the VM ran', async () => {
+    // A worker that keeps an observer, on its own task queue (so its own zone memory).
+    const taskQueue = uniqueTaskQueue('zones-observer');
+    const worker = await createSternaWorker({
+      connection: stack.env.nativeConnection,
+      namespace: stack.env.namespace,
+      taskQueue,
+      providers: { gce: stack.provider },
+      observer: observerOptions({ settings: { intervalSeconds: 1 }, watchSeconds: 10, idleExitSeconds: 600 }),
+      workflowBundle: await workflowBundle(require.resolve('../workflows')),
+    });
+    const running = worker.run();
+    try {
+      const spec = exampleSpec({ command: ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '100000', '--step-ms', '25'] });
+      const run = await stack.env.client.workflow.start<typeof trainingRun>('trainingRun', { taskQueue, workflowId: `${taskQueue}-run`, args: [spec] });
+      const training = await eventually('the run training', async () => {
+        const s = await run.query(statusQuery);
+        return s.phase === 'training' ? s : undefined;
+      }, 120_000);
+      const [vm] = await stack.provider.listRunResources(runKey(run.workflowId));
+      // The run is gone (as after `temporal workflow terminate`): only the observer can tell.
+      await run.terminate('zone memory test: a run that cannot tell');
+      await stack.emulator.preempt(vm.zone, vm.name);
+
+      const memoryId = zoneMemoryWorkflowId(taskQueue, 'gce', PROJECT);
+      const accelerator = training.ledger[0].accelerator.split(' ')[0];
+      const prior = await eventually('the observer\'s preemption in the zone memory', async () => {
+        const p = zonePrior(await readZoneMemory(stack.env.client, memoryId), { zone: vm.zone, accelerator, model: 'SPOT' }, Date.now());
+        return p.preemptions > 0 ? p : undefined;
+      }, 120_000);
+      assert.ok(prior.preemptions > 0.99 && prior.preemptions <= 1, `counted once: ${prior.preemptions}`);
+      assert.ok(prior.exposureHours > 0, 'the listing\'s last start and stop give the VM\'s lifetime');
+      assert.ok(prior.preemptionsPerHour! > 0);
+      assert.ok(Math.abs(prior.medianSpotLifetimeHours! - prior.exposureHours) < 1e-3 * prior.exposureHours, 'one lifetime: the median is it');
+    } finally {
+      worker.shutdown();
+      await running;
+    }
   });
 });

@@ -27,6 +27,9 @@ import {
   type ZoneMemory,
   type ZoneOutcome,
 } from '../workflows/zones/memory';
+import { fleetPreemptions } from '../activities/zones/from-fleet';
+import type { FleetMemory, WatchedResource } from '../activities/fleet/memory';
+import type { FleetResource } from '../activities/providers/provider';
 import { memoryFor, rankWithMemory, rememberedEvents, seededPolicyState } from '../workflows/zones/prior';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
@@ -248,5 +251,32 @@ describe('a run and the zone memory', () => {
       );
       assert.deepEqual(seededPolicyState(undefined, T0, T0).stats.zones, {});
     });
+  });
+});
+
+describe('the fleet observer and the zone memory', () => {
+  const ref = { backend: 'gce' as const, name: 'st-run-1-a1', zone: 'us-central1-a' };
+  const owner = { run: 'run-1', execution: 'e'.repeat(14), attempt: 1 };
+  const key = `${ref.zone}/${ref.name}`;
+  function fleet(preempted: boolean | undefined): FleetMemory {
+    const entry: WatchedResource = { ref, owner, lifecycle: 'terminated', preempted: preempted ?? false, agent: {}, absentLooks: 0 };
+    return { resources: preempted === undefined ? {} : { [key]: entry }, tokens: 0, tokensAtMs: T0 };
+  }
+  const listed = (extra: Partial<FleetResource>): FleetResource[] => [{ ref, owner, lifecycle: 'terminated', lastStartAt: new Date(T0).toISOString(), ...extra }];
+
+  it('tells each preemption once, as it is first seen, with how long the VM ran', () => {
+    const stopped = new Date(T0 + 2 * HOUR).toISOString();
+    assert.deepEqual(fleetPreemptions(fleet(false), fleet(true), listed({ accelerator: 'nvidia-l4', provisioningModel: 'SPOT', lastStopAt: stopped }), T0 + 3 * HOUR), [
+      { zone: ref.zone, accelerator: 'nvidia-l4', model: 'SPOT', kind: 'preempted', at: T0 + 2 * HOUR, resource: ref.name, lifetimeHours: 2 },
+    ]);
+    assert.equal(fleetPreemptions(fleet(undefined), fleet(true), listed({ accelerator: 'nvidia-l4' }), T0 + HOUR).length, 1, 'new to this observer and already preempted');
+    assert.deepEqual(fleetPreemptions(fleet(true), fleet(true), listed({ accelerator: 'nvidia-l4' }), T0 + HOUR), [], 'already told');
+    assert.deepEqual(fleetPreemptions(fleet(false), fleet(false), listed({ accelerator: 'nvidia-l4' }), T0 + HOUR), [], 'not preempted');
+  });
+
+  it('takes a VM still stopping (no stop recorded yet) to have run until now, and leaves one of unknown accelerator to its run', () => {
+    const [told] = fleetPreemptions(fleet(false), fleet(true), listed({ accelerator: 'nvidia-l4', lastStopAt: new Date(T0 - HOUR).toISOString() }), T0 + HOUR);
+    assert.equal(told.lifetimeHours, 1);
+    assert.deepEqual(fleetPreemptions(fleet(false), fleet(true), listed({}), T0 + HOUR), []);
   });
 });
