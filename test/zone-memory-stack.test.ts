@@ -9,11 +9,14 @@ import { join } from 'node:path';
 import { readZoneMemory } from '../activities/zones/client';
 import { rankOffers } from '../workflows/placement';
 import { zoneMemoryWorkflowId } from '../workflows/zones/contract';
-import { zonePrior, type ZoneMemory } from '../workflows/zones/memory';
+import { zonePrior, type ZoneMemory, type ZoneOutcome } from '../workflows/zones/memory';
 import type { ZoneRow } from '../cli/zones';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { testServerAddress, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { saveHistory } from './helpers/histories';
+import { zoneOutcomesSignal } from '../workflows/zones/messages';
+import type { zoneMemory } from '../workflows/zones/zone-memory';
 import { observerOptions } from '../activities/fleet';
 import { createSternaWorker } from '../workers/worker';
 import { statusQuery } from '../workflows/messages';
@@ -85,6 +88,39 @@ describe('zone memory across runs (dev server + emulator)', function () {
     assert.deepEqual(Object.keys(a!).sort(), ['accelerator', 'inCooldown', 'lastStockout', 'medianSpotLifetimeHours', 'model', 'preemptionsPerHour', 'zone']);
     assert.equal(a!.inCooldown, true);
     assert.equal(a!.lastStockout, zonePrior(memory, key, Date.now()).lastStockoutAt);
+
+    // Re-record with STERNA_RECORD_HISTORIES=test/histories (see replay-histories.test.ts).
+    const record = process.env.STERNA_RECORD_HISTORIES;
+    if (record) {
+      await saveHistory(join(record, 'zone-memory-run-tells-a-stockout.binpb'), first.workflowId);
+      await saveHistory(join(record, 'zone-memory-run-skips-the-zone.binpb'), second.workflowId);
+      await saveHistory(join(record, 'zone-memory-workflow.binpb'), memoryId);
+    }
+  });
+
+  it('keeps everything it was told across continue-as-new', async () => {
+    const workflowId = zoneMemoryWorkflowId(stack.taskQueue, 'gce', 'continue-as-new-test');
+    const now = Date.now();
+    // One stockout per signal, past the workflow's signals per run (500), over 100 zones.
+    const SIGNALS = 510;
+    for (let i = 0; i < SIGNALS; i++) {
+      await stack.env.client.workflow.signalWithStart<typeof zoneMemory, [ZoneOutcome[]]>('zoneMemory', {
+        workflowId,
+        taskQueue: stack.taskQueue,
+        args: [{}],
+        signal: zoneOutcomesSignal,
+        signalArgs: [[{ zone: `zone-${i % 100}`, accelerator: 'nvidia-l4', model: 'SPOT', kind: 'stockout', at: now, resource: `vm-${i}` }]],
+      });
+    }
+    const memory = await eventually(`all ${SIGNALS} stockouts in the memory`, async () => {
+      const m = await readZoneMemory(stack.env.client, workflowId);
+      return m.records.length === 100 && m.counted.length === SIGNALS ? m : undefined;
+    });
+    const told = memory.records.reduce((sum, r) => sum + zonePrior(memory, r, now).stockouts, 0);
+    assert.ok(Math.abs(told - SIGNALS) < 0.01, `${told} stockouts remembered`);
+    const latest = await stack.env.client.workflow.getHandle(workflowId).describe();
+    const { events } = await stack.env.client.workflow.getHandle(workflowId, latest.runId).fetchHistory();
+    assert.ok(events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId, 'the memory continued as new');
   });
 
   it('the fleet observer tells the memory of a preemption its run can no longer tell, with how long the VM ran', async () => {

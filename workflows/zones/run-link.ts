@@ -9,7 +9,8 @@ import type { ZoneActivities } from './contract';
 export const ZONE_MEMORY_PATCH = 'sterna-zone-memory';
 
 export function zoneMemoryActivities() {
-  return proxyActivities<ZoneActivities>({ startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumAttempts: 3 } });
+  // A worker built without the zone activities (NotFoundError) answers at once: no memory.
+  return proxyActivities<ZoneActivities>({ startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } });
 }
 
 /** Whether this run tells and reads the zone memory (false when replaying a run recorded before it did). */
