@@ -7,6 +7,7 @@
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
  *   sterna zones [--json]
+ *   sterna plan examples/run.json
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -22,6 +23,7 @@ import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
+import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
 import { addZonesCommand } from './zones';
 import { ExitCode, reportFailure } from './report';
@@ -176,6 +178,7 @@ program
 
 addReaperCommands(program, connect);
 addZonesCommand(program, connect);
+addPlanCommand(program, connect, readSpec);
 
 program
   .parseAsync()
