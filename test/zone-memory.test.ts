@@ -30,6 +30,7 @@ import {
 import { fleetPreemptions } from '../activities/zones/from-fleet';
 import type { FleetMemory, WatchedResource } from '../activities/fleet/memory';
 import type { FleetResource } from '../activities/providers/provider';
+import { zoneRow, zoneTable } from '../cli/zones';
 import { memoryFor, rankWithMemory, rememberedEvents, seededPolicyState } from '../workflows/zones/prior';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
@@ -278,5 +279,20 @@ describe('the fleet observer and the zone memory', () => {
     const [told] = fleetPreemptions(fleet(false), fleet(true), listed({ accelerator: 'nvidia-l4', lastStopAt: new Date(T0 - HOUR).toISOString() }), T0 + HOUR);
     assert.equal(told.lifetimeHours, 1);
     assert.deepEqual(fleetPreemptions(fleet(false), fleet(true), listed({}), T0 + HOUR), []);
+  });
+});
+
+describe('sterna zones', () => {
+  it('prints exactly the named keys, null where the memory has no figure, and a table with the same facts', () => {
+    const m = tell([outcome('stockout', T0, { resource: 'a' }), T0], [outcome('preempted', T0, { zone: 'us-east1-b', resource: 'b', lifetimeHours: 2 }), T0]);
+    const rows = zonePriors(m, T0 + 60_000).map(zoneRow);
+    assert.deepEqual(rows, [
+      { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: 'SPOT', lastStockout: new Date(T0).toISOString(), preemptionsPerHour: null, medianSpotLifetimeHours: null, inCooldown: true },
+      { zone: 'us-east1-b', accelerator: 'nvidia-l4', model: 'SPOT', lastStockout: null, preemptionsPerHour: 0.5, medianSpotLifetimeHours: 2, inCooldown: false },
+    ]);
+    const table = zoneTable(rows);
+    assert.deepEqual(table[0].split(/\s{2,}/), ['ZONE', 'ACCELERATOR', 'MODEL', 'LAST STOCKOUT', 'PREEMPTIONS/H', 'MEDIAN SPOT LIFETIME', 'COOLDOWN']);
+    assert.deepEqual(table[1].split(/\s{2,}/), ['us-central1-a', 'nvidia-l4', 'SPOT', new Date(T0).toISOString(), '-', '-', 'yes']);
+    assert.deepEqual(table[2].split(/\s{2,}/), ['us-east1-b', 'nvidia-l4', 'SPOT', '-', '0.50', '2.0 h', 'no']);
   });
 });
