@@ -88,6 +88,11 @@ describe('zone memory across runs (dev server + emulator)', function () {
     assert.deepEqual(Object.keys(a!).sort(), ['accelerator', 'inCooldown', 'lastStockout', 'medianSpotLifetimeHours', 'model', 'preemptionsPerHour', 'zone']);
     assert.equal(a!.inCooldown, true);
     assert.equal(a!.lastStockout, zonePrior(memory, key, Date.now()).lastStockoutAt);
+    // Without --project it finds every memory of the namespace (visibility may lag a moment).
+    await eventually('the memory in `sterna zones` without --project', async () => {
+      const all = JSON.parse(await sternaZones(stack, ['--json'])) as ZoneRow[];
+      return all.some((r) => r.zone === zoneA && r.accelerator === preferred.accelerator && r.model === 'SPOT' && r.inCooldown) ? all : undefined;
+    });
 
     // Re-record with STERNA_RECORD_HISTORIES=test/histories (see replay-histories.test.ts).
     const record = process.env.STERNA_RECORD_HISTORIES;
