@@ -492,6 +492,8 @@ export class GceProvider implements ComputeProvider {
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
             createdAt: instance.creationTimestamp ?? undefined,
+            accelerator: instance.guestAccelerators?.[0]?.acceleratorType?.split('/').pop() ?? undefined,
+            provisioningModel: instance.scheduling?.provisioningModel === 'SPOT' ? 'SPOT' : instance.scheduling?.provisioningModel === 'STANDARD' ? 'STANDARD' : undefined,
           });
         }
       }

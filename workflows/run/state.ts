@@ -4,6 +4,7 @@
  */
 import type { ZoneEvent } from '../placement';
 import type { RunPrices } from './prices';
+import type { ZoneMemory } from '../zones/memory';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
 
 export const Phase = {
@@ -142,6 +143,8 @@ export interface RunState {
   policyCheckAt?: number;
   /** The price book behind the last round of offers (absent before the first, and in older runs). */
   prices?: RunPrices;
+  /** The project's zone memory for the last round's zones, as read then (absent in older runs; workflows/zones). */
+  zoneMemory?: ZoneMemory;
 }
 
 /** The workflow keeps only the most recent events; the full story is in the history. */
