@@ -42,11 +42,15 @@ export function cutAtMs(attempt: Attempt): number | undefined {
 
 /**
  * A flex-start VM that stops without a preemption (GCE never preempts one) was stopped by
- * its run duration. This reads the provider's word first: a trainer that exited 0 on the
- * cut's SIGTERM is stopped, not finished.
+ * its run duration: a GCE VM outlives its trainer (it stays RUNNING), so one that stops
+ * was stopped, even if its trainer exited 0 on the cut's SIGTERM. A GKE pod ends with its
+ * agent instead, so there the agent's published exit decides (endingOf), and only a pod
+ * that lost its node without one was cut.
  */
 export function reachedRunDuration(attempt: Attempt, s: AgentSnapshot): boolean {
-  return isFlexStart(attempt.offer) && !s.preempted && (s.lifecycle === 'stopping' || s.lifecycle === 'terminated' || s.lifecycle === 'gone');
+  if (!isFlexStart(attempt.offer) || s.preempted) return false;
+  if (attempt.offer.backend === 'gke' && s.phase === 'exited' && s.exitCode !== undefined) return false;
+  return s.lifecycle === 'stopping' || s.lifecycle === 'terminated' || s.lifecycle === 'gone';
 }
 
 /** The status line of an attempt waiting for flex-start capacity, if it is. */
