@@ -79,6 +79,17 @@ export interface FlexTierInputs {
  * the price only: flex-start is never preempted, and the 7-day cap costs a changeover per
  * week of work at most.
  */
+/**
+ * While the deadline policy waits for spot (idle is free), flex-start is requested at the
+ * latest moment from which a full wait that ends empty-handed still leaves on-demand time
+ * to finish: within one policy step of it. Earlier, spot may come back; later, the
+ * policy's own move is on-demand.
+ */
+export function flexDueWhileWaiting(inputs: FlexTierInputs, stepSeconds: number): boolean {
+  const latestStartMs = inputs.deadlineMs - (inputs.maxWaitSeconds + 2 * inputs.changeoverSeconds + inputs.remainingWorkSeconds) * 1000;
+  return inputs.nowMs + stepSeconds * 1000 >= latestStartMs && flexBeatsOnDemand(inputs);
+}
+
 export function flexBeatsOnDemand(inputs: FlexTierInputs): boolean {
   const { flex, onDemand } = inputs;
   if (flex.pricePerHour >= onDemand.pricePerHour) return false;

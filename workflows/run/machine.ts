@@ -21,7 +21,7 @@ import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
-import { cutAtMs, flexBeatsOnDemand, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
+import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
@@ -447,16 +447,16 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Of
     const both = [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
     const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, both, nowMs));
     const decision = askPolicy(state, spec, round.offers, idle, nowMs);
+    const usable = (o: Offer) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs));
+    const chosen = offersFor(decision, ranked).find(usable);
+    const flex = decision.kind !== ActionKind.Spot ? flexTierChoice(state, spec, round.offers, chosen ?? cheapestOnDemand(ranked), usable, decision.kind === ActionKind.Idle, nowMs) : undefined;
+    if (flex) {
+      record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: flex-start in ${flex.zone} rather than ${decision.kind === ActionKind.Idle ? 'waiting for spot' : 'on-demand'} (cheaper, and the deadline holds after a full wait)`, zone: flex.zone, model: flex.provisioningModel });
+      return flex;
+    }
     if (decision.kind === ActionKind.Idle) {
       record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
       return undefined;
-    }
-    const usable = (o: Offer) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs));
-    const chosen = offersFor(decision, ranked).find(usable);
-    const flex = decision.kind === ActionKind.OnDemand && chosen ? flexTierChoice(state, spec, round.offers, chosen, usable, nowMs) : undefined;
-    if (flex) {
-      record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: flex-start in ${flex.zone} rather than on-demand (cheaper, and the deadline holds after a full wait)`, zone: flex.zone, model: flex.provisioningModel });
-      return flex;
     }
     if (chosen) record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: ${decision.kind} in ${decision.zone}`, zone: decision.zone, model: chosen.provisioningModel });
     return chosen;
@@ -472,14 +472,15 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Of
 
 /**
  * The flex-start tier of `auto` (a spec with `pricing.flexStart`): where the deadline
- * policy moves to on-demand, the cheapest usable flex-start offer goes instead when
- * run/flex-start.ts says it beats on-demand under the deadline.
+ * policy moves to on-demand, or waits for spot until the last moment a flex-start request
+ * can still fail and leave on-demand time, the cheapest usable flex-start offer goes
+ * instead when run/flex-start.ts says it beats on-demand under the deadline.
  */
-function flexTierChoice(state: RunState, spec: RunSpec, offers: readonly Offer[], onDemand: Offer, usable: (o: Offer) => boolean, nowMs: number): Offer | undefined {
-  if (!spec.pricing.flexStart) return undefined;
+function flexTierChoice(state: RunState, spec: RunSpec, offers: readonly Offer[], onDemand: Offer | undefined, usable: (o: Offer) => boolean, waitingForSpot: boolean, nowMs: number): Offer | undefined {
+  if (!spec.pricing.flexStart || !onDemand) return undefined;
   const flex = rankOffers(offers, state.zoneEvents, placementPolicy(state, spec, [ProvisioningModel.FlexStart], nowMs)).find(usable);
   if (!flex) return undefined;
-  const wins = flexBeatsOnDemand({
+  const inputs = {
     flex,
     onDemand,
     nowMs,
@@ -487,8 +488,14 @@ function flexTierChoice(state: RunState, spec: RunSpec, offers: readonly Offer[]
     remainingWorkSeconds: remainingWorkSeconds(state, spec) ?? 0,
     changeoverSeconds: CHANGEOVER_SECONDS,
     maxWaitSeconds: flexStartMaxWaitSeconds(spec),
-  });
+  };
+  const wins = waitingForSpot ? flexDueWhileWaiting(inputs, POLICY_CHECK_SECONDS) : flexBeatsOnDemand(inputs);
   return wins ? flex : undefined;
+}
+
+/** The on-demand price flex-start is weighed against: the cheapest acceptable on-demand offer. */
+function cheapestOnDemand(ranked: readonly Offer[]): Offer | undefined {
+  return ranked.find((o) => o.provisioningModel === ProvisioningModel.OnDemand);
 }
 
 function autoPolicyApplies(state: RunState, spec: RunSpec): boolean {
