@@ -8,6 +8,7 @@ import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaPhase, SternaPre
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import type { RunPrices } from './prices';
+import { waitingFor } from './flex-start';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -77,6 +78,8 @@ export interface RunStatus {
   ledger: LedgerLine[];
   /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
   prices?: RunPrices;
+  /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
+  waiting?: string;
   timeline: TimelineEvent[];
 }
 
@@ -99,8 +102,14 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     restarts: state.restarts,
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
+    ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };
+}
+
+function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
+  const waiting = waitingFor(current, phase === 'provisioning' && current?.outcome === 'running');
+  return waiting ? { waiting } : {};
 }
 
 /** What a finished run returns. */
