@@ -39,9 +39,9 @@ export function remainingDowntimeHours(stats: StatsTable, obs: Observation, zone
   return Math.max(obs.stepHours, expectedRemainingHours(stats.downRuns, age) ?? age);
 }
 
-/** Hours until some zone has capacity again. */
+/** Hours until some zone seen without capacity has it again (a zone not seen now tells nothing: Infinity). */
 export function remainingOutageHours(stats: StatsTable, obs: Observation): number {
-  return Math.min(...obs.zones.map((z) => remainingDowntimeHours(stats, obs, z.zone)));
+  return Math.min(...obs.zones.map((z) => (z.spotAvailable === false ? remainingDowntimeHours(stats, obs, z.zone) : Infinity)));
 }
 
 /**
@@ -62,6 +62,14 @@ export function availabilityChance(stats: StatsTable, obs: Observation, zone: st
 
 /** Hours capacity found by a launch into an unwatched zone is expected (or, with `likely`, as likely as not) to last. */
 export function foundUptimeHours(stats: StatsTable, obs: Observation, zone: string, likely: boolean): number {
+  // Last seen without capacity: a run found now began since then, on average half that
+  // time ago, and a young run in a bursty market is most likely a blip.
+  const s = stats.zones[zone];
+  // With no run on record that lasted as long, as long again (Lindy).
+  if (likely && s?.last === false) {
+    const age = (obs.nowHours - s.lastSeenHours) / 2;
+    return Math.max(obs.stepHours, medianRemainingHours(stats.upRuns, age) ?? age);
+  }
   const found = foundRemainingHours(stats, likely);
   return Math.max(obs.stepHours, found ?? meanUptimeHours(stats, obs, zone));
 }
