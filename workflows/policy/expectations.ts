@@ -36,6 +36,8 @@ export function likelyRemainingUptimeHours(stats: StatsTable, obs: Observation, 
 /** Hours until `zone` has capacity again; with no longer outage on record, as long again as this one (Lindy). */
 export function remainingDowntimeHours(stats: StatsTable, obs: Observation, zone: string): number {
   const age = runAgeHours(stats, zone, obs.nowHours);
+  // An outage that has only just begun, with no outage on record, says nothing of its length.
+  if (stats.downRuns.length === 0 && age < obs.stepHours) return Infinity;
   return Math.max(obs.stepHours, expectedRemainingHours(stats.downRuns, age) ?? age);
 }
 
