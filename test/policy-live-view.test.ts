@@ -2,6 +2,8 @@ import { strict as assert } from 'node:assert';
 import { decideAuto, observation, type AutoInputs } from '../workflows/auto-policy';
 import { type ZoneEvent, ZoneEventKind } from '../workflows/placement';
 import { type Action, type Observation, type OnlinePolicy, type PolicyState, liveZones, sternaPolicy } from '../workflows/policy';
+import { eagerNextRegionPolicy } from '../workflows/policy/baselines/eager-next-region';
+import { emptyStats, observe } from '../workflows/policy/zone-stats';
 import type { Offer } from '../workflows/types';
 import { type Problem, windowOf } from '../bench/problem';
 import { View, simulate } from '../bench/simulate';
@@ -52,6 +54,42 @@ describe('the live view is one rule for the benchmark and the workflow', () => {
     const quotes = ['a', 'b', 'c'].map((zone) => ({ zone, spotPrice: 1, onDemandPrice: 3 }));
     const zones = liveZones(quotes, { kind: 'spot', zone: 'a' }, [{ zone: 'b', available: false }]);
     assert.deepEqual(zones.map((z) => z.spotAvailable), [true, false, 'unknown']);
+  });
+
+  it('eager-next-region finds capacity it cannot see by launching: each untried zone, cheapest first, then a wait', () => {
+    const obs = (spotAvailable: Record<string, boolean | 'unknown'>): Observation => ({
+      nowHours: 0,
+      remainingWorkHours: 10,
+      hoursUntilDeadline: 20,
+      changeoverHours: 0.1,
+      stepHours: 0.25,
+      current: { kind: 'idle' },
+      changeoverRemainingHours: 0,
+      zones: ['a', 'b', 'c'].map((zone, i) => ({ zone, spotAvailable: spotAvailable[zone] ?? 'unknown', spotPrice: 1 + i, onDemandPrice: 5 })),
+    });
+    let state = eagerNextRegionPolicy.initialState();
+    const tried: string[] = [];
+    const sightings: Record<string, boolean>[] = [{}, { a: false }, { b: false }, { c: false }];
+    for (const seen of sightings) {
+      const d = eagerNextRegionPolicy.decide(state, obs(seen));
+      state = d.state;
+      tried.push(d.action.kind === 'spot' ? d.action.zone : d.action.kind);
+    }
+    assert.deepEqual(tried, ['a', 'b', 'c', 'idle']);
+  });
+
+  it('zone statistics book no hours across a gap in what was seen', () => {
+    const at = (nowHours: number, a: boolean | 'unknown'): Observation => ({
+      nowHours, remainingWorkHours: 1, hoursUntilDeadline: 2, changeoverHours: 0, stepHours: 1, current: { kind: 'idle' }, changeoverRemainingHours: 0,
+      zones: [{ zone: 'a', spotAvailable: a, spotPrice: 1, onDemandPrice: 3 }],
+    });
+    let table = emptyStats();
+    for (const [t, a] of [[0, false], [1, 'unknown'], [5, true], [6, true], [7, false]] as const) table = observe(table, at(t, a));
+    assert.equal(table.zones.a.downHours, 0, 'the 5 unseen hours are neither up nor down');
+    assert.equal(table.zones.a.upHours, 2);
+    assert.equal(table.zones.a.preemptions, 1);
+    assert.deepEqual(table.upRuns, [], 'the run was not seen starting');
+    assert.deepEqual(table.upResiduals, [2], 'but it was seen from first sight to its end');
   });
 
   it('a window replayed through the workflow\'s auto-mode inputs gets the benchmark\'s live-view decisions', () => {
