@@ -31,7 +31,7 @@ import { fleetPreemptions } from '../activities/zones/from-fleet';
 import type { FleetMemory, WatchedResource } from '../activities/fleet/memory';
 import type { FleetResource } from '../activities/providers/provider';
 import { zoneRow, zoneTable } from '../cli/zones';
-import { memoryFor, rankWithMemory, rememberedEvents, seededPolicyState } from '../workflows/zones/prior';
+import { memoryFor, rankWithMemory, rememberedEvents, memoryStats } from '../workflows/zones/prior';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 const HOUR = 3_600_000;
@@ -245,12 +245,12 @@ describe('a run and the zone memory', () => {
     it('gives the auto policy the memory\'s stockouts as events and its spot history as a first state', () => {
       assert.deepEqual(rememberedEvents(stockedOut), [{ zone: 'us-central1-a', region: 'us-central1', provisioningModel: 'SPOT', kind: 'stockout', at: T0, accelerator: 'nvidia-l4' }]);
       const m = tell([outcome('preempted', T0, { resource: 'a', lifetimeHours: 2 }), T0], [outcome('released', T0, { resource: 'b', lifetimeHours: 2 }), T0]);
-      const seeded = seededPolicyState(m, T0 + 6 * HOUR, T0 + 6 * HOUR);
+      const seeded = { stats: memoryStats(m, T0 + 6 * HOUR, T0 + 6 * HOUR) };
       assert.deepEqual(
         { upHours: seeded.stats.zones['us-central1-a'].upHours, preemptions: seeded.stats.zones['us-central1-a'].preemptions, last: seeded.stats.zones['us-central1-a'].last },
         { upHours: 2, preemptions: 0.5, last: null },
       );
-      assert.deepEqual(seededPolicyState(undefined, T0, T0).stats.zones, {});
+      assert.deepEqual(memoryStats(undefined, T0, T0).zones, {});
     });
   });
 });

@@ -21,7 +21,7 @@ import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { ZoneMemory } from '../zones/memory';
-import { eventsWithMemory, memoryFor, rankWithMemory, seededPolicyState } from '../zones/prior';
+import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
@@ -521,10 +521,11 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
 
 function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
   // A run that read the zone memory starts the policy from it, and sees its stockouts.
-  const start = state.policyState ?? (state.zoneMemory ? seededPolicyState(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined);
-  const { action, state: policyState } = decideAuto(start, {
+  const { action, state: policyState } = decideAuto(state.policyState, {
+    memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
     offers,
-    events: eventsWithMemory(state.zoneEvents, state.zoneMemory),
+    events: state.zoneEvents,
+    others: rememberedEvents(state.zoneMemory),
     placement: placementPolicy(state, spec, [ProvisioningModel.Spot, ProvisioningModel.OnDemand], nowMs),
     nowMs,
     runStartMs: Date.parse(state.startedAt),

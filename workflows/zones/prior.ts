@@ -6,11 +6,10 @@
  *   acceptable offer first, and the zone only if they all fail.
  * - The auto policy: such zones are seen as out of spot capacity (`rememberedEvents`,
  *   as if the run had seen the stockout itself), and its per-zone statistics start from
- *   the memory's spot exposure and preemptions (`seededPolicyState`) instead of nothing.
+ *   the memory's spot exposure and preemptions (`memoryStats`, the policy's warm start) instead of nothing.
  */
 import { inCooldown, type PlacementPolicy, type ZoneEvent } from '../placement';
-import { initialState, type PolicyState } from '../policy/sterna';
-import type { ZoneStats } from '../policy/zone-stats';
+import { emptyStats, type StatsTable, type ZoneStats } from '../policy/zone-stats';
 import type { Offer } from '../types';
 import { decayFactor, ZoneModel, type ZoneMemory } from './memory';
 
@@ -24,11 +23,6 @@ export function rememberedEvents(memory: ZoneMemory | undefined): ZoneEvent[] {
     .map((r) => ({ zone: r.zone, region: r.region ?? '', provisioningModel: r.model as ZoneEvent['provisioningModel'], kind: 'stockout', at: r.lastStockoutAt!, accelerator: r.accelerator }));
 }
 
-/** The run's own events and, when it read the memory, the memory's stockouts. */
-export function eventsWithMemory(own: readonly ZoneEvent[], memory: ZoneMemory | undefined): ZoneEvent[] {
-  return memory ? [...own, ...rememberedEvents(memory)] : [...own];
-}
-
 /** `ranked` with the offers in a remembered cooldown moved last, order otherwise kept. */
 export function rankWithMemory(ranked: readonly Offer[], memory: ZoneMemory | undefined, policy: PlacementPolicy): Offer[] {
   const remembered = rememberedEvents(memory);
@@ -38,13 +32,14 @@ export function rankWithMemory(ranked: readonly Offer[], memory: ZoneMemory | un
 }
 
 /**
- * The auto policy's first state, its zone statistics seeded with the memory's spot
- * exposure (as hours up) and preemptions, decayed to `nowMs`, summed over the run's
- * accelerators. Nothing else is seeded: availability (`last`) is for the run to see.
+ * The auto policy's warm start: zone statistics seeded with the memory's spot exposure
+ * (as hours up) and preemptions, decayed to `nowMs`, summed over the run's accelerators,
+ * in the policy's own shape (the benchmark's warm memory is the same). Nothing else is
+ * seeded: availability (`last`) is for the run to see.
  */
-export function seededPolicyState(memory: ZoneMemory | undefined, nowMs: number, runStartMs: number): PolicyState {
-  const state = initialState();
-  if (!memory) return state;
+export function memoryStats(memory: ZoneMemory | undefined, nowMs: number, runStartMs: number): StatsTable {
+  const stats = emptyStats();
+  if (!memory) return stats;
   const nowHours = (nowMs - runStartMs) / HOUR_MS;
   const zones: Record<string, ZoneStats> = {};
   for (const r of memory.records) {
@@ -53,7 +48,7 @@ export function seededPolicyState(memory: ZoneMemory | undefined, nowMs: number,
     const z = zones[r.zone] ?? { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
     zones[r.zone] = { ...z, upHours: z.upHours + r.exposureHours * w, preemptions: z.preemptions + r.preemptions * w };
   }
-  return { ...state, stats: { ...state.stats, zones } };
+  return { ...stats, zones };
 }
 
 /** The part of the memory a run keeps: its round's zones only. */
