@@ -12,8 +12,10 @@
 import { z } from 'zod';
 import { failure, FailureType } from './failures';
 import { resourceName } from './naming';
-import { AttemptOutcome, Phase, TimelineKind, type RunState } from './run/state';
+import type { ZoneEvent } from './placement';
+import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunState, type TimelineEvent } from './run/state';
 import { parseSpec, type RunSpec } from './spec';
+import { ProvisioningModel, type Offer } from './types';
 
 /** The input of a run continued as new: the validated spec and the state so far. */
 export interface ContinuedRun {
@@ -34,7 +36,7 @@ function runStateSchema() {
 
 function buildRunStateSchema() {
   const IsoTime = z.iso.datetime({ offset: true });
-  const Model = z.enum(['SPOT', 'STANDARD']);
+  const Model = z.enum(Object.values(ProvisioningModel) as [ProvisioningModel, ...ProvisioningModel[]]);
   const Backend = z.enum(['gce', 'gke']);
   const Checkpoint = z.strictObject({ uri: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/), step: z.int().min(0) });
 
@@ -51,6 +53,7 @@ function buildRunStateSchema() {
     quotaAvailable: z.boolean(),
     pricesAsOf: z.string().min(1).max(40).optional(),
     priceSource: z.enum(['billing', 'catalog']).optional(),
+    expectedWaitSeconds: z.number().nonnegative().finite().optional(),
   });
 
   const AttemptSchema = z.strictObject({
@@ -65,6 +68,31 @@ function buildRunStateSchema() {
     reason: z.string().optional(),
     released: z.boolean(),
     createSettled: z.boolean().optional(),
+    runDurationSeconds: z.number().positive().finite().optional(),
+    requestedAt: IsoTime.optional(),
+  });
+
+  // The zone memory a run read: a prior for placement only (it names no resource).
+  const Count = z.number().nonnegative().finite();
+  const ZoneMemorySchema = z.strictObject({
+    version: z.literal(1),
+    halfLifeHours: z.number().positive().finite(),
+    records: z.array(
+      z.strictObject({
+        zone: z.string().min(1),
+        accelerator: z.string().min(1),
+        model: Model,
+        region: z.string().optional(),
+        asOf: z.number().finite(),
+        stockouts: Count,
+        preemptions: Count,
+        exposureHours: Count,
+        lastStockoutAt: z.number().finite().optional(),
+        lastPreemptionAt: z.number().finite().optional(),
+        lifetimes: z.array(z.tuple([Count, z.number().finite()])),
+      }),
+    ),
+    counted: z.array(z.string()),
   });
 
   return z.strictObject({
@@ -73,7 +101,7 @@ function buildRunStateSchema() {
     startedAt: IsoTime,
     attempts: z.array(AttemptSchema),
     zoneEvents: z.array(
-      z.strictObject({ zone: z.string(), region: z.string(), provisioningModel: Model, kind: z.enum(['stockout', 'quota', 'preempted']), at: z.number().finite() }),
+      z.strictObject({ zone: z.string(), region: z.string(), provisioningModel: Model, kind: z.enum(['stockout', 'quota', 'preempted']), at: z.number().finite(), accelerator: z.string().optional() }),
     ),
     lastCheckpoint: Checkpoint.optional(),
     step: z.int().min(0).optional(),
@@ -112,6 +140,7 @@ function buildRunStateSchema() {
         unpricedCount: z.int().min(0),
       })
       .optional(),
+    zoneMemory: ZoneMemorySchema.optional(),
   });
 }
 
@@ -144,3 +173,20 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
   });
   return { spec, state };
 }
+
+/**
+ * Every state a run can hold must pass the schema: a field added to RunState and not
+ * here would refuse the run's own continue-as-new. This fails to compile when they drift.
+ */
+type SchemaState = z.infer<ReturnType<typeof buildRunStateSchema>>;
+type SchemaAttempt = SchemaState['attempts'][number];
+/** Keys of A the schema B has no place for (strict objects refuse them at run time). */
+type Unplaced<A, B> = Exclude<keyof A, keyof B>;
+type Drift = [
+  Unplaced<RunState, SchemaState>,
+  Unplaced<Attempt, SchemaAttempt>,
+  Unplaced<Offer, SchemaAttempt['offer']>,
+  Unplaced<ZoneEvent, SchemaState['zoneEvents'][number]>,
+  Unplaced<TimelineEvent, SchemaState['timeline'][number]>,
+];
+export const everyRunStatePasses: RunState extends SchemaState ? (Drift extends [never, never, never, never, never] ? true : Drift) : never = true;
