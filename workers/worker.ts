@@ -13,6 +13,7 @@ import { createPricingActivities, priceBookReader, type PricingOptions } from '.
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
 import { createReaperActivities } from '../activities/reaper';
+import { createTeamActivities } from '../activities/teams';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -49,6 +50,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers: options.providers, client }),
+      ...createTeamActivities({ client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,

@@ -77,6 +77,8 @@ export interface RunStatus {
   ledger: LedgerLine[];
   /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
   prices?: RunPrices;
+  /** The run's team admission: its team, and whether it is still queued (and where). */
+  admission?: { team: string; status: string; position?: number };
   timeline: TimelineEvent[];
 }
 
@@ -99,6 +101,7 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     restarts: state.restarts,
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
+    ...(state.admission ? { admission: { team: state.admission.team, status: state.admission.status, position: state.admission.position } } : {}),
     timeline: state.timeline,
   };
 }
