@@ -6,6 +6,8 @@
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
+ *   sterna team set ml --budget 500 --period week --max-gpus 8 | sterna team show ml
+ *   sterna cost --by team --since 7d [--json|--csv]
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -22,6 +24,8 @@ import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../wor
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { addReaperCommands } from './reaper';
+import { addCostCommand } from './cost';
+import { addTeamCommands } from './team';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -173,6 +177,8 @@ program
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 addReaperCommands(program, connect);
+addTeamCommands(program, connect, timeoutMs);
+addCostCommand(program, connect);
 
 program
   .parseAsync()
