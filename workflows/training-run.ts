@@ -120,7 +120,7 @@ class Driver {
     for (;;) {
       const command = next(this.state, this.spec, event, this.context());
       // An attempt's ledger line is final once its release is folded in: the team records it.
-      if (event.kind === 'released') this.team.billed();
+      this.team.billed(event.kind === 'released');
       this.publish();
       if (command.kind === 'complete') return resultOf(this.state, Date.now());
       event = await this.carryOut(command);

@@ -166,22 +166,27 @@ export function enqueue(state: TeamState, request: AdmissionRequest): AdmissionD
   return undefined;
 }
 
-/** The run reports its ledger total so far (it only grows). */
+/**
+ * The run reports its ledger total so far. The latest report stands: a live attempt is
+ * priced to the moment of the report, and its final line (to the provider's stop time)
+ * can be a little less.
+ */
 export function recordSpend(state: TeamState, runId: string, totalUsd: number): void {
   const holder = state.running.find((h) => h.runId === runId);
-  if (holder && totalUsd > holder.spentUsd) holder.spentUsd = totalUsd;
+  if (holder) holder.spentUsd = totalUsd;
 }
 
 /**
  * The run ended (any way): its GPUs return to the team and its final ledger total stays
- * in the period's spend. A run that ends while queued just leaves the queue.
+ * in the period's spend (its last report, when it could not say: a run that is gone).
+ * A run that ends while queued just leaves the queue.
  */
-export function release(state: TeamState, runId: string, totalUsd: number): void {
+export function release(state: TeamState, runId: string, totalUsd?: number): void {
   state.queue = state.queue.filter((w) => w.runId !== runId);
   const i = state.running.findIndex((h) => h.runId === runId);
   if (i < 0) return;
   const [holder] = state.running.splice(i, 1);
-  state.ended.push({ runId, spentUsd: Math.max(holder.spentUsd, totalUsd), countedBeforeUsd: holder.countedBeforeUsd });
+  state.ended.push({ runId, spentUsd: totalUsd ?? holder.spentUsd, countedBeforeUsd: holder.countedBeforeUsd });
   if (state.ended.length > ENDED_RUNS_KEPT) {
     for (const old of state.ended.splice(0, state.ended.length - ENDED_RUNS_KEPT)) state.foldedUsd += old.spentUsd - old.countedBeforeUsd;
   }

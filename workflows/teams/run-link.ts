@@ -13,7 +13,11 @@ import type { RunSpec } from '../spec';
 import { admissionSignal, runEndedSignal, runSpendSignal, teamWorkflowId, type TeamActivities } from './contract';
 import { admissionRequestOf, teamOf } from './run-admission';
 
+/** How often a run with a billed attempt tells its team what it has spent so far. */
+export const SPEND_REPORT_MS = 10 * 60_000;
+
 export class TeamLink {
+  private reportedAt: number | undefined;
   private readonly acts = proxyActivities<TeamActivities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
@@ -34,9 +38,17 @@ export class TeamLink {
     return { kind: 'admission-asked' };
   }
 
-  /** An attempt's ledger line became final: the team records the run's total so far. */
-  billed(): void {
+  /**
+   * Tells the team the run's ledger total so far: at once when an attempt's line became
+   * final (`lineFinal`), and every SPEND_REPORT_MS while an attempt is billed, so a team
+   * sees long attempts' spend before they end.
+   */
+  billed(lineFinal: boolean): void {
     if (this.state.admission?.status !== 'admitted') return;
+    const now = Date.now();
+    const billing = this.state.attempts.some((a) => a.startedAt && !a.stoppedAt);
+    if (!lineFinal && !(billing && now - (this.reportedAt ?? 0) >= SPEND_REPORT_MS)) return;
+    this.reportedAt = now;
     void this.team()
       .signal(runSpendSignal, { runId: this.state.runId, totalUsd: ledger(this.state, Date.now()).totalCostUsd })
       .catch(() => undefined);

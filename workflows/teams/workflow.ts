@@ -14,8 +14,8 @@ import { failure, FailureType } from '../failures';
 import { admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamInput } from './contract';
 import { applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
 
-/** Continue as new well before the history gets long (each run costs a few events). */
-const EVENTS_PER_RUN = 8_000;
+/** Continue as new well before the history gets long (each run costs about ten events). */
+const MAX_HISTORY_EVENTS = 8_000;
 
 export async function teamLedger(input: TeamInput): Promise<void> {
   const state = input.state ?? newTeamState(input.team, Date.now());
@@ -58,7 +58,7 @@ export async function teamLedger(input: TeamInput): Promise<void> {
       await Promise.all(batch.map((decision) => tell(decision)));
     }
     const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > EVENTS_PER_RUN) {
+    if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) {
       await condition(() => allHandlersFinished() && outbox.length === 0);
       return continueAsNew<typeof teamLedger>({ team: state.team, state });
     }
@@ -69,7 +69,7 @@ export async function teamLedger(input: TeamInput): Promise<void> {
     try {
       await getExternalWorkflowHandle(decision.runId).signal(admissionSignal, decision);
     } catch {
-      release(state, decision.runId, 0);
+      release(state, decision.runId);
       look();
     }
   }
