@@ -11,15 +11,18 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { getTeam, setTeamLimits, type LimitsChange, type TeamView } from '../client/teams';
 import { PERIODS, type Period } from '../workflows/teams/period';
 
-function budgetOption(value: string): number | null {
-  if (value === 'none') return null;
+/** Commander stores a parser's null as '': "none" is kept as itself and becomes null in the change. */
+const NONE = 'none';
+
+function budgetOption(value: string): number | typeof NONE {
+  if (value === NONE) return NONE;
   const usd = /^\s*$/.test(value) ? NaN : Number(value);
   if (!(Number.isFinite(usd) && usd > 0)) throw new InvalidArgumentError(`a number of USD above 0, e.g. 500, or "none" to remove the budget; got ${JSON.stringify(value)}`);
   return usd;
 }
 
-function gpusOption(value: string): number | null {
-  if (value === 'none') return null;
+function gpusOption(value: string): number | typeof NONE {
+  if (value === NONE) return NONE;
   const gpus = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isInteger(gpus)) throw new InvalidArgumentError(`a whole number of GPUs, e.g. 8, or "none" to remove the quota; got ${JSON.stringify(value)}`);
   return gpus;
@@ -55,11 +58,11 @@ export function addTeamCommands(program: Command, connect: () => Promise<Client>
     .option('--max-gpus <n>', 'GPUs the team\'s runs may hold at once, or "none"', gpusOption)
     .option('--task-queue <queue>', 'task queue of the Sterna workers', 'sterna')
     .option('--json', 'print the team as JSON')
-    .action(async (name: string, opts: { budget?: number | null; period?: Period; maxGpus?: number | null; taskQueue: string; json?: boolean }) => {
+    .action(async (name: string, opts: { budget?: number | typeof NONE; period?: Period; maxGpus?: number | typeof NONE; taskQueue: string; json?: boolean }) => {
       const change: LimitsChange = {
-        ...(opts.budget !== undefined ? { budgetUsd: opts.budget } : {}),
+        ...(opts.budget !== undefined ? { budgetUsd: opts.budget === NONE ? null : opts.budget } : {}),
         ...(opts.period !== undefined ? { period: opts.period } : {}),
-        ...(opts.maxGpus !== undefined ? { maxGpus: opts.maxGpus } : {}),
+        ...(opts.maxGpus !== undefined ? { maxGpus: opts.maxGpus === NONE ? null : opts.maxGpus } : {}),
       };
       const view = await setTeamLimits(await connect(), name, change, { taskQueue: opts.taskQueue, timeoutMs: timeoutMs() });
       if (opts.json) return console.log(JSON.stringify(view, null, 2));
