@@ -95,6 +95,25 @@ describe('team budgets, GPU quotas and priority queueing (dev server, scripted c
     });
   });
 
+  it('drops a queued run that was terminated (no finally ran) when it cannot be told, and admits the next', async () => {
+    const provider = new ScriptedProvider([{ zone: 'us-central1-a', spot: 0.2, onDemand: 0.7 }], QUICK).script('us-central1-a', LONG);
+    await withTeam(provider, async ({ taskQueue, start }) => {
+      const env = await testEnv();
+      await setTeamLimits(env.client, 'vision', { maxGpus: 1 }, { taskQueue });
+      const running = await start('running', spec());
+      await admitted(running);
+      const gone = await start('gone', spec({ priority: 1 }));
+      await queued(gone);
+      const next = await start('next', spec());
+      await queued(next);
+      await gone.terminate('gone without a word to its team');
+      await Promise.all([running.result(), next.result()]);
+      assert.deepEqual(creationOrder(provider), [running.workflowId, next.workflowId]);
+      const team = await getTeam(env.client, 'vision', { taskQueue });
+      assert.deepEqual([team.running, team.queue], [[], []]);
+    });
+  });
+
   it('refuses a run that would exceed the team budget with BudgetExceeded naming the team', async () => {
     const provider = new ScriptedProvider([{ zone: 'us-central1-a', spot: 0.2, onDemand: 0.7 }], QUICK);
     await withTeam(provider, async ({ taskQueue, start }) => {

@@ -14,6 +14,12 @@ import { failure, FailureType } from '../failures';
 import { admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamInput } from './contract';
 import { applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
 
+/**
+ * How often the team checks that its running runs still exist: a terminated run never
+ * runs its finally, and would hold its GPUs for ever. The check is a repeated `admitted`
+ * answer, which a live run ignores and a closed one cannot receive.
+ */
+const SWEEP_MS = 15 * 60_000;
 /** Continue as new well before the history gets long (each run costs about ten events). */
 const MAX_HISTORY_EVENTS = 8_000;
 
@@ -49,10 +55,15 @@ export async function teamLedger(input: TeamInput): Promise<void> {
   setHandler(teamQuery, () => teamView(state));
 
   look();
+  let sweepAt = Date.now() + SWEEP_MS;
   for (;;) {
-    // Wake for answers to send, or when the period ends (spend starts again at zero).
-    const due = await condition(() => outbox.length > 0, Math.max(1, periodEndsAt(state) - Date.now()));
+    // Wake for answers to send, when the period ends (spend starts again at zero), or to sweep.
+    const due = await condition(() => outbox.length > 0, Math.max(1, Math.min(periodEndsAt(state), sweepAt) - Date.now()));
     if (!due) look();
+    if (Date.now() >= sweepAt) {
+      sweepAt = Date.now() + SWEEP_MS;
+      outbox.push(...state.running.map((h) => ({ runId: h.runId, outcome: 'admitted' as const, team: state.team })));
+    }
     while (outbox.length > 0) {
       const batch = outbox.splice(0, outbox.length);
       await Promise.all(batch.map((decision) => tell(decision)));
