@@ -8,6 +8,8 @@
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
  *   sterna team set ml --budget 500 --period week --max-gpus 8 | sterna team show ml
  *   sterna cost --by team --since 7d [--json|--csv]
+ *   sterna zones [--json]
+ *   sterna plan examples/run.json
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -23,9 +25,11 @@ import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
+import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
 import { addCostCommand } from './cost';
 import { addTeamCommands } from './team';
+import { addZonesCommand } from './zones';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -179,6 +183,8 @@ program
 addReaperCommands(program, connect);
 addTeamCommands(program, connect, timeoutMs);
 addCostCommand(program, connect);
+addZonesCommand(program, connect);
+addPlanCommand(program, connect, readSpec);
 
 program
   .parseAsync()

@@ -10,3 +10,5 @@ export { fleetObserver } from './fleet/observer';
 export { priceBook } from './pricing-book/workflow';
 export { sternaReaper } from './reaper/reaper';
 export { teamLedger } from './teams/workflow';
+export { zoneMemory } from './zones/zone-memory';
+export { planRun } from './plan/workflow';

@@ -22,6 +22,9 @@ import { runActivities } from './run-activities';
 import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
 import { costRefreshAt, costMemoOf, COST_MEMO } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
+import { outcomesToTell } from './zones/from-run';
+import type { ZoneMemory } from './zones/memory';
+import { usesZoneMemory, zoneMemoryActivities } from './zones/run-link';
 
 export type { ContinuedRun };
 
@@ -71,6 +74,9 @@ class Driver {
   private readonly acts: ReturnType<typeof runActivities>;
   private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
+  private readonly zones = zoneMemoryActivities();
+  /** Attempts whose outcome the zone memory has been told (those released before this execution were, or predate it). */
+  private readonly told: Set<number>;
   private published = '';
   private memo = '';
   private readonly team: TeamLink;
@@ -83,6 +89,7 @@ class Driver {
     this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
     this.team = new TeamLink(spec, state, this.inbox);
+    this.told = new Set(state.attempts.filter((a) => a.released).map((a) => a.attempt));
   }
 
   private context(): Context {
@@ -122,6 +129,7 @@ class Driver {
       // An attempt's ledger line is final once its release is folded in: the team records it.
       this.team.billed(event.kind === 'released');
       this.publish();
+      await this.tellZoneMemory();
       if (command.kind === 'complete') return resultOf(this.state, Date.now());
       event = await this.carryOut(command);
     }
@@ -129,8 +137,10 @@ class Driver {
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
-      case 'find-capacity':
-        return { kind: 'offers', ...capacityFound(await this.acts.quick.findCapacity(capacityRequest(this.spec))) };
+      case 'find-capacity': {
+        const [found, zoneMemory] = await Promise.all([this.acts.quick.findCapacity(capacityRequest(this.spec)), this.readZoneMemory()]);
+        return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}) };
+      }
       case 'provision':
         return this.provision(command.attempt);
       case 'release':
@@ -173,7 +183,7 @@ class Driver {
   private async release(number: number, createMayBeInFlight: boolean): Promise<RunEvent> {
     const attempt = this.state.attempts[number - 1];
     const result = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [
-      { ref: attempt.ref, owner: ownerOf(this.context(), number), createMayBeInFlight },
+      { ref: attempt.ref, owner: ownerOf(this.context(), number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
     return { kind: 'released', attempt: number, ...result };
   }
@@ -200,6 +210,22 @@ class Driver {
     for (const event of events) if (event.kind === 'released') absorbRelease(this.state, event, Date.now());
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.publish();
+    await this.tellZoneMemory();
+  }
+
+  /** The project's zone memory for this run's accelerators: placement's prior. Recorded in history, so replay reads the same. */
+  private async readZoneMemory(): Promise<ZoneMemory | undefined> {
+    if (!usesZoneMemory()) return undefined;
+    const accelerators = this.spec.resources.accelerators.map((a) => a.type);
+    return this.zones.readZoneMemory({ backend: this.spec.backend, accelerators }).catch(() => undefined);
+  }
+
+  /** Tells the zone memory how each newly released attempt ended (stockout, preemption, lifetime). */
+  private async tellZoneMemory(): Promise<void> {
+    const { attempts, outcomes } = outcomesToTell(this.state.attempts, this.told, Date.now());
+    for (const attempt of attempts) this.told.add(attempt);
+    if (outcomes.length === 0 || !usesZoneMemory()) return;
+    await this.zones.recordZoneOutcomes({ backend: this.spec.backend, outcomes }).catch(() => undefined);
   }
 
   /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */

@@ -528,6 +528,8 @@ export class GkeProvider implements ComputeProvider {
         lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
         // The pod comes seconds after its Job; both are the attempt's.
         createdAt: toIso(pod.metadata?.creationTimestamp),
+        accelerator: pod.spec?.nodeSelector?.[ACCELERATOR_LABEL],
+        provisioningModel: pod.spec?.nodeSelector?.[SPOT_LABEL] === 'true' ? 'SPOT' : 'STANDARD',
       });
     }
     return resources;

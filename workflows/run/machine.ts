@@ -20,6 +20,8 @@ import { chooseModels } from '../pricing';
 import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
+import type { ZoneMemory } from '../zones/memory';
+import { eventsWithMemory, memoryFor, rankWithMemory, seededPolicyState } from '../zones/prior';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbPrices, unpricedNote } from './prices';
@@ -31,7 +33,8 @@ import type { AdmissionDecision } from '../teams/rules';
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
   | { kind: 'start' }
-  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp }
+  /** `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones). */
+  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory }
   | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
@@ -129,6 +132,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
     }
     case 'offers':
       absorbPrices(state, event);
+      if (event.zoneMemory) state.zoneMemory = memoryFor(event.zoneMemory, event.offers);
       return absorbOffers(state, spec, event.offers);
     case 'provisioned': {
       const attempt = state.attempts[event.attempt - 1];
@@ -209,8 +213,9 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
     attempt.startedAt ??= event.startedAt;
     attempt.stoppedAt = event.stoppedAt ?? (attempt.startedAt ? new Date(nowMs).toISOString() : undefined);
   } else if (attempt.startedAt && !attempt.stoppedAt) {
-    // Ours and running, then gone before release (its VM-side limit, or by hand).
-    attempt.stoppedAt = new Date(nowMs).toISOString();
+    // Ours and running, then gone before release (its VM-side limit, by hand, or this
+    // release's own earlier try): when it stopped if the provider knows, else now.
+    attempt.stoppedAt = event.stoppedAt ?? new Date(nowMs).toISOString();
   }
   attempt.released = true;
   if (attempt.outcome === AttemptOutcome.Running) attempt.outcome = AttemptOutcome.Stopped;
@@ -459,7 +464,9 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Of
     return chosen;
   }
   const models = chooseModels(spec.pricing.mode);
-  const ranked = rankOffers(round.offers, state.zoneEvents, placementPolicy(state, spec, models, nowMs)).filter(untried);
+  // Offers another run saw stock out lately go last (the project's zone memory).
+  const policy = placementPolicy(state, spec, models, nowMs);
+  const ranked = rankWithMemory(rankOffers(round.offers, state.zoneEvents, policy), state.zoneMemory, policy).filter(untried);
   ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
   if (ranked.length === 0 && round.tried.length === 0) {
     record(state, nowMs, { kind: TimelineKind.NoAcceptableOffer, event: `no acceptable offer now (${round.offers.length} offers, all over price, out of quota or cooling down); waiting` });
@@ -482,9 +489,11 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
 }
 
 function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
-  const { action, state: policyState } = decideAuto(state.policyState, {
+  // A run that read the zone memory starts the policy from it, and sees its stockouts.
+  const start = state.policyState ?? (state.zoneMemory ? seededPolicyState(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined);
+  const { action, state: policyState } = decideAuto(start, {
     offers,
-    events: state.zoneEvents,
+    events: eventsWithMemory(state.zoneEvents, state.zoneMemory),
     placement: placementPolicy(state, spec, [ProvisioningModel.Spot, ProvisioningModel.OnDemand], nowMs),
     nowMs,
     runStartMs: Date.parse(state.startedAt),

@@ -5,6 +5,7 @@
 import type { ZoneEvent } from '../placement';
 import type { RunPrices } from './prices';
 import type { RunAdmission } from '../teams/run-admission';
+import type { ZoneMemory } from '../zones/memory';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
 
 export const Phase = {
@@ -149,6 +150,8 @@ export interface RunState {
   prices?: RunPrices;
   /** The run's team admission (absent in runs from before teams, and until it asks). */
   admission?: RunAdmission;
+  /** The project's zone memory for the last round's zones, as read then (absent in older runs; workflows/zones). */
+  zoneMemory?: ZoneMemory;
 }
 
 /** The workflow keeps only the most recent events; the full story is in the history. */
