@@ -6,6 +6,9 @@ import { statusQuery } from '../workflows/messages';
 import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
+import { join } from 'node:path';
+import { teamWorkflowId } from '../workflows/teams/contract';
+import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { sternaTestWorker, testEnv, uniqueTaskQueue } from './helpers/temporal';
@@ -72,6 +75,12 @@ describe('team budgets, GPU quotas and priority queueing (dev server, scripted c
       assert.deepEqual(byRun, { [first.workflowId]: results[0].totalCostUsd, [second.workflowId]: results[1].totalCostUsd });
       assert.ok(results.every((r) => r.totalCostUsd > 0));
       assert.equal(team.spentUsd, results[0].totalCostUsd + results[1].totalCostUsd);
+      // Re-record (test/replay-histories.test.ts): a run that queued, and the team that queued it.
+      const record = process.env.STERNA_RECORD_HISTORIES;
+      if (record) {
+        await saveHistory(join(record, 'team-run-queued-then-admitted.binpb'), second.workflowId);
+        await saveHistory(join(record, 'team-ledger.binpb'), teamWorkflowId(taskQueue, 'vision'));
+      }
     });
   });
 
@@ -129,6 +138,7 @@ describe('team budgets, GPU quotas and priority queueing (dev server, scripted c
       assert.match(err.cause.message, /^team vision: day budget \$1\.00 \(period from \S+\) would be exceeded: spent \$0\.00, this run may spend \$5\.00/);
       assert.equal(provider.created.length, 0, 'nothing was provisioned');
       assert.deepEqual((await getTeam(env.client, 'vision', { taskQueue })).queue, []);
+      if (process.env.STERNA_RECORD_HISTORIES) await saveHistory(join(process.env.STERNA_RECORD_HISTORIES, 'team-run-refused.binpb'), run.workflowId);
     });
   });
 

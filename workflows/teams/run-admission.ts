@@ -71,7 +71,9 @@ export function reaskAt(state: RunState): number | undefined {
 
 /** Folds the team's answer in; a refusal becomes the run's failure. */
 export function absorbAdmission(state: RunState, decision: AdmissionDecision, nowMs: number): { failure: FailureType; message: string; details: unknown } | undefined {
-  if (!state.admission || state.admission.status === 'admitted' || decision.runId !== state.runId) return undefined;
+  // The team signals this workflow by its id, so the answer is this run's. (Its runId is
+  // not compared with the state's: a replay may run the history under another workflow id.)
+  if (!state.admission || state.admission.status === 'admitted') return undefined;
   switch (decision.outcome) {
     case 'admitted':
       state.admission.status = 'admitted';
