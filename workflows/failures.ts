@@ -12,6 +12,11 @@ export const FailureType = {
   /** The zone has no capacity of that kind right now; try the next offer. */
   Stockout: 'Stockout',
   /**
+   * A flex-start (DWS) request found no capacity within its wait window
+   * (`requestValidForDuration`): GCE failed the create. Not a spot stockout; try the next choice.
+   */
+  FlexStartWaitExpired: 'FlexStartWaitExpired',
+  /**
    * The project's quota does not allow the request in that region; try another region. Also
    * a run needing more GPUs than its team may ever hold at once (workflows/teams).
    */
@@ -38,6 +43,7 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 export const nonRetryableFailureTypes: FailureType[] = [
   FailureType.InvalidSpec,
   FailureType.Stockout,
+  FailureType.FlexStartWaitExpired,
   FailureType.QuotaExceeded,
   FailureType.Preempted,
   FailureType.ResourceConflict,

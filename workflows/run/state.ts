@@ -34,6 +34,10 @@ export const AttemptOutcome = {
   Preempted: 'preempted',
   Failed: 'failed',
   Stockout: 'stockout',
+  /** A flex-start request's wait window ended without capacity (FlexStartWaitExpired). */
+  WaitExpired: 'wait-expired',
+  /** A flex-start VM reached its maxRunDuration: GCE stopped it; the run moves on from its last checkpoint. */
+  RunDurationReached: 'run-duration-reached',
   QuotaExceeded: 'quota-exceeded',
   /** A resource that is not ours already had the attempt's name; it was left alone. */
   Conflict: 'conflict',
@@ -64,6 +68,10 @@ export interface Attempt {
    * Until then a release must allow for a create still in flight landing late.
    */
   createSettled?: boolean;
+  /** FLEX_START: the VM's `scheduling.maxRunDuration` (seconds), counted from when it starts running. */
+  runDurationSeconds?: number;
+  /** FLEX_START: when the request for capacity was made (ISO); it waits from then. */
+  requestedAt?: string;
 }
 
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
@@ -83,6 +91,8 @@ export const TimelineKind = {
   Checkpoint: 'checkpoint',
   PreemptionNotice: 'preemption-notice',
   Preempted: 'preempted',
+  /** A flex-start VM reached its maximum run duration (GCE's 7-day cap, or the run's deadline). */
+  RunDurationReached: 'run-duration-reached',
   Restarting: 'restarting',
   Switching: 'switching',
   Completed: 'completed',

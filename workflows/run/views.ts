@@ -8,6 +8,7 @@ import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaPhase, SternaPre
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import type { RunPrices } from './prices';
+import { waitingFor } from './flex-start';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -79,6 +80,8 @@ export interface RunStatus {
   prices?: RunPrices;
   /** The run's team admission: its team, and whether it is still queued (and where). */
   admission?: { team: string; status: string; position?: number };
+  /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
+  waiting?: string;
   timeline: TimelineEvent[];
 }
 
@@ -102,8 +105,14 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
     ...(state.admission ? { admission: { team: state.admission.team, status: state.admission.status, position: state.admission.position } } : {}),
+    ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };
+}
+
+function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
+  const waiting = waitingFor(current, phase === 'provisioning' && current?.outcome === 'running');
+  return waiting ? { waiting } : {};
 }
 
 /** What a finished run returns. */

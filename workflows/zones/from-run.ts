@@ -21,7 +21,9 @@ export function outcomeOf(attempt: Attempt, nowMs: number): ZoneOutcome | undefi
   const lifetimeHours = runningHours(attempt);
   const stoppedAt = attempt.stoppedAt ? Date.parse(attempt.stoppedAt) : nowMs;
   switch (attempt.outcome) {
+    // A flex-start wait that ran out is the flex pool's stockout (its key's model is FLEX_START).
     case AttemptOutcome.Stockout:
+    case AttemptOutcome.WaitExpired:
       return { ...base, kind: OutcomeKind.Stockout, at: nowMs };
     case AttemptOutcome.Preempted:
       return { ...base, kind: OutcomeKind.Preempted, at: Math.min(stoppedAt, nowMs), ...(lifetimeHours !== undefined ? { lifetimeHours } : {}) };
@@ -29,9 +31,15 @@ export function outcomeOf(attempt: Attempt, nowMs: number): ZoneOutcome | undefi
     case AttemptOutcome.Failed:
     case AttemptOutcome.Switched:
     case AttemptOutcome.Stopped:
+    case AttemptOutcome.RunDurationReached:
       return lifetimeHours === undefined ? undefined : { ...base, kind: OutcomeKind.Released, at: Math.min(stoppedAt, nowMs), lifetimeHours };
-    default:
+    // Quota and name conflicts say nothing about capacity; a running attempt has not ended.
+    case AttemptOutcome.QuotaExceeded:
+    case AttemptOutcome.Conflict:
+    case AttemptOutcome.Running:
       return undefined;
+    default:
+      return attempt.outcome satisfies never;
   }
 }
 
