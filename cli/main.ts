@@ -6,6 +6,8 @@
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
+ *   sterna team set ml --budget 500 --period week --max-gpus 8 | sterna team show ml
+ *   sterna cost --by team --since 7d [--json|--csv]
  *   sterna zones [--json]
  *   sterna plan examples/run.json
  *
@@ -25,6 +27,8 @@ import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './a
 import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
+import { addCostCommand } from './cost';
+import { addTeamCommands } from './team';
 import { addZonesCommand } from './zones';
 import { ExitCode, reportFailure } from './report';
 
@@ -177,6 +181,8 @@ program
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 addReaperCommands(program, connect);
+addTeamCommands(program, connect, timeoutMs);
+addCostCommand(program, connect);
 addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
 

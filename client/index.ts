@@ -18,6 +18,7 @@ import { SternaTeam } from '../workflows/search-attributes';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
 import { budgetProblem, deadlineProblem } from './arguments';
+import { priorityOf, teamOf } from '../workflows/teams/run-admission';
 import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
 
 export const DEFAULT_TASK_QUEUE = 'sterna';
@@ -58,6 +59,9 @@ export async function startTrainingRun(client: Client, spec: RunSpecInput, optio
       args: [spec],
       staticSummary: `train ${s.name ?? workflowId} on ${accelerators} (${s.pricing.mode}${s.pricing.budgetUsd ? `, budget $${s.pricing.budgetUsd}` : ''})`,
       typedSearchAttributes: s.labels.team ? [{ key: SternaTeam, value: s.labels.team }] : undefined,
+      // Temporal's task-queue priority orders this run's workflow and activity tasks when the
+      // queue is backlogged; the fairness key keeps one team's burst from starving the others.
+      priority: { priorityKey: priorityOf(s), fairnessKey: teamOf(s) },
     }),
   );
 }
@@ -133,6 +137,7 @@ export async function listRuns(client: Client, query?: string, limit = 100): Pro
 }
 
 export { budgetProblem, deadlineProblem } from './arguments';
+export { getTeam, setTeamLimits, type LimitsChange, type TeamView } from './teams';
 /** Valid-but-suspicious spec fields (a secret-looking env name): the CLI prints them, runs record them in their timeline. */
 export { specWarnings } from '../workflows/spec';
 export { causeChain, causeMessages, findCause } from '../workflows/causes';

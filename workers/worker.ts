@@ -14,6 +14,7 @@ import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
+import { createTeamActivities } from '../activities/teams';
 import { createZoneActivities } from '../activities/zones';
 
 export interface SternaWorkerOptions {
@@ -51,6 +52,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers: options.providers, client }),
+      ...createTeamActivities({ client }),
       ...createZoneActivities({ providers: options.providers, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.

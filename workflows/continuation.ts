@@ -131,6 +131,15 @@ function buildRunStateSchema() {
     observerAskedAt: z.number().finite().optional(),
     capacityRetryAt: z.number().finite().optional(),
     policyCheckAt: z.number().finite().optional(),
+    admission: z
+      .strictObject({
+        team: z.string().min(1).max(63),
+        status: z.enum(['asked', 'queued', 'admitted']),
+        askedAt: z.number().finite(),
+        firstAskedAt: z.number().finite(),
+        position: z.int().min(1).optional(),
+      })
+      .optional(),
     prices: z
       .strictObject({
         asOf: z.string().min(1).max(40),

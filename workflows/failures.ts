@@ -16,13 +16,19 @@ export const FailureType = {
    * (`requestValidForDuration`): GCE failed the create. Not a spot stockout; try the next choice.
    */
   FlexStartWaitExpired: 'FlexStartWaitExpired',
-  /** The project's quota does not allow the request in that region; try another region. */
+  /**
+   * The project's quota does not allow the request in that region; try another region. Also
+   * a run needing more GPUs than its team may ever hold at once (workflows/teams).
+   */
   QuotaExceeded: 'QuotaExceeded',
   /** The provider reclaimed the spot capacity; resume elsewhere from the last checkpoint. */
   Preempted: 'Preempted',
   /** The training command exited non-zero. */
   UserCodeFailed: 'UserCodeFailed',
-  /** Spending more would exceed the run's budget. */
+  /**
+   * Spending more would exceed the run's budget, or starting the run would exceed its
+   * team's budget for the period (workflows/teams: the message names team, period and amounts).
+   */
   BudgetExceeded: 'BudgetExceeded',
   /** The run can no longer finish before its deadline (or its maximum duration). */
   DeadlineMissed: 'DeadlineMissed',

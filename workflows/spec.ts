@@ -249,6 +249,11 @@ const buildRunSpecSchema = () =>
           pollSeconds: z.number().min(0.2).max(60).default(5),
         })
         .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
+      /**
+       * Urgency in the team's queue and on the task queue, as Temporal's priority keys:
+       * 1 first … 5 last; 3 when absent. The team is `labels.team` (workflows/teams).
+       */
+      priority: z.int().min(1, 'priority: 1 (most urgent) to 5 (least); 3 when absent').max(5, 'priority: 1 (most urgent) to 5 (least); 3 when absent').optional(),
       labels: z
         .record(z.string(), z.string())
         .superRefine((labels, ctx) => {

@@ -6,7 +6,7 @@
  *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
  *   finally, non-cancellable: release every resource this run created.
  */
-import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
 import { failure, FailureType, namedFailureOf } from './failures';
 import { observationSignal, preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
@@ -20,6 +20,8 @@ import { budgetProblem, newDeadlineProblem, setBudget, setDeadline } from './run
 import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
 import { runActivities } from './run-activities';
 import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
+import { costRefreshAt, costMemoOf, COST_MEMO } from './run/cost-refresh';
+import { TeamLink } from './teams/run-link';
 import { outcomesToTell } from './zones/from-run';
 import type { ZoneMemory } from './zones/memory';
 import { usesZoneMemory, zoneMemoryActivities } from './zones/run-link';
@@ -45,7 +47,15 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   } finally {
     // Runs on success, failure and cancellation alike, and cannot itself be cancelled.
     // A continue-as-new hands the live resource over to the next run instead.
-    if (!continuing) await CancellationScope.nonCancellable(() => run.releaseAll());
+    if (!continuing) {
+      await CancellationScope.nonCancellable(async () => {
+        try {
+          await run.releaseAll();
+        } finally {
+          await run.endRun();
+        }
+      });
+    }
   }
 }
 
@@ -68,6 +78,8 @@ class Driver {
   /** Attempts whose outcome the zone memory has been told (those released before this execution were, or predate it). */
   private readonly told: Set<number>;
   private published = '';
+  private memo = '';
+  private readonly team: TeamLink;
 
   constructor(
     private readonly spec: RunSpec,
@@ -76,6 +88,7 @@ class Driver {
   ) {
     this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
+    this.team = new TeamLink(spec, state, this.inbox);
     this.told = new Set(state.attempts.filter((a) => a.released).map((a) => a.attempt));
   }
 
@@ -83,7 +96,9 @@ class Driver {
     const info = workflowInfo();
     // Runs recorded before runs asked for the observer themselves replay without asking.
     const asksObserver = patched('sterna-run-asks-observer');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver };
+    // Runs recorded before team admission place without asking their team.
+    const teamAdmission = patched('sterna-team-admission');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission };
   }
 
   installHandlers(): void {
@@ -97,6 +112,7 @@ class Driver {
     });
     setHandler(preemptionNoticeSignal, (notice) => void this.inbox.push({ kind: 'notice', ...notice }));
     setHandler(observationSignal, (observation) => void this.inbox.push({ kind: 'observed', observation, via: 'observer' }));
+    this.team.installHandlers();
   }
 
   /** A limit moved: the machine looks at the run again at once. */
@@ -110,6 +126,8 @@ class Driver {
     let event: RunEvent = { kind: 'start' };
     for (;;) {
       const command = next(this.state, this.spec, event, this.context());
+      // An attempt's ledger line is final once its release is folded in: the team records it.
+      this.team.billed(event.kind === 'released');
       this.publish();
       await this.tellZoneMemory();
       if (command.kind === 'complete') return resultOf(this.state, Date.now());
@@ -130,7 +148,9 @@ class Driver {
       case 'look':
         return this.look(command.attempt);
       case 'wait':
-        return this.inbox.next(command.untilMs);
+        return this.inbox.next(this.refreshingCost(command.untilMs));
+      case 'ask-admission':
+        return this.team.ask();
       case 'ensure-observer':
         await this.acts.observer.ensureObserver({ backend: this.spec.backend }).catch(() => undefined);
         return { kind: 'observer-asked' };
@@ -168,6 +188,12 @@ class Driver {
     return { kind: 'released', attempt: number, ...result };
   }
 
+  /** While a resource is billed, wake at least every few minutes so the cost shown stays current. */
+  private refreshingCost(untilMs: number | undefined): number | undefined {
+    const billing = this.state.attempts.some((a) => a.startedAt && !a.stoppedAt);
+    return billing && patched('sterna-cost-refresh') ? costRefreshAt(untilMs, Date.now()) : untilMs;
+  }
+
   private async look(number: number): Promise<RunEvent> {
     const attempt = this.state.attempts[number - 1];
     const snapshot = await this.acts.quick.observe.executeWithOptions({ summary: `look at ${attempt.ref.name}` }, [{ ref: attempt.ref }]);
@@ -202,6 +228,12 @@ class Driver {
     await this.zones.recordZoneOutcomes({ backend: this.spec.backend, outcomes }).catch(() => undefined);
   }
 
+  /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */
+  async endRun(): Promise<void> {
+    await this.team.ended();
+    if (patched('sterna-cost-refresh')) this.publishMemo();
+  }
+
   /** Upserts the search attributes when what they show has changed. */
   private publish(): void {
     const attributes = searchAttributesOf(this.state, this.spec, Date.now());
@@ -209,5 +241,14 @@ class Driver {
     if (key === this.published) return;
     this.published = key;
     upsertSearchAttributes(attributes);
+  }
+
+  /** The run's cost summary, for `sterna cost` (a memo: listed with the run, no worker needed). */
+  private publishMemo(): void {
+    const memo = costMemoOf(this.state, this.spec, Date.now());
+    const key = JSON.stringify(memo);
+    if (key === this.memo) return;
+    this.memo = key;
+    upsertMemo({ [COST_MEMO]: memo });
   }
 }

@@ -29,6 +29,8 @@ import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
+import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
+import type { AdmissionDecision } from '../teams/rules';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
@@ -45,7 +47,11 @@ export type RunEvent =
   /** The fleet observer was asked for (started if it was not running), or could not be. */
   | { kind: 'observer-asked' }
   /** A timer fired or a limit moved: re-evaluate. */
-  | { kind: 'tick' };
+  | { kind: 'tick' }
+  /** The team's answer to the run's admission request (workflows/teams). */
+  | { kind: 'admission'; decision: AdmissionDecision }
+  /** The admission request reached the team. */
+  | { kind: 'admission-asked' };
 
 /** What to do next. */
 export type Command =
@@ -56,6 +62,8 @@ export type Command =
   | { kind: 'look'; attempt: number }
   /** Ask for the fleet observer of this run's backend: it starts it if it is not running. */
   | { kind: 'ensure-observer' }
+  /** Ask the run's team to admit it (workflows/teams); its answer comes as an `admission` event. */
+  | { kind: 'ask-admission' }
   /** Wait for the next message, or until `untilMs`. */
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
@@ -72,6 +80,8 @@ export interface Context {
   attemptsAtStart: number;
   /** Whether this run asks for the fleet observer itself (runs recorded before it did not). */
   asksObserver: boolean;
+  /** Whether the run must be admitted by its team before it places (runs recorded before teams are not). */
+  teamAdmission?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -118,7 +128,12 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
     case 'start':
     case 'tick':
     case 'observer-asked':
+    case 'admission-asked':
       return undefined;
+    case 'admission': {
+      const refused = absorbAdmission(state, event.decision, now);
+      return refused && { kind: 'fail', ...refused };
+    }
     case 'offers':
       absorbPrices(state, event);
       if (event.zoneMemory) state.zoneMemory = memoryFor(event.zoneMemory, event.offers);
@@ -345,7 +360,19 @@ function decide(state: RunState, spec: RunSpec, context: Context): Command {
   if (live && state.phase === Phase.Provisioning) return { kind: 'provision', attempt: live.attempt };
   if (shouldContinueAsNew(state, context)) return { kind: 'continue-as-new' };
   if (live) return follow(state, spec, live, context);
+  if (awaitingAdmission(state, context.teamAdmission ?? false)) return admission(state, spec, now);
   return place(state, spec, context);
+}
+
+/** Before the first placement: ask the team, then wait for its answer (asking again if it stays silent). */
+function admission(state: RunState, spec: RunSpec, now: number): Command {
+  const again = reaskAt(state);
+  if (again === undefined || now >= again) {
+    asking(state, spec, now);
+    return { kind: 'ask-admission' };
+  }
+  const limitAt = limitAtMs(state, spec, undefined, now);
+  return { kind: 'wait', untilMs: Math.min(again, limitAt ?? Infinity) };
 }
 
 function shouldContinueAsNew(state: RunState, context: Context): boolean {

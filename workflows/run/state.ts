@@ -4,11 +4,14 @@
  */
 import type { ZoneEvent } from '../placement';
 import type { RunPrices } from './prices';
+import type { RunAdmission } from '../teams/run-admission';
 import type { ZoneMemory } from '../zones/memory';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
 
 export const Phase = {
   Validating: 'validating',
+  /** Waiting for its team to admit it (GPU quota, budget): teams/run-admission.ts. */
+  Queued: 'queued',
   FindingCapacity: 'finding-capacity',
   Provisioning: 'provisioning',
   Staging: 'staging',
@@ -74,6 +77,8 @@ export interface Attempt {
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
 export const TimelineKind = {
   RunStarted: 'run-started',
+  Queued: 'queued',
+  Admitted: 'admitted',
   /** Valid but probably a mistake (a secret-looking env name...): spec.ts `specWarnings`. */
   Warning: 'warning',
   Placing: 'placing',
@@ -153,6 +158,8 @@ export interface RunState {
   policyCheckAt?: number;
   /** The price book behind the last round of offers (absent before the first, and in older runs). */
   prices?: RunPrices;
+  /** The run's team admission (absent in runs from before teams, and until it asks). */
+  admission?: RunAdmission;
   /** The project's zone memory for the last round's zones, as read then (absent in older runs; workflows/zones). */
   zoneMemory?: ZoneMemory;
 }

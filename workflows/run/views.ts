@@ -78,6 +78,8 @@ export interface RunStatus {
   ledger: LedgerLine[];
   /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
   prices?: RunPrices;
+  /** The run's team admission: its team, and whether it is still queued (and where). */
+  admission?: { team: string; status: string; position?: number };
   /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
   waiting?: string;
   timeline: TimelineEvent[];
@@ -102,6 +104,7 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     restarts: state.restarts,
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
+    ...(state.admission ? { admission: { team: state.admission.team, status: state.admission.status, position: state.admission.position } } : {}),
     ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };

@@ -1,0 +1,24 @@
+/**
+ * The team activity: a run's admission request reaches its team workflow by
+ * signal-with-start, so the first run of a team starts the team's workflow (a workflow
+ * cannot signal-with-start by itself). The team answers the run with a signal.
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { admissionRequestSignal, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
+
+export function createTeamActivities(options: { client: Client }): TeamActivities {
+  return {
+    async askAdmission({ team, request }) {
+      const { taskQueue } = Context.current().info;
+      await options.client.workflow.signalWithStart('teamLedger', {
+        workflowId: teamWorkflowId(taskQueue, team),
+        taskQueue,
+        args: [{ team } satisfies TeamInput],
+        signal: admissionRequestSignal,
+        signalArgs: [request],
+        staticSummary: `team ${team}: budget, GPU quota and queue`,
+      });
+    },
+  };
+}

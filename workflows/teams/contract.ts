@@ -1,0 +1,35 @@
+/**
+ * The team workflow's identity, messages and activity: what runs, clients and the CLI
+ * share. One team workflow per task queue and team, started by the first run that asks
+ * (signal-with-start) or by `sterna team set`.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { AdmissionDecision, AdmissionRequest, LimitsChange, TeamState, TeamView } from './rules';
+
+export function teamWorkflowId(taskQueue: string, team: string): string {
+  return `sterna-team/${taskQueue}/${team}`;
+}
+
+export interface TeamInput {
+  team: string;
+  /** Carried through continue-as-new. */
+  state?: TeamState;
+}
+
+/** A run asks to start (run -> team, through the askAdmission activity's signal-with-start). */
+export const admissionRequestSignal = defineSignal<[request: AdmissionRequest]>('admissionRequest');
+/** A run's ledger total so far (run -> team), sent as its attempts are billed. */
+export const runSpendSignal = defineSignal<[spend: { runId: string; totalUsd: number }]>('runSpend');
+/** A run ended, however it ended: its GPUs return to the team (run -> team, from its finally). */
+export const runEndedSignal = defineSignal<[ended: { runId: string; totalUsd: number }]>('runEnded');
+/** The team's answer (team -> run). */
+export const admissionSignal = defineSignal<[decision: AdmissionDecision]>('admission');
+
+/** Set budget, period or GPU quota; applies to queued runs at once. Answers the team as it now stands. */
+export const setTeamLimitsUpdate = defineUpdate<TeamView, [change: LimitsChange]>('setTeamLimits');
+export const teamQuery = defineQuery<TeamView>('team');
+
+export interface TeamActivities {
+  /** Signal-with-start of the team workflow with the run's request. */
+  askAdmission(input: { team: string; request: AdmissionRequest }): Promise<void>;
+}

@@ -1,0 +1,87 @@
+/**
+ * teamLedger: one long-lived workflow per task queue and team, holding the team's limits,
+ * its running runs and its queue, and what it has spent this period. No side database:
+ * the state is this workflow's, carried through continue-as-new.
+ *
+ *   run --askAdmission (signal-with-start)--> team --admission signal--> run
+ *   run --runSpend (as attempts bill) / runEnded (finally)--> team
+ *   client / CLI --setTeamLimits update / team query--> team
+ *
+ * The rules are rules.ts; this file only wires messages to them and sends the answers.
+ */
+import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { failure, FailureType } from '../failures';
+import { admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamInput } from './contract';
+import { applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
+
+/**
+ * How often the team checks that its running runs still exist: a terminated run never
+ * runs its finally, and would hold its GPUs for ever. The check is a repeated `admitted`
+ * answer, which a live run ignores and a closed one cannot receive.
+ */
+const SWEEP_MS = 15 * 60_000;
+/** Continue as new well before the history gets long (each run costs about ten events). */
+const MAX_HISTORY_EVENTS = 8_000;
+
+export async function teamLedger(input: TeamInput): Promise<void> {
+  const state = input.state ?? newTeamState(input.team, Date.now());
+  const outbox: AdmissionDecision[] = [];
+  const look = () => outbox.push(...settle(state, Date.now()));
+
+  setHandler(admissionRequestSignal, (request) => {
+    const again = enqueue(state, request);
+    if (again) outbox.push(again);
+    look();
+  });
+  setHandler(runSpendSignal, ({ runId, totalUsd }) => recordSpend(state, runId, totalUsd));
+  setHandler(runEndedSignal, ({ runId, totalUsd }) => {
+    release(state, runId, totalUsd);
+    look();
+  });
+  setHandler(
+    setTeamLimitsUpdate,
+    (change: LimitsChange) => {
+      applyLimits(state, change, Date.now());
+      look();
+      return teamView(state);
+    },
+    {
+      validator: (change) => {
+        const problem = limitsProblem(change, state.limits);
+        if (problem) throw failure(FailureType.InvalidSpec, `team ${state.team}: ${problem}`);
+      },
+    },
+  );
+  setHandler(teamQuery, () => teamView(state));
+
+  look();
+  let sweepAt = Date.now() + SWEEP_MS;
+  for (;;) {
+    // Wake for answers to send, when the period ends (spend starts again at zero), or to sweep.
+    const due = await condition(() => outbox.length > 0, Math.max(1, Math.min(periodEndsAt(state), sweepAt) - Date.now()));
+    if (!due) look();
+    if (Date.now() >= sweepAt) {
+      sweepAt = Date.now() + SWEEP_MS;
+      outbox.push(...state.running.map((h) => ({ runId: h.runId, outcome: 'admitted' as const, team: state.team })));
+    }
+    while (outbox.length > 0) {
+      const batch = outbox.splice(0, outbox.length);
+      await Promise.all(batch.map((decision) => tell(decision)));
+    }
+    const info = workflowInfo();
+    if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) {
+      await condition(() => allHandlersFinished() && outbox.length === 0);
+      return continueAsNew<typeof teamLedger>({ team: state.team, state });
+    }
+  }
+
+  /** Sends a run its answer; a run that is gone cannot hold GPUs, so it leaves the team. */
+  async function tell(decision: AdmissionDecision): Promise<void> {
+    try {
+      await getExternalWorkflowHandle(decision.runId).signal(admissionSignal, decision);
+    } catch {
+      release(state, decision.runId);
+      look();
+    }
+  }
+}
