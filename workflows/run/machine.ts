@@ -22,7 +22,9 @@ import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
+import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { absorbPrices, unpricedNote } from './prices';
+import { markProgress } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
 
@@ -67,6 +69,8 @@ export interface Context {
   attemptsAtStart: number;
   /** Whether this run asks for the fleet observer itself (runs recorded before it did not). */
   asksObserver: boolean;
+  /** Whether this run keeps GPU readings, progress and the idle rule (runs recorded before it did not). */
+  gpuUtil?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -233,6 +237,11 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     state.phase = Phase.Training;
     record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes`, attempt: live.attempt });
   }
+  if (context.gpuUtil && state.phase === Phase.Training) {
+    if (s.totalSteps !== undefined) state.totalSteps = s.totalSteps;
+    if (s.step !== undefined) markProgress(state, live.attempt, s.step, now);
+    if (s.gpu) absorbGpu(state, spec.monitoring, live.attempt, s.gpu, now);
+  }
   return undefined;
 }
 
@@ -349,6 +358,14 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     ? state.observerHeardAt! + aliveMs
     : (state.lastHeardAt ?? now) + (state.observerHeardAt === undefined ? spec.recovery.pollSeconds : Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS)) * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
+  if (context.gpuUtil && state.phase === Phase.Training) {
+    const idle = idleVerdict(state, spec, now);
+    if (idle?.kind === 'stop') return { kind: 'fail', failure: idle.failure, message: idle.message };
+    if (idle?.kind === 'flag') {
+      state.gpu!.idle = true;
+      record(state, now, { kind: TimelineKind.GpuIdle, event: idle.message, attempt: live.attempt, zone: live.offer.zone });
+    }
+  }
   // The deadline can force a move from spot to on-demand while spot still runs; the
   // round's offers (kept while the attempt lives) give the policy its prices.
   if (autoPolicyApplies(state, spec) && live.offer.provisioningModel === ProvisioningModel.Spot && state.phase === Phase.Training) {
@@ -362,7 +379,8 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
       }
     }
   }
-  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt].filter((t): t is number => t !== undefined);
+  const idleAt = context.gpuUtil && state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, idleAt].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
 

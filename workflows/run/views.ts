@@ -2,9 +2,11 @@
  * Pure views of a run's state: the cost ledger, the status the query answers, the result
  * a finished run returns.
  */
-import type { Attempt, AttemptOutcome, Phase, RunState, TimelineEvent } from './state';
+import type { Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
+import { meanUtilisation } from './gpu-util';
+import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
+import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import type { RunPrices } from './prices';
@@ -77,10 +79,41 @@ export interface RunStatus {
   ledger: LedgerLine[];
   /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
   prices?: RunPrices;
+  /** The GPUs' last reading (nvidia-smi on the VM) and the run's average, once the agent reported one. */
+  gpu?: GpuStatus;
+  /** Step of total, percent, ETA and predicted cost (run/progress.ts). */
+  progress?: Progress;
   timeline: TimelineEvent[];
 }
 
-export function statusOf(state: RunState, nowMs: number): RunStatus {
+export interface GpuStatus {
+  /** Mean utilisation of the attempt's GPUs at the last reading, percent. */
+  utilisation: number;
+  memoryUsedMiB: number;
+  memoryTotalMiB: number;
+  gpus: number;
+  /** Time-weighted average over the run's training so far, percent. */
+  meanUtilisation: number;
+  /** When the run heard the reading. */
+  at: string;
+  /** Below monitoring.minGpuUtilisation for the window, and flagged (idleAction "flag"). */
+  idle: boolean;
+}
+
+function gpuStatus(gpu: GpuState): GpuStatus {
+  return {
+    utilisation: gpu.utilisation,
+    memoryUsedMiB: gpu.memoryUsedMiB,
+    memoryTotalMiB: gpu.memoryTotalMiB,
+    gpus: gpu.gpus,
+    meanUtilisation: meanUtilisation(gpu)!,
+    at: new Date(gpu.atMs).toISOString(),
+    idle: gpu.idle === true,
+  };
+}
+
+/** With the spec, the status carries progress (the spec may know the total steps). */
+export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunStatus {
   const current = state.attempts[state.attempts.length - 1];
   const costs = ledger(state, nowMs);
   return {
@@ -99,8 +132,28 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     restarts: state.restarts,
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
+    ...(state.gpu ? { gpu: gpuStatus(state.gpu) } : {}),
+    ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
     timeline: state.timeline,
   };
+}
+
+/**
+ * The run's current details for the Temporal web UI (`setCurrentDetails`): what it is
+ * doing now, in Markdown, however the run was started.
+ */
+export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number): string {
+  const live = state.attempts[state.attempts.length - 1];
+  const cost = ledger(state, nowMs).totalCostUsd;
+  const p = progressOf(state, spec, cost, nowMs);
+  const lines = [`**Phase** ${state.phase}`];
+  if (live) lines.push(`**Zone** ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}), attempt ${live.attempt}`);
+  if (p.step !== undefined) lines.push(`**Step** ${p.step}${p.totalSteps !== undefined ? ` of ${p.totalSteps} (${p.percent!.toFixed(1)}%)` : ''}`);
+  lines.push(`**Cost so far** $${cost.toFixed(4)}${state.budgetUsd !== undefined ? ` of a $${state.budgetUsd} budget` : ''}`);
+  if (p.etaSeconds !== undefined) lines.push(`**ETA** ${formatSeconds(p.etaSeconds)} (predicted total $${p.predictedCostUsd!.toFixed(4)})`);
+  if (state.gpu) lines.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
+  if (state.preemptions > 0) lines.push(`**Preemptions** ${state.preemptions}`);
+  return lines.join('  \n');
 }
 
 /** What a finished run returns. */
@@ -150,5 +203,7 @@ export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
     ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
     ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
+    // Only runs that keep GPU readings (patched 'sterna-gpu-util') have any: older runs replay unchanged.
+    ...(state.gpu ? [{ key: SternaGpuUtil, value: Math.round(meanUtilisation(state.gpu)!) }] : []),
   ];
 }
