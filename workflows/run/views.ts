@@ -146,13 +146,20 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   const live = state.attempts[state.attempts.length - 1];
   const cost = ledger(state, nowMs).totalCostUsd;
   const p = progressOf(state, spec, cost, nowMs);
-  const lines = [`**Phase** ${state.phase}`];
-  if (live) lines.push(`**Zone** ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}), attempt ${live.attempt}`);
-  if (p.step !== undefined) lines.push(`**Step** ${p.step}${p.totalSteps !== undefined ? ` of ${p.totalSteps} (${p.percent!.toFixed(1)}%)` : ''}`);
-  lines.push(`**Cost so far** $${cost.toFixed(4)}${state.budgetUsd !== undefined ? ` of a $${state.budgetUsd} budget` : ''}`);
-  if (p.etaSeconds !== undefined) lines.push(`**ETA** ${formatSeconds(p.etaSeconds)} (predicted total $${p.predictedCostUsd!.toFixed(4)})`);
-  if (state.gpu) lines.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
-  if (state.preemptions > 0) lines.push(`**Preemptions** ${state.preemptions}`);
+  // Amounts in "USD", never "$": the UI's Markdown reads a pair of dollar signs as math.
+  const money = (usd: number) => `${usd.toFixed(4)} USD`;
+  const where = live ? ` in ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}), attempt ${live.attempt}` : '';
+  const lines = [`**Phase** ${state.phase}${where}`];
+  if (p.step !== undefined) {
+    const of = p.totalSteps !== undefined ? ` of ${p.totalSteps} (${p.percent!.toFixed(1)}%)` : '';
+    lines.push(`**Step** ${p.step}${of}${p.etaSeconds !== undefined ? ` · **ETA** ${formatSeconds(p.etaSeconds)}` : ''}`);
+  }
+  const budget = state.budgetUsd !== undefined ? ` of a ${state.budgetUsd} USD budget` : '';
+  lines.push(`**Cost so far** ${money(cost)}${budget}${p.predictedCostUsd !== undefined ? ` · predicted total ${money(p.predictedCostUsd)}` : ''}`);
+  const extra: string[] = [];
+  if (state.gpu) extra.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
+  if (state.preemptions > 0) extra.push(`**Preemptions** ${state.preemptions}`);
+  if (extra.length) lines.push(extra.join(' · '));
   return lines.join('  \n');
 }
 
