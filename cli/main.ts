@@ -6,6 +6,8 @@
  *   sterna start examples/run.json --id my-run --follow
  *   sterna watch my-run [--json] | sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
+ *   sterna zones [--json]
+ *   sterna plan examples/run.json
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -22,7 +24,9 @@ import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../wor
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
+import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
+import { addZonesCommand } from './zones';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -189,6 +193,8 @@ program
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 addReaperCommands(program, connect);
+addZonesCommand(program, connect);
+addPlanCommand(program, connect, readSpec);
 
 program
   .parseAsync()

@@ -12,9 +12,11 @@ import { createFleetActivities, type ObserverOptions } from '../activities/fleet
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { meteredProviders } from '../activities/metrics/metered-provider';
 import type { SternaMetrics } from '../activities/metrics/registry';
+import { createZoneActivities } from '../activities/zones';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -54,9 +56,10 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createFleetActivities({ providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers, client }),
+      ...createZoneActivities({ providers, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     // Cancellation reaches an activity through its heartbeats; send them promptly.
     maxHeartbeatThrottleInterval: '2 seconds',
     defaultHeartbeatThrottleInterval: '1 second',

@@ -27,7 +27,7 @@ export interface CapacityRequest {
   machineType?: string;
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };
-  provisioningModels: ('SPOT' | 'STANDARD')[];
+  provisioningModels: ('SPOT' | 'STANDARD' | 'FLEX_START')[];
 }
 
 /** A zone that offers the accelerator but that the price book cannot price: reported, never dropped silently. */
@@ -60,6 +60,15 @@ export interface ProvisionRequest {
    * (run/resource-limit.ts); absent: the provider's longest limit.
    */
   releaseBy?: string;
+  /** FLEX_START offers only: how long the request may wait for capacity, and how long the VM may then run. */
+  flexStart?: FlexStartTerms;
+}
+
+export interface FlexStartTerms {
+  /** GCE `params.requestValidForDuration` (GKE: how long the ProvisioningRequest may stay unprovisioned). */
+  maxWaitSeconds: number;
+  /** GCE `scheduling.maxRunDuration` (GKE `maxRunDurationSeconds`), at most 7 days. */
+  maxRunDurationSeconds: number;
 }
 
 export interface ProvisionResult {
@@ -79,6 +88,12 @@ export interface ReleaseRequest {
    * create call's deadline has passed before it reports the resource absent.
    */
   createMayBeInFlight: boolean;
+  /**
+   * When the run last saw the resource start. A release retried after its delete landed
+   * finds nothing; it then reads when the resource stopped from the provider's own
+   * record (GCE's operations since this time), so the ledger ends where billing did.
+   */
+  startedAt?: string;
 }
 
 /** What release found: deleted ours, found nothing, or found a resource that is not ours (left alone). */

@@ -34,7 +34,8 @@ export function zoneObservations(offers: readonly Offer[], events: readonly Zone
       zone.spotPrice = Math.min(zone.spotPrice, offer.pricePerHour);
       // What the run can know without probing: spot that failed it recently is out.
       if (inCooldown(offer, events, placement)) zone.spotAvailable = false;
-    } else {
+    } else if (offer.provisioningModel === 'STANDARD') {
+      // Flex-start offers are not the policy's to weigh (run/flex-start.ts is their tier).
       zone.onDemandPrice = Math.min(zone.onDemandPrice, offer.pricePerHour);
     }
     zones.set(offer.zone, zone);

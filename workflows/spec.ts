@@ -148,8 +148,11 @@ export const MAX_BUDGET_USD = 10_000_000;
 export const IdleAction = { Stop: 'stop', Flag: 'flag' } as const;
 export type IdleAction = (typeof IdleAction)[keyof typeof IdleAction];
 
-export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', Auto: 'auto' } as const;
+export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', FlexStart: 'flex-start', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
+
+/** GCE's bounds on how long a flex-start request waits for capacity (`requestValidForDuration`). */
+export const FLEX_START_WAIT_BOUNDS = { min: 90, max: 2 * 3600 } as const;
 
 /**
  * The schema is built on first use and kept out of the module's exports. The worker shares
@@ -207,7 +210,13 @@ const buildRunSpecSchema = () =>
       placement: z.strictObject({ regions: allowDeny().optional(), zones: allowDeny().optional() }).default({}),
       pricing: z
         .strictObject({
-          mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.Auto]).default(PricingMode.Auto),
+          mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.FlexStart, PricingMode.Auto]).default(PricingMode.Auto),
+          /**
+           * Flex-start (DWS): how long a request may wait for capacity. With mode
+           * `flex-start` it is the only model used (defaults apply when omitted); with
+           * `auto`, giving it adds flex-start as a tier between spot and on-demand.
+           */
+          flexStart: z.strictObject({ maxWait: duration({ min: FLEX_START_WAIT_BOUNDS.min, max: FLEX_START_WAIT_BOUNDS.max }).default(FLEX_START_WAIT_BOUNDS.max) }).optional(),
           /** USD per hour; the largest GPU VMs cost about $100/h on demand. */
           maxPricePerHour: z.number().positive().max(10_000).optional(),
           /** USD; bounded so budget arithmetic stays in ordinary floating-point range. */
@@ -224,6 +233,12 @@ const buildRunSpecSchema = () =>
           maxRunDuration: duration({ min: 0, minExclusive: true }).optional(),
           /** Accelerator time the job needs uninterrupted; drives the deadline-aware `auto` mode. */
           expectedDuration: duration({ min: 0, minExclusive: true }).optional(),
+          /**
+           * How fast each accelerator trains this job, relative to the others (any unit, one
+           * per accelerator): `sterna plan` scales expectedDuration, which is on the first
+           * accelerator listed, by it. Without it, datasheet peak throughput (plan/throughput.ts).
+           */
+          relativeThroughput: z.record(z.string().max(64), z.number().positive().max(1e6)).optional(),
         })
         .default({}),
       recovery: z
@@ -267,6 +282,15 @@ const buildRunSpecSchema = () =>
       }
       if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });
+      }
+      const throughput = spec.time.relativeThroughput;
+      if (throughput) {
+        for (const { type } of spec.resources.accelerators) {
+          if (throughput[type] === undefined) ctx.addIssue({ code: 'custom', path: ['time', 'relativeThroughput'], message: `give a figure for every accelerator the run may use; ${type} has none` });
+        }
+      }
+      if (spec.pricing.flexStart && spec.pricing.mode !== PricingMode.FlexStart && spec.pricing.mode !== PricingMode.Auto) {
+        ctx.addIssue({ code: 'custom', path: ['pricing', 'flexStart'], message: `flex-start settings apply to pricing.mode "flex-start" or "auto", not "${spec.pricing.mode}"` });
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
         ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });

@@ -20,6 +20,9 @@ import { budgetProblem, newDeadlineProblem, setBudget, setDeadline } from './run
 import { currentDetailsOf, resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
 import { runActivities } from './run-activities';
 import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
+import { outcomesToTell } from './zones/from-run';
+import type { ZoneMemory } from './zones/memory';
+import { usesZoneMemory, zoneMemoryActivities } from './zones/run-link';
 
 export type { ContinuedRun };
 
@@ -61,6 +64,9 @@ class Driver {
   private readonly acts: ReturnType<typeof runActivities>;
   private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
+  private readonly zones = zoneMemoryActivities();
+  /** Attempts whose outcome the zone memory has been told (those released before this execution were, or predate it). */
+  private readonly told: Set<number>;
   private published = '';
 
   constructor(
@@ -70,6 +76,7 @@ class Driver {
   ) {
     this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
+    this.told = new Set(state.attempts.filter((a) => a.released).map((a) => a.attempt));
   }
 
   private context(): Context {
@@ -106,6 +113,7 @@ class Driver {
     for (;;) {
       const command = next(this.state, this.spec, event, this.context());
       this.publish();
+      await this.tellZoneMemory();
       if (command.kind === 'complete') return resultOf(this.state, Date.now());
       event = await this.carryOut(command);
     }
@@ -113,8 +121,10 @@ class Driver {
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
-      case 'find-capacity':
-        return { kind: 'offers', ...capacityFound(await this.acts.quick.findCapacity(capacityRequest(this.spec))) };
+      case 'find-capacity': {
+        const [found, zoneMemory] = await Promise.all([this.acts.quick.findCapacity(capacityRequest(this.spec)), this.readZoneMemory()]);
+        return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}) };
+      }
       case 'provision':
         return this.provision(command.attempt);
       case 'release':
@@ -155,7 +165,7 @@ class Driver {
   private async release(number: number, createMayBeInFlight: boolean): Promise<RunEvent> {
     const attempt = this.state.attempts[number - 1];
     const result = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [
-      { ref: attempt.ref, owner: ownerOf(this.context(), number), createMayBeInFlight },
+      { ref: attempt.ref, owner: ownerOf(this.context(), number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
     return { kind: 'released', attempt: number, ...result };
   }
@@ -176,6 +186,22 @@ class Driver {
     for (const event of events) if (event.kind === 'released') absorbRelease(this.state, event, Date.now());
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.publish();
+    await this.tellZoneMemory();
+  }
+
+  /** The project's zone memory for this run's accelerators: placement's prior. Recorded in history, so replay reads the same. */
+  private async readZoneMemory(): Promise<ZoneMemory | undefined> {
+    if (!usesZoneMemory()) return undefined;
+    const accelerators = this.spec.resources.accelerators.map((a) => a.type);
+    return this.zones.readZoneMemory({ backend: this.spec.backend, accelerators }).catch(() => undefined);
+  }
+
+  /** Tells the zone memory how each newly released attempt ended (stockout, preemption, lifetime). */
+  private async tellZoneMemory(): Promise<void> {
+    const { attempts, outcomes } = outcomesToTell(this.state.attempts, this.told, Date.now());
+    for (const attempt of attempts) this.told.add(attempt);
+    if (outcomes.length === 0 || !usesZoneMemory()) return;
+    await this.zones.recordZoneOutcomes({ backend: this.spec.backend, outcomes }).catch(() => undefined);
   }
 
   /** Upserts the search attributes when what they show has changed; keeps the UI's current details current. */

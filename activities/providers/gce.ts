@@ -4,7 +4,8 @@
  * emulator; only the client options differ (see `gceClientOptions`).
  *
  * Errors are translated here, once, into Sterna's failure types:
- *   ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] -> Stockout
+ *   ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] -> Stockout (FlexStartWaitExpired for a
+ *     flex-start VM: its request waited its whole window for capacity, then GCE failed it)
  *   QUOTA_EXCEEDED                              -> QuotaExceeded
  *   TERMINATED before RUNNING                   -> Preempted
  *   409 on insert, labels not ours              -> ResourceConflict
@@ -13,6 +14,7 @@
  * and attempt (workflows/naming.ts). A VM someone else put under our name is left alone.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 import {
   AcceleratorTypesClient,
   InstancesClient,
@@ -21,8 +23,9 @@ import {
   ZonesClient,
   type protos,
 } from '@google-cloud/compute';
+import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
-import { failure, FailureType } from '../../workflows/failures';
+import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
 import { isOwnedBy } from '../../workflows/naming';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
@@ -46,6 +49,7 @@ import {
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
+type IQuota = protos.google.cloud.compute.v1.IQuota;
 
 export interface GceProviderOptions {
   project: string;
@@ -73,6 +77,18 @@ export interface GceProviderOptions {
    * come by then (600 s by default): a VM whose run is gone stops paying on its own.
    */
   powerOffAfterSeconds?: number;
+  /**
+   * How long one read of where each accelerator is offered (acceleratorTypes.aggregatedList)
+   * serves every placement of this worker: 10 minutes by default. GCE adds accelerator
+   * zones a few times a year, so this is a topology, not a reading.
+   */
+  acceleratorZonesTtlMs?: number;
+  /**
+   * How long one read of a region's quotas (regions.get) serves every placement of this
+   * worker: 60 s by default. A stale quota only misjudges `quotaAvailable`; the insert
+   * itself is the authority (QUOTA_EXCEEDED is a named failure, and drops the entry).
+   */
+  regionQuotasTtlMs?: number;
 }
 
 const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS', 'RESOURCE_POOL_EXHAUSTED']);
@@ -91,6 +107,8 @@ const RUN_ID_ATTRIBUTE = 'sterna-run-id';
 const MIN_TIME_LIMIT_MS = 40_000;
 const MAX_TIME_LIMIT_MS = 120 * 24 * 3600 * 1000;
 const DEFAULT_POWER_OFF_AFTER_SECONDS = 600;
+/** Expected flex-start wait for a GPU type the catalog has no figure for (an assumption). */
+const FLEX_START_DEFAULT_WAIT_SECONDS = 1800;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
@@ -152,6 +170,15 @@ export class GceProvider implements ComputeProvider {
   private readonly acceleratorTypes: AcceleratorTypesClient;
   private readonly pollMs: number;
   private readonly insertTimeoutMs: number;
+  /**
+   * Placement reads shared by every run of this worker. Without them each placement cost
+   * one aggregatedList plus one regions.get per region, so reads grew with the fleet
+   * (2,000 runs: 14,000 placement reads). `fetch` coalesces concurrent misses into one
+   * call, and a failed refresh serves the last good answer (a GET outage does not stop
+   * placement; the insert still decides).
+   */
+  private readonly acceleratorZones: LRUCache<string, Map<string, string[]>>;
+  private readonly regionQuotas: LRUCache<string, IQuota[]>;
 
   constructor(private readonly options: GceProviderOptions) {
     this.instances = new InstancesClient(options.clientOptions);
@@ -161,6 +188,18 @@ export class GceProvider implements ComputeProvider {
     this.acceleratorTypes = new AcceleratorTypesClient(options.clientOptions);
     this.pollMs = options.pollIntervalMs ?? 1000;
     this.insertTimeoutMs = options.insertTimeoutMs ?? 30_000;
+    this.acceleratorZones = new LRUCache({
+      max: 1,
+      ttl: options.acceleratorZonesTtlMs ?? 10 * 60_000,
+      allowStaleOnFetchRejection: true,
+      fetchMethod: () => this.listAcceleratorZones(),
+    });
+    this.regionQuotas = new LRUCache({
+      max: 256,
+      ttl: options.regionQuotasTtlMs ?? 60_000,
+      allowStaleOnFetchRejection: true,
+      fetchMethod: async (region) => (await this.regions.get({ project: options.project, region }))[0].quotas ?? [],
+    });
   }
 
   /** One API call with a client-side deadline, its transient errors retried with backoff. */
@@ -176,26 +215,23 @@ export class GceProvider implements ComputeProvider {
     return this.api('listing offers', () => this.listOffers(request, prices), 2 * WAIT_TIMEOUT_MS);
   }
 
-  /** Every zone acceleratorTypes.aggregatedList returns for the accelerator, priced from `prices`. */
-  private async listOffers(request: CapacityRequest, prices: PriceBook): Promise<CapacityFound> {
-    const { project } = this.options;
+  /** Every zone each accelerator is offered in, from one acceleratorTypes.aggregatedList. */
+  private async listAcceleratorZones(): Promise<Map<string, string[]>> {
     const zonesByAccelerator = new Map<string, string[]>();
-    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project }, NO_AUTOPAGINATE)) {
+    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project: this.options.project }, NO_AUTOPAGINATE)) {
       const zone = scope.replace(/^zones\//, '');
       for (const type of list.acceleratorTypes ?? []) {
         if (!type.name) continue;
         zonesByAccelerator.set(type.name, [...(zonesByAccelerator.get(type.name) ?? []), zone]);
       }
     }
-    const quotaCache = new Map<string, Promise<protos.google.cloud.compute.v1.IQuota[]>>();
-    const quotasOf = (region: string) => {
-      let quotas = quotaCache.get(region);
-      if (!quotas) {
-        quotas = this.regions.get({ project, region }).then(([r]) => r.quotas ?? []);
-        quotaCache.set(region, quotas);
-      }
-      return quotas;
-    };
+    return zonesByAccelerator;
+  }
+
+  /** Every zone offering a requested accelerator, priced from `prices`. */
+  private async listOffers(request: CapacityRequest, prices: PriceBook): Promise<CapacityFound> {
+    const zonesByAccelerator = (await this.acceleratorZones.fetch('zones')) ?? new Map<string, string[]>();
+    const quotasOf = async (region: string) => (await this.regionQuotas.fetch(region)) ?? [];
     const offers: Offer[] = [];
     const unpriced: UnpricedZone[] = [];
     const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
@@ -209,13 +245,17 @@ export class GceProvider implements ComputeProvider {
         let priced = false;
         for (const model of request.provisioningModels) {
           const spot = model === 'SPOT';
-          const price = prices.pricePerHour({ region, machineType, accelerator: type, count, spot });
+          const flexStart = model === 'FLEX_START';
+          // Flex-start is priced only where it is sold (accelerator-optimized machine types).
+          const price = prices.pricePerHour({ region, machineType, accelerator: type, count, spot, ...(flexStart ? { flexStart } : {}) });
           if (price === undefined || onDemand === undefined) continue;
-          priced = true;
+          if (!flexStart) priced = true;
           const metric = prices.quotaMetric(type);
-          const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
+          // Flex-start VMs consume preemptible quota, as spot VMs do.
+          const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot || flexStart ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
           const quotaAvailable = !quota || (quota.limit ?? 0) - (quota.usage ?? 0) >= count;
-          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable, ...stamp });
+          const wait = flexStart ? { expectedWaitSeconds: FLEX_START_EXPECTED_WAIT_SECONDS[type] ?? FLEX_START_DEFAULT_WAIT_SECONDS } : {};
+          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable, ...stamp, ...wait });
         }
         if (!priced) unpriced.push({ zone, accelerator: type, machineType });
       }
@@ -242,6 +282,7 @@ export class GceProvider implements ComputeProvider {
     const spot = offer.provisioningModel === 'SPOT';
     const limit = { terminationTime: terminationTime(request.releaseBy, Date.now()) };
     return {
+      ...(offer.provisioningModel === 'FLEX_START' ? flexStartFields(request) : {}),
       name: request.name,
       machineType: `zones/${offer.zone}/machineTypes/${offer.machineType}`,
       labels: request.labels,
@@ -251,9 +292,12 @@ export class GceProvider implements ComputeProvider {
       // serves both preemption and the time limit: spot VMs STOP (the ledger reads a
       // preempted VM's lastStopTimestamp; a stopped VM bills only its disk, which the
       // reaper deletes), on-demand VMs are DELETEd at their limit.
-      scheduling: spot
-        ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit }
-        : { provisioningModel: 'STANDARD', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit },
+      scheduling:
+        offer.provisioningModel === 'FLEX_START'
+          ? flexStartScheduling(request)
+          : spot
+            ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit }
+            : { provisioningModel: 'STANDARD', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit },
       guestAccelerators: this.options.prices.hasBuiltInAccelerators(offer.machineType)
         ? []
         : [{ acceleratorType: `zones/${offer.zone}/acceleratorTypes/${offer.accelerator}`, acceleratorCount: offer.acceleratorCount }],
@@ -283,9 +327,11 @@ export class GceProvider implements ComputeProvider {
       const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }), this.insertTimeoutMs, signal);
       onProgress('inserting');
       abortIfAsked(signal);
-      await this.waitForOperation(zone, operationName(op), onProgress, signal);
+      await this.waitForOperation(zone, operationName(op), onProgress, signal, request.offer.provisioningModel === 'FLEX_START');
     } catch (err) {
       if (signal?.aborted) throw err;
+      // The region's cached quotas said there was room; the next placement reads them again.
+      if (namedFailureOf(err)?.type === FailureType.QuotaExceeded) this.regionQuotas.delete(request.offer.region);
       // A 400 means the request itself is wrong (machine type, image, accelerator):
       // no retry can fix it, so fail the attempt with GCE's own words.
       if (isInvalidArgument(err)) throw failure(FailureType.InvalidSpec, `GCE rejected instance ${request.name}: ${errorMessage(err)}`);
@@ -311,7 +357,7 @@ export class GceProvider implements ComputeProvider {
   }
 
   /** Waits for a zone operation and throws its error, translated, if it failed. */
-  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void, signal?: AbortSignal): Promise<IOperation> {
+  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void, signal?: AbortSignal, flexStart = false): Promise<IOperation> {
     const { project } = this.options;
     for (;;) {
       abortIfAsked(signal);
@@ -320,7 +366,7 @@ export class GceProvider implements ComputeProvider {
       onProgress(`operation ${String(op.status)}`);
       if (op.status === 'DONE') {
         const errors = op.error?.errors ?? [];
-        if (errors.length > 0) throw translateOperationErrors(zone, errors);
+        if (errors.length > 0) throw translateOperationErrors(zone, errors, flexStart);
         return op;
       }
     }
@@ -376,7 +422,7 @@ export class GceProvider implements ComputeProvider {
     return ops.length > 0;
   }
 
-  async release({ ref, owner, createMayBeInFlight }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
+  async release({ ref, owner, createMayBeInFlight, startedAt }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
     let instance = await this.getInstance(ref);
     // A create whose outcome is unknown may still land: watch for it until its deadline.
     const settledBy = createMayBeInFlight ? Date.now() + this.insertTimeoutMs + this.pollMs : 0;
@@ -385,7 +431,7 @@ export class GceProvider implements ComputeProvider {
       await sleep(this.pollMs);
       instance = await this.getInstance(ref);
     }
-    if (!instance) return { outcome: ReleaseOutcome.Absent };
+    if (!instance) return { outcome: ReleaseOutcome.Absent, stoppedAt: startedAt ? await this.stoppedSince(ref, startedAt) : undefined };
     if (!isOwnedBy(instance.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
     const window: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: instance.lastStartTimestamp ?? undefined };
     const alreadyStopped = instance.status === 'TERMINATED' || instance.status === 'SUSPENDED';
@@ -398,6 +444,26 @@ export class GceProvider implements ComputeProvider {
       window.stoppedAt = instance.lastStopTimestamp ?? new Date().toISOString();
     }
     return window;
+  }
+
+  /**
+   * When an instance that ran from `startedAt` stopped, by GCE's own record: the end of
+   * the first stop, preemption or delete operation on it since then (undefined if none).
+   * A release retried after its delete landed reads this instead of calling it `now`.
+   */
+  private async stoppedSince(ref: ResourceRef, startedAt: string): Promise<string | undefined> {
+    const { project } = this.options;
+    const since = Date.parse(startedAt);
+    const filter = '(operationType = "delete") OR (operationType = "stop") OR (operationType = "compute.instances.preempted")';
+    return this.api(`operations on ${ref.name}`, async () => {
+      let first: number | undefined;
+      for await (const op of this.operations.listAsync({ project, zone: ref.zone, filter }, NO_AUTOPAGINATE)) {
+        const end = Date.parse(op.endTime ?? '');
+        if (!op.targetLink?.endsWith(`/instances/${ref.name}`) || op.status !== 'DONE' || op.error || !(end >= since)) continue;
+        first = Math.min(first ?? end, end);
+      }
+      return first === undefined ? undefined : new Date(first).toISOString();
+    });
   }
 
   async listRunResources(runId: string): Promise<ResourceRef[]> {
@@ -438,6 +504,8 @@ export class GceProvider implements ComputeProvider {
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
             createdAt: instance.creationTimestamp ?? undefined,
+            accelerator: instance.guestAccelerators?.[0]?.acceleratorType?.split('/').pop() ?? undefined,
+            provisioningModel: instance.scheduling?.provisioningModel === 'SPOT' ? 'SPOT' : instance.scheduling?.provisioningModel === 'STANDARD' ? 'STANDARD' : undefined,
           });
         }
       }
@@ -483,6 +551,31 @@ export function terminationTime(releaseBy: string | undefined, nowMs: number): s
   return new Date(at).toISOString();
 }
 
+/**
+ * The flex-start VM's scheduling: GCE stops it (STOP, so the ledger reads its
+ * lastStopTimestamp, as for spot) at `maxRunDuration`, which counts from when it starts
+ * running; `maxRunDuration` and `terminationTime` exclude each other, and the run
+ * duration is already bounded by the run's VM-side limit (run/flex-start.ts).
+ */
+function flexStartScheduling(request: ProvisionRequest): NonNullable<IInstance['scheduling']> {
+  const terms = request.flexStart;
+  if (!terms) throw new Error(`flex-start offer for ${request.name} without flex-start terms`);
+  return {
+    provisioningModel: 'FLEX_START',
+    instanceTerminationAction: 'STOP',
+    onHostMaintenance: 'TERMINATE',
+    automaticRestart: false,
+    maxRunDuration: { seconds: String(terms.maxRunDurationSeconds) },
+  };
+}
+
+/** How long the request may wait for capacity, and no reservation: flex-start capacity comes from DWS. */
+function flexStartFields(request: ProvisionRequest): Pick<IInstance, 'params' | 'reservationAffinity'> {
+  const terms = request.flexStart;
+  if (!terms) throw new Error(`flex-start offer for ${request.name} without flex-start terms`);
+  return { params: { requestValidForDuration: { seconds: String(terms.maxWaitSeconds) } }, reservationAffinity: { consumeReservationType: 'NO_RESERVATION' } };
+}
+
 function abortIfAsked(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new Error('provision cancelled');
 }
@@ -493,9 +586,13 @@ function operationName(op: unknown): string {
   return name;
 }
 
-function translateOperationErrors(zone: string, errors: { code?: string | null; message?: string | null }[]): Error {
+function translateOperationErrors(zone: string, errors: { code?: string | null; message?: string | null }[], flexStart: boolean): Error {
   const codes = errors.map((e) => e.code ?? '');
   const message = errors.map((e) => `${e.code}: ${e.message}`).join('; ');
+  // A flex-start insert stays open while its request waits; a capacity error ends the wait.
+  if (flexStart && codes.some((c) => STOCKOUT_CODES.has(c))) {
+    return failure(FailureType.FlexStartWaitExpired, `no flex-start (DWS) capacity in ${zone} within the request's wait: ${message}`, { zone, codes });
+  }
   if (codes.some((c) => STOCKOUT_CODES.has(c))) return failure(FailureType.Stockout, `no capacity in ${zone}: ${message}`, { zone, codes });
   if (codes.some((c) => QUOTA_CODES.has(c))) return failure(FailureType.QuotaExceeded, `quota exceeded for ${zone}: ${message}`, { zone, codes });
   return new Error(`GCE operation failed in ${zone}: ${message}`);

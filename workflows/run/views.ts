@@ -10,6 +10,7 @@ import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaP
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import type { RunPrices } from './prices';
+import { waitingFor } from './flex-start';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -83,6 +84,8 @@ export interface RunStatus {
   gpu?: GpuStatus;
   /** Step of total, percent, ETA and predicted cost (run/progress.ts). */
   progress?: Progress;
+  /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
+  waiting?: string;
   timeline: TimelineEvent[];
 }
 
@@ -134,6 +137,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(state.prices ? { prices: state.prices } : {}),
     ...(state.gpu ? { gpu: gpuStatus(state.gpu) } : {}),
     ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
+    ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };
 }
@@ -161,6 +165,11 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   if (state.preemptions > 0) extra.push(`**Preemptions** ${state.preemptions}`);
   if (extra.length) lines.push(extra.join(' · '));
   return lines.join('  \n');
+}
+
+function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
+  const waiting = waitingFor(current, phase === 'provisioning' && current?.outcome === 'running');
+  return waiting ? { waiting } : {};
 }
 
 /** What a finished run returns. */
