@@ -30,6 +30,7 @@ import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import { progressLine, summaryLines } from './format';
 import { freePort } from './ports';
+import { ProgressDisplay } from './progress';
 import { reportFailure } from './report';
 
 const repoRoot = join(__dirname, '..', '..');
@@ -103,12 +104,13 @@ async function main(opts: DemoOptions): Promise<void> {
       (r) => (result = r),
       (e: unknown) => (failure = e),
     );
+    // On a terminal, a progress bar with percent and ETA (cli/progress.ts); otherwise a line per phase.
+    const bar = process.stdout.isTTY && !opts.json ? ProgressDisplay.for(process.stdout, false) : undefined;
     while (!result && !failure) {
       const status = await getStatus(client, handle.workflowId).catch(() => undefined);
       if (status) {
-        const line = progressLine(status);
-        if (process.stdout.isTTY && !opts.json) process.stdout.write(`\r${line}   `);
-        else if (status.phase !== lastPhase || status.attempt !== lastAttempt) say(line);
+        if (bar) bar.update(status);
+        else if (status.phase !== lastPhase || status.attempt !== lastAttempt) say(progressLine(status));
         lastPhase = status.phase;
         lastAttempt = status.attempt;
         if (!preempted && status.phase === 'training' && (status.lastCheckpoint?.step ?? 0) >= 120 && status.zone) {
@@ -116,14 +118,17 @@ async function main(opts: DemoOptions): Promise<void> {
           if (vm) {
             await admin.preempt(PROJECT, vm.zone, vm.name);
             preempted = true;
-            if (process.stdout.isTTY && !opts.json) process.stdout.write('\n');
+            bar?.stop();
             say(`emulator: preempting ${vm.name} in ${vm.zone} at step ${status.step}`);
           }
         }
       }
       await new Promise((r) => setTimeout(r, 500));
     }
-    if (process.stdout.isTTY && !opts.json) process.stdout.write('\n');
+    if (bar) {
+      await getStatus(client, handle.workflowId).then((s) => bar.update(s), () => undefined);
+      bar.stop();
+    }
     if (failure) throw failure;
     for (const line of summaryLines(result!)) say(line);
     const leftover = await provider.listRunResources(runKey(handle.workflowId));

@@ -4,7 +4,7 @@
  *
  *   sterna validate examples/run.json
  *   sterna start examples/run.json --id my-run --follow
- *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
+ *   sterna watch my-run [--json] | sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
  *   sterna team set ml --budget 500 --period week --max-gpus 8 | sterna team show ml
  *   sterna cost --by team --since 7d [--json|--csv]
@@ -25,6 +25,7 @@ import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
+import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
 import { addCostCommand } from './cost';
@@ -61,26 +62,38 @@ function warn(path: string, spec: RunSpec): void {
   for (const w of specWarnings(spec)) console.error(`${path}: warning: ${w.path}: ${w.message}`);
 }
 
-async function follow(workflowId: string): Promise<void> {
+/**
+ * Live progress until the run ends (cli/progress.ts): a bar on a terminal, plain lines
+ * otherwise, JSON lines with `json` (then the result, as one more JSON line).
+ */
+async function follow(workflowId: string, json = false): Promise<void> {
   const client = await connect();
   const done = result(client, workflowId);
   let finished = false;
   void done.finally(() => (finished = true)).catch(() => undefined);
+  const display = ProgressDisplay.for(process.stdout, json);
   let lastProblem: string | undefined;
-  while (!finished) {
-    try {
-      process.stdout.write(`\r${progressLine(await getStatus(client, workflowId, { timeoutMs: 5000 }))}`);
-      lastProblem = undefined;
-    } catch (err) {
-      // The run may be between workers; say so once rather than go quiet.
-      const problem = err instanceof Error ? err.message : String(err);
-      if (problem !== lastProblem) process.stderr.write(`\nstatus unavailable: ${problem}\n`);
-      lastProblem = problem;
+  try {
+    while (!finished) {
+      try {
+        display.update(await getStatus(client, workflowId, { timeoutMs: 5000 }));
+        lastProblem = undefined;
+      } catch (err) {
+        // The run may be between workers; say so once rather than go quiet.
+        const problem = err instanceof Error ? err.message : String(err);
+        if (problem !== lastProblem) process.stderr.write(`\nstatus unavailable: ${problem}\n`);
+        lastProblem = problem;
+      }
+      if (!finished) await new Promise((r) => setTimeout(r, 1000));
     }
-    if (!finished) await new Promise((r) => setTimeout(r, 1000));
+    // The final state, so the bar ends at the run's last step and cost.
+    await getStatus(client, workflowId, { timeoutMs: 5000 }).then((s) => display.update(s), () => undefined);
+  } finally {
+    display.stop();
   }
-  process.stdout.write('\n');
-  for (const line of summaryLines(await done)) console.log(line);
+  const outcome = await done;
+  if (json) return console.log(JSON.stringify({ result: outcome }));
+  for (const line of summaryLines(outcome)) console.log(line);
 }
 
 program
@@ -104,13 +117,14 @@ program
   .option('--id <workflowId>', 'workflow id (the run id); generated when omitted', runIdArgument)
   .option('--task-queue <queue>', 'task queue of the Sterna workers', 'sterna')
   .option('--follow', 'show live progress until the run ends')
-  .action(async (path: string, opts: { id?: string; taskQueue: string; follow?: boolean }) => {
+  .option('--json', 'print {"started": id}, then (with --follow) one JSON object per change and {"result": ...}')
+  .action(async (path: string, opts: { id?: string; taskQueue: string; follow?: boolean; json?: boolean }) => {
     const spec = readSpec(path);
     const check = checkSpec(spec);
     if (check.ok) warn(path, check.spec);
     const handle = await startTrainingRun(await connect(), spec, { workflowId: opts.id, taskQueue: opts.taskQueue });
-    console.log(`started ${handle.workflowId}`);
-    if (opts.follow) await follow(handle.workflowId);
+    console.log(opts.json ? JSON.stringify({ started: handle.workflowId }) : `started ${handle.workflowId}`);
+    if (opts.follow) await follow(handle.workflowId, opts.json);
   });
 
 program
@@ -126,10 +140,12 @@ program
   });
 
 program
-  .command('follow')
-  .description('live progress until the run ends')
+  .command('watch')
+  .alias('follow')
+  .description('live progress until the run ends: a progress bar with percent and ETA on a terminal, plain lines otherwise')
   .argument('<runId>', 'the run (workflow) id', runIdArgument)
-  .action(follow);
+  .option('--json', 'one JSON object per change (phase, zone, model, step, totalSteps, percent, etaSeconds, costUsd, predictedCostUsd, gpuUtilisation, preemptions), then {"result": ...}')
+  .action((id: string, opts: { json?: boolean }) => follow(id, opts.json));
 
 program
   .command('budget')

@@ -11,6 +11,9 @@
  * Prices: STERNA_PRICES (billing | catalog), STERNA_PRICE_REFRESH_HOURS (0 = no scheduled
  * refresh), STERNA_BILLING_API_KEY, STERNA_BILLING_ENDPOINT (default: the emulator's when
  * STERNA_GCE_ENDPOINT is set, cloudbilling.googleapis.com otherwise).
+ * Metrics: STERNA_METRICS_PORT serves Prometheus metrics at /metrics (Sterna's and the
+ * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
+ * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -57,6 +60,9 @@ const EnvSchema = z.object({
   STERNA_BILLING_API_KEY: z.string().min(1).optional(),
   STERNA_REAPER_INTERVAL_SECONDS: z.coerce.number().int('whole seconds').min(10, 'seconds between reaper passes, at least 10 (default schedule: 300)').optional(),
   STERNA_REAPER_GRACE_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds a resource is spared after its creation, at least 0').default(600),
+  STERNA_METRICS_PORT: z.coerce.number().int('a TCP port').min(1, 'a TCP port for /metrics, e.g. 9464').max(65535, 'a TCP port for /metrics, e.g. 9464').optional(),
+  STERNA_METRICS_HOST: z.string().min(1, 'an address to listen on, e.g. 0.0.0.0 or 127.0.0.1').default('0.0.0.0'),
+  STERNA_SDK_METRICS_PORT: z.coerce.number().int('a TCP port').min(1, "a free TCP port for the Temporal SDK's exporter (loopback only)").max(65535, "a free TCP port for the Temporal SDK's exporter (loopback only)").optional(),
   STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
 });
 
@@ -90,6 +96,14 @@ export interface PricesConfig {
   apiKey?: string;
 }
 
+export interface MetricsConfig {
+  /** Where /metrics is served. */
+  host: string;
+  port: number;
+  /** The Temporal SDK's own Prometheus exporter, on 127.0.0.1 (merged into /metrics). */
+  sdkPort: number;
+}
+
 export interface WorkerConfig {
   taskQueue: string;
   gce?: GceConfig;
@@ -107,6 +121,8 @@ export interface WorkerConfig {
   prices: PricesConfig;
   /** Set: the worker installs (or updates) the reaper's Schedule on start. */
   reaper?: { intervalSeconds: number; graceSeconds: number };
+  /** Set: the worker serves Prometheus metrics (workers/metrics.ts). */
+  metrics?: MetricsConfig;
 }
 
 export class WorkerConfigError extends Error {
@@ -166,7 +182,15 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     billingEndpoint: billingUrl ? endpointOf(billingUrl) : undefined,
     apiKey: e.STERNA_BILLING_API_KEY,
   };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper };
+  let metrics: MetricsConfig | undefined;
+  if (e.STERNA_METRICS_PORT !== undefined) {
+    const sdkPort = e.STERNA_SDK_METRICS_PORT ?? e.STERNA_METRICS_PORT + 1;
+    if (sdkPort === e.STERNA_METRICS_PORT || sdkPort > 65535) {
+      throw new WorkerConfigError(`invalid worker configuration:\n  STERNA_SDK_METRICS_PORT: ${sdkPort} cannot serve the Temporal SDK's exporter next to STERNA_METRICS_PORT ${e.STERNA_METRICS_PORT}; set another free port`);
+    }
+    metrics = { host: e.STERNA_METRICS_HOST, port: e.STERNA_METRICS_PORT, sdkPort };
+  }
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, metrics };
 }
 
 function endpointOf(text: string): Endpoint {

@@ -5,7 +5,8 @@
  *   await admin.setCapacity('us-central1-a', { accelerator: 'nvidia-l4', spot: 0 });
  *   await admin.preempt('my-project', 'us-central1-a', 'vm-1');
  */
-import type { AdminInstanceView, BillingResponse, CapacityView, ClockView, PriceView, SyntheticGuestsView } from './admin';
+import type { GpuTelemetry } from './gpu-telemetry';
+import type { AdminInstanceView, BillingResponse, GpuTelemetryView, CapacityView, ClockView, PriceView, SyntheticGuestsView } from './admin';
 import type { ApiUsageView, MethodUsage, ProjectUsage } from './api-usage';
 import type { BillingSummary } from './billing';
 import type { FlexStartSettings } from './types';
@@ -15,6 +16,7 @@ import type { FaultRule, FaultSpec } from './faults';
 import type { RateQuotaChange, RateQuotaUsage, RateQuotaView } from './rate-quotas';
 import type { SyntheticGuestConfig } from './synthetic-guest';
 
+export type { GpuTelemetry, GpuTelemetryView };
 export type { AdminInstanceView, ApiUsageView, BillingResponse, BillingSummary, CapacityView, ClockView, FaultRule, FaultSpec, MethodUsage, PriceView, ProjectUsage, RateQuotaChange, RateQuotaUsage, RateQuotaView, SyntheticGuestConfig, SyntheticGuestsView };
 
 export class EmulatorAdminError extends Error {
@@ -162,6 +164,20 @@ export class EmulatorAdminClient {
    */
   setBillingCatalog(change: z.input<typeof BillingCatalogAdminBody>): Promise<BillingCatalogView> {
     return this.call('POST', 'billing-catalog', change);
+  }
+
+  gpuTelemetry(): Promise<GpuTelemetryView> {
+    return this.call('GET', 'gpu-telemetry');
+  }
+
+  /** What every VM's stand-in nvidia-smi reports from now on (null: the emulator's default). */
+  setGpuTelemetry(reading: GpuTelemetry | null): Promise<GpuTelemetryView> {
+    return this.call('POST', 'gpu-telemetry', reading ?? { utilisation: null });
+  }
+
+  /** One VM's own reading, over the default (null: back to the default). */
+  setInstanceGpuTelemetry(zone: string, name: string, reading: GpuTelemetry | null): Promise<{ instance: string; gpuTelemetry: GpuTelemetry }> {
+    return this.call('POST', `zones/${zone}/instances/${name}/gpu-telemetry`, reading ?? { utilisation: null });
   }
 
   injectFault(spec: FaultSpec): Promise<FaultRule> {

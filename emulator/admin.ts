@@ -13,6 +13,7 @@ import { capacityLimit, capacityUsed, quotaLimit, quotaUsage } from './capacity'
 import { flexCapacityLimit, flexCapacityUsed, flexSettings } from './flex-model';
 import type { Clock } from './clock';
 import { GceError, notFound, Reason } from './errors';
+import { DEFAULT_GPU_TELEMETRY, GpuTelemetrySchema, type GpuTelemetry } from './gpu-telemetry';
 import { FaultSchema, type FaultRule, type Faults } from './faults';
 import { NAME_PATTERN, PROJECT_PATTERN } from './ids';
 import type { Instances } from './instances';
@@ -275,6 +276,19 @@ function setCapacity(ctx: AdminContext, zone: string, body: unknown): CapacityVi
   return capacityView(ctx, zone);
 }
 
+export interface GpuTelemetryView {
+  /** What VMs without their own reading report. */
+  defaults: GpuTelemetry;
+  /** VMs told their own reading: `zone/name` -> reading. */
+  instances: Record<string, GpuTelemetry>;
+}
+
+function gpuTelemetryView(ctx: AdminContext): GpuTelemetryView {
+  const instances: Record<string, GpuTelemetry> = {};
+  for (const i of ctx.instances.all()) if (i.gpuTelemetry) instances[`${i.zone}/${i.name}`] = i.gpuTelemetry;
+  return { defaults: ctx.state.gpuTelemetry ?? DEFAULT_GPU_TELEMETRY, instances };
+}
+
 function findInstance(ctx: AdminContext, project: string | undefined, zone: string, name: string): InstanceRecord {
   const matches = ctx.instances.all().filter((i) => i.zone === zone && i.name === name && (!project || i.project === project));
   if (matches.length === 0) throw notFound(`${project ? `projects/${project}/` : ''}zones/${zone}/instances/${name}`);
@@ -369,6 +383,26 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       }
       const view: SyntheticGuestsView = { defaults: ctx.synthetic.defaults, running: ctx.synthetic.count };
       return ok(view);
+    }
+    case 'GET gpu-telemetry':
+      return ok(gpuTelemetryView(ctx));
+    case 'POST gpu-telemetry': {
+      // null restores the default every VM reports.
+      if (body === null || (typeof body === 'object' && body !== null && (body as { utilisation?: unknown }).utilisation === null)) delete ctx.state.gpuTelemetry;
+      else ctx.state.gpuTelemetry = parse(GpuTelemetrySchema, body);
+      ctx.persist();
+      return ok(gpuTelemetryView(ctx));
+    }
+    case 'POST projects/*/zones/*/instances/*/gpu-telemetry':
+    case 'POST zones/*/instances/*/gpu-telemetry': {
+      const scoped = s[0] === 'projects';
+      const [project, zone, name] = scoped ? [s[1], s[3], s[5]] : [undefined, s[1], s[3]];
+      const i = findInstance(ctx, project, zoneOf(ctx, zone), name);
+      if (!i.gpus || i.gpus.count === 0) throw new GceError(400, Reason.Invalid, `Instance ${name} has no GPUs, so no nvidia-smi to report`);
+      if ((body as { utilisation?: unknown } | null)?.utilisation === null) delete i.gpuTelemetry;
+      else i.gpuTelemetry = parse(GpuTelemetrySchema, body);
+      ctx.persist();
+      return ok({ instance: `${i.zone}/${i.name}`, gpuTelemetry: i.gpuTelemetry ?? ctx.state.gpuTelemetry ?? DEFAULT_GPU_TELEMETRY });
     }
     case 'GET billing-catalog':
     case 'POST billing-catalog':

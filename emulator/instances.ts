@@ -39,6 +39,7 @@ import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
 import type { SyntheticGuests } from './synthetic-guest';
 import { InstanceStatus, OperationStatus, OperationType, StopReason, type EmulatorState, type GuestKind, type InstanceRecord, type OperationErrorItem, type OperationRecord } from './types';
+import { DEFAULT_GPU_TELEMETRY, nvidiaSmiCsv } from './gpu-telemetry';
 import { GUEST_BIN, groupAlive, readExitCode, readSerial, signalGroup, startVm } from './vm-process';
 import type { AccessTokens } from './secret-manager';
 
@@ -374,7 +375,7 @@ export class Instances {
       i.vm.metadataPort = server.port;
       const script = i.metadata['startup-script'];
       if (script !== undefined) {
-        const spawned = startVm(i.vm.dir, script, this.guestEnv(i, server.port));
+        const spawned = startVm(i.vm.dir, script, this.guestEnv(i, server.port), { gpus: (i.gpus?.count ?? 0) > 0 });
         i.vm.pid = spawned.pid;
         i.vm.pgid = spawned.pgid;
         i.vm.startedAtMs = now;
@@ -430,6 +431,7 @@ export class Instances {
         return () => void this.events.off(key, listener);
       },
       powerOff: () => this.guestPowerOff(i),
+      nvidiaSmi: () => (i.gpus && i.gpus.count > 0 ? nvidiaSmiCsv(i.gpus, i.gpuTelemetry ?? this.state.gpuTelemetry ?? DEFAULT_GPU_TELEMETRY) : undefined),
     };
     const start = async (port: number) => {
       const server = await MetadataServer.start(view, port);

@@ -32,6 +32,8 @@ export interface MetadataView {
   onChange(listener: () => void): () => void;
   /** The guest OS powered itself off (the emulator's stand-in for ACPI power-off). */
   powerOff(): void;
+  /** What the stand-in nvidia-smi prints (gpu-telemetry.ts); undefined for a VM without GPUs. */
+  nvidiaSmi?(): string | undefined;
 }
 
 type Tree = { [key: string]: Tree | string };
@@ -137,6 +139,11 @@ async function handle(view: MetadataView, req: IncomingMessage, res: ServerRespo
     if (req.method !== 'POST') return reply(res, 405, 'Method Not Allowed\n');
     view.powerOff();
     return reply(res, 200, '');
+  }
+  if (url.pathname === '/emulator/v1/guest/nvidia-smi') {
+    if (req.method !== 'GET') return reply(res, 405, 'Method Not Allowed\n');
+    const csv = view.nvidiaSmi?.();
+    return csv === undefined ? reply(res, 404, 'No devices were found\n') : reply(res, 200, csv);
   }
   const prefix = '/computeMetadata/v1';
   if (!url.pathname.startsWith(`${prefix}/`) && url.pathname !== prefix) return reply(res, 404, 'Not Found\n');

@@ -4,6 +4,7 @@
  * derived with the time factor (see clock.ts).
  */
 import type { ProvisioningModel } from '../config/catalog';
+import type { GpuTelemetry } from './gpu-telemetry';
 import type { TimeLimit } from './instance-request';
 import type { SyntheticGuestRecord } from './synthetic-guest';
 
@@ -73,6 +74,8 @@ export interface InstanceRecord {
   resource: Record<string, unknown>;
   machineType: string;
   gpus?: GpuRequest;
+  /** This VM's own stand-in nvidia-smi reading (admin API), over the emulator's default. */
+  gpuTelemetry?: GpuTelemetry;
   provisioningModel: ProvisioningModel;
   /** STOP or DELETE, for spot VMs and time limits (`scheduling.instanceTerminationAction`). */
   terminationAction: 'STOP' | 'DELETE';
@@ -196,6 +199,8 @@ export interface EmulatorState {
   quotas: Record<string, Record<string, Record<string, number>>>;
   /** Random spot model: zones currently without spot capacity. */
   spotDownZones: string[];
+  /** What every VM's stand-in nvidia-smi reports unless told otherwise (absent: the default). */
+  gpuTelemetry?: GpuTelemetry;
   /** The flex-start wait model; absent: the defaults (flex-model.ts). */
   flexStart?: FlexStartSettings;
 }

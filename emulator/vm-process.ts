@@ -8,11 +8,13 @@
  *   <dir>/vm-boot.sh            the wrapper (the process group leader)
  *   <dir>/serial-port.log       stdout and stderr (served as serial port output)
  *   <dir>/startup-script.exit   the exit status, once the script has exited
- *   <dir>/guest-bin/            the guest OS's `poweroff` and `shutdown` (first on PATH)
+ *   <dir>/guest-bin/            the guest OS's `poweroff` and `shutdown` (first on PATH), and a
+ *                               stand-in `nvidia-smi` on a VM with GPUs (gpu-telemetry.ts)
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NVIDIA_SMI_SOURCE } from './gpu-telemetry';
 
 export const SERIAL_LOG = 'serial-port.log';
 const SCRIPT = 'startup-script';
@@ -47,11 +49,12 @@ export interface SpawnedVm {
 }
 
 /** Starts the guest. `env` is the whole environment (no variable of the emulator leaks in). */
-export function startVm(dir: string, startupScript: string, env: Record<string, string>): SpawnedVm {
+export function startVm(dir: string, startupScript: string, env: Record<string, string>, options: { gpus?: boolean } = {}): SpawnedVm {
   writeFileSync(join(dir, SCRIPT), startupScript, { mode: 0o755 });
   writeFileSync(join(dir, WRAPPER), WRAPPER_SOURCE, { mode: 0o755 });
   mkdirSync(join(dir, GUEST_BIN), { recursive: true });
   for (const command of ['poweroff', 'shutdown', 'halt']) writeFileSync(join(dir, GUEST_BIN, command), POWEROFF_SOURCE, { mode: 0o755 });
+  if (options.gpus) writeFileSync(join(dir, GUEST_BIN, 'nvidia-smi'), NVIDIA_SMI_SOURCE, { mode: 0o755 });
   const log = openSync(join(dir, SERIAL_LOG), 'a');
   try {
     const child = spawn('bash', [join(dir, WRAPPER)], { cwd: dir, env, detached: true, stdio: ['ignore', log, log] });

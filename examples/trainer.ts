@@ -7,7 +7,7 @@
  *   $STERNA_CHECKPOINT_DIR/step-<N>.json every $STERNA_CHECKPOINT_INTERVAL seconds;
  * - on SIGTERM (the preemption notice) finishes its step, checkpoints and exits 143;
  * - resumes from $STERNA_RESUME_FROM when set;
- * - writes its current step to $STERNA_PROGRESS_FILE;
+ * - writes "<step>/<total steps>" to $STERNA_PROGRESS_FILE (so progress shows percent and ETA);
  * - with `--hash-env NAME`, prints the sha256 of environment variable NAME (a secret the
  *   run passed by reference), so one can check the secret arrived without it being shown.
  * Each step is a pure function of the weights, and checkpoints keep every bit of every
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   let lastCheckpoint = Date.now();
   while (state.step < totalSteps) {
     state = step(state, x, y, lr);
-    if (progressFile) writeFileSync(progressFile, String(state.step));
+    if (progressFile) writeFileSync(progressFile, `${state.step}/${totalSteps}`);
     if (stopping) {
       writeCheckpoint(checkpointDir, state);
       console.log(`SIGTERM: checkpointed step ${state.step}, exiting`);

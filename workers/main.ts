@@ -17,6 +17,8 @@ import { buildBillingCatalog, priceBookSettings } from './pricing';
 import { buildProviders } from './providers';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 import { createSternaWorker } from './worker';
+import { installSdkMetrics, startMetricsServer } from './metrics';
+import { sternaMetrics } from '../activities/metrics/registry';
 
 async function main(): Promise<void> {
   const config = loadWorkerConfig();
@@ -24,6 +26,8 @@ async function main(): Promise<void> {
   // of a deployment runs the same code.
   const codePath = process.env.STERNA_WORKFLOW_BUNDLE ?? WORKFLOW_BUNDLE;
   if (!existsSync(codePath)) throw new Error(`no workflow bundle at ${codePath}: run \`npm run build\` first (or set STERNA_WORKFLOW_BUNDLE)`);
+  // The SDK's runtime is process-wide: its exporter is set before the first connection.
+  if (config.metrics) installSdkMetrics(config.metrics);
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
@@ -41,7 +45,10 @@ async function main(): Promise<void> {
     observer: config.observer.enabled ? observer : undefined,
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
     dataConverter,
+    metrics: config.metrics ? sternaMetrics() : undefined,
   });
+  const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
+  if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
   if (config.observer.startOnBoot) {
     // Runs start their observer when they provision; starting it here too means a worker
@@ -61,6 +68,7 @@ async function main(): Promise<void> {
     console.log(`reaper schedule ${scheduleId}: every ${config.reaper.intervalSeconds} s, grace ${config.reaper.graceSeconds} s`);
   }
   await worker.run();
+  await metricsServer?.close();
   for (const provider of Object.values(providers)) provider?.close?.();
   await connection.close();
 }

@@ -15,6 +15,8 @@ import { sternaDataConverter } from '../config/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
+import { meteredProviders } from '../activities/metrics/metered-provider';
+import type { SternaMetrics } from '../activities/metrics/registry';
 import { createZoneActivities } from '../activities/zones';
 
 export interface SternaWorkerOptions {
@@ -35,12 +37,15 @@ export interface SternaWorkerOptions {
   prices?: PricingOptions & { settings: PriceBookSettings };
   /** Payload encryption; by default config/data-converter.ts's, from the environment. */
   dataConverter?: DataConverter;
+  /** Feed these Prometheus metrics from the activities (their providers are metered). */
+  metrics?: SternaMetrics;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
   const namespace = options.namespace ?? 'default';
   const dataConverter = options.dataConverter ?? sternaDataConverter();
   const client = options.client ?? new Client({ connection: options.connection, namespace, dataConverter });
+  const providers = options.metrics ? meteredProviders(options.providers, options.metrics) : options.providers;
   return Worker.create({
     connection: options.connection,
     namespace,
@@ -48,12 +53,12 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
     activities: {
-      ...createActivities(options.providers, options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
-      ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
+      ...createActivities(providers, options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
+      ...createFleetActivities({ providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
-      ...createReaperActivities({ providers: options.providers, client }),
+      ...createReaperActivities({ providers, client }),
       ...createTeamActivities({ client }),
-      ...createZoneActivities({ providers: options.providers, client }),
+      ...createZoneActivities({ providers, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

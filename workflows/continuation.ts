@@ -150,6 +150,22 @@ function buildRunStateSchema() {
       })
       .optional(),
     zoneMemory: ZoneMemorySchema.optional(),
+    gpu: z
+      .strictObject({
+        utilisation: z.number().min(0).max(100),
+        memoryUsedMiB: z.number().min(0),
+        memoryTotalMiB: z.number().min(0),
+        gpus: z.int().min(1),
+        attempt: z.int().min(1),
+        atMs: z.number().finite(),
+        weightedPercentSeconds: z.number().min(0).finite(),
+        sampledSeconds: z.number().min(0).finite(),
+        belowSinceMs: z.number().finite().optional(),
+        idle: z.boolean().optional(),
+      })
+      .optional(),
+    totalSteps: z.int().min(1).optional(),
+    progressMark: z.strictObject({ attempt: z.int().min(1), step: z.int().min(0), atMs: z.number().finite() }).optional(),
   });
 }
 

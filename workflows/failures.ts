@@ -36,6 +36,8 @@ export const FailureType = {
   NoCapacity: 'NoCapacity',
   /** A resource with our idempotent name exists but belongs to another run or attempt. */
   ResourceConflict: 'ResourceConflict',
+  /** The run's GPUs stayed below monitoring.minGpuUtilisation for monitoring.idleWindow (idleAction "stop"). */
+  GpuIdle: 'GpuIdle',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -13,6 +13,8 @@ export const SternaPreemptions = defineSearchAttributeKey('SternaPreemptions', S
 export const SternaTeam = defineSearchAttributeKey('SternaTeam', SearchAttributeType.KEYWORD);
 /** The run's current attempt number: the reaper deletes an older attempt's leftover, never this one. */
 export const SternaAttempt = defineSearchAttributeKey('SternaAttempt', SearchAttributeType.INT);
+/** The run's GPU utilisation, percent, time-weighted over its training so far (nvidia-smi on its VMs). */
+export const SternaGpuUtil = defineSearchAttributeKey('SternaGpuUtil', SearchAttributeType.INT);
 /** On a reaper pass: the resources it deleted (`<backend>/<zone>/<name>`). */
 export const SternaReaped = defineSearchAttributeKey('SternaReaped', SearchAttributeType.KEYWORD_LIST);
 
@@ -25,6 +27,7 @@ export const sternaSearchAttributes = [
   SternaTeam,
   SternaAttempt,
   SternaReaped,
+  SternaGpuUtil,
 ] as const;
 
 const CLI_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', DOUBLE: 'Double', INT: 'Int', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };

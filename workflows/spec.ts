@@ -145,6 +145,9 @@ const allowDeny = () => z.strictObject({ allow: z.array(zoneOrRegion()).max(256)
 /** Ten million USD: far above any run, far below what makes cost arithmetic lose precision. */
 export const MAX_BUDGET_USD = 10_000_000;
 
+export const IdleAction = { Stop: 'stop', Flag: 'flag' } as const;
+export type IdleAction = (typeof IdleAction)[keyof typeof IdleAction];
+
 export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', FlexStart: 'flex-start', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
 
@@ -254,6 +257,19 @@ const buildRunSpecSchema = () =>
        * 1 first … 5 last; 3 when absent. The team is `labels.team` (workflows/teams).
        */
       priority: z.int().min(1, 'priority: 1 (most urgent) to 5 (least); 3 when absent').max(5, 'priority: 1 (most urgent) to 5 (least); 3 when absent').optional(),
+      /** What the run watches while it trains (workflows/run/gpu-util.ts, workflows/run/progress.ts). */
+      monitoring: z
+        .strictObject({
+          /** The steps the trainer will run, when the spec knows them: progress shows percent and ETA (the trainer may report it too). */
+          totalSteps: z.int().min(1).max(1e12).optional(),
+          /** Percent: a run whose GPUs stay below it for `idleWindow` is stopped or flagged (`idleAction`). */
+          minGpuUtilisation: z.number().gt(0, 'a utilisation in percent above 0, e.g. 10').max(100).optional(),
+          /** How long the GPUs must stay below `minGpuUtilisation` while training. */
+          idleWindow: duration({ min: 1 }).default(600),
+          /** stop: end the run with GpuIdle (checkpoints stay); flag: say so in the status, timeline and metrics, and go on. */
+          idleAction: z.enum([IdleAction.Stop, IdleAction.Flag]).default(IdleAction.Stop),
+        })
+        .default({ idleWindow: 600, idleAction: IdleAction.Stop }),
       labels: z
         .record(z.string(), z.string())
         .superRefine((labels, ctx) => {

@@ -6,7 +6,7 @@
  *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
  *   finally, non-cancellable: release every resource this run created.
  */
-import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
 import { failure, FailureType, namedFailureOf } from './failures';
 import { observationSignal, preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
@@ -17,7 +17,7 @@ import { capacityFound } from './run/prices';
 import { capacityRequest, provisionRequest, provisionSummary, startingState } from './run/requests';
 import { Phase, record, TimelineKind, type RunState } from './run/state';
 import { budgetProblem, newDeadlineProblem, setBudget, setDeadline } from './run/validators';
-import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
+import { currentDetailsOf, resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
 import { runActivities } from './run-activities';
 import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
 import { costRefreshAt, costMemoOf, COST_MEMO } from './run/cost-refresh';
@@ -98,11 +98,13 @@ class Driver {
     const asksObserver = patched('sterna-run-asks-observer');
     // Runs recorded before team admission place without asking their team.
     const teamAdmission = patched('sterna-team-admission');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission };
+    // Runs recorded before GPU readings and the idle rule replay without them.
+    const gpuUtil = patched('sterna-gpu-util');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil };
   }
 
   installHandlers(): void {
-    const status = () => statusOf(this.state, Date.now());
+    const status = () => statusOf(this.state, Date.now(), this.spec);
     setHandler(statusQuery, status);
     setHandler(setBudgetUpdate, (usd) => this.limitMoved(() => setBudget(this.state, usd, Date.now())), {
       validator: (usd) => refuse(budgetProblem(this.state, usd, Date.now())),
@@ -119,7 +121,7 @@ class Driver {
   private limitMoved(apply: () => void) {
     apply();
     this.inbox.push({ kind: 'tick' });
-    return statusOf(this.state, Date.now());
+    return statusOf(this.state, Date.now(), this.spec);
   }
 
   async drive(): Promise<RunResult> {
@@ -234,8 +236,11 @@ class Driver {
     if (patched('sterna-cost-refresh')) this.publishMemo();
   }
 
-  /** Upserts the search attributes when what they show has changed. */
+  /** Upserts the search attributes when what they show has changed; keeps the UI's current details current. */
   private publish(): void {
+    // Not a command (the UI reads it through the metadata query), but behind a patch so runs
+    // recorded before it replay exactly as they ran.
+    if (patched('sterna-current-details')) setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
     const attributes = searchAttributesOf(this.state, this.spec, Date.now());
     const key = JSON.stringify(attributes);
     if (key === this.published) return;

@@ -60,10 +60,23 @@ export interface AgentSnapshot {
   stagedBytes?: number;
   totalBytes?: number;
   step?: number;
+  /** The trainer's own report of the steps it will run (`<step>/<total>` in its progress file). */
+  totalSteps?: number;
+  /** The GPUs' last reading (nvidia-smi on the VM), when it has any. */
+  gpu?: GpuReading;
   /** The last complete checkpoint the agent uploaded. */
   checkpoint?: CheckpointRef;
   /** The trainer's exit code, once it exited and the agent finished uploading. */
   exitCode?: number;
+}
+
+/** What the agent read from nvidia-smi: the mean over the VM's GPUs, memory summed. */
+export interface GpuReading {
+  /** Mean utilisation of the VM's GPUs, percent (0-100). */
+  utilisation: number;
+  memoryUsedMiB: number;
+  memoryTotalMiB: number;
+  gpus: number;
 }
 
 export interface CheckpointRef {

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentInputs } from '../../workflows/activity-contract';
 import { parseSecretRef, SecretScheme, secretManagerPath } from '../../workflows/secrets';
-import type { CheckpointRef } from '../../workflows/types';
+import type { CheckpointRef, GpuReading } from '../../workflows/types';
 
 export type { AgentInputs };
 
@@ -53,6 +53,8 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
 export function parseAgentValues(values: Record<string, string>): {
   phase?: string;
   step?: number;
+  totalSteps?: number;
+  gpu?: GpuReading;
   stagedBytes?: number;
   totalBytes?: number;
   checkpoint?: CheckpointRef;
@@ -71,10 +73,21 @@ export function parseAgentValues(values: Record<string, string>): {
   return {
     phase: values.phase,
     step: int(values.step),
+    totalSteps: int(values['total-steps']),
+    gpu: parseGpu(values.gpu),
     stagedBytes: int(values['staged-bytes']),
     totalBytes: int(values['total-bytes']),
     checkpoint,
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
   };
+}
+
+/** sterna/gpu: "<mean utilisation %> <memory used MiB> <memory total MiB> <GPUs>" (sterna-agent.sh `publish_gpu`). */
+export function parseGpu(raw: string | undefined): GpuReading | undefined {
+  const match = raw === undefined ? null : /^(\d{1,3}) (\d{1,12}) (\d{1,12}) (\d{1,3})$/.exec(raw.trim());
+  if (!match) return undefined;
+  const [utilisation, memoryUsedMiB, memoryTotalMiB, gpus] = match.slice(1).map(Number);
+  if (utilisation > 100 || gpus === 0) return undefined;
+  return { utilisation, memoryUsedMiB, memoryTotalMiB, gpus };
 }

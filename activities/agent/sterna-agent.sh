@@ -9,8 +9,8 @@
 #
 #   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
 #
-# Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/checkpoint,
-# sterna/exit, sterna/staged-bytes, sterna/total-bytes), GCE's own way for a VM to
+# Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
+# sterna/gpu, sterna/checkpoint, sterna/exit, sterna/staged-bytes, sterna/total-bytes), GCE's own way for a VM to
 # report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
 # checkpoint; the agent uploads it before the notice period ends.
@@ -184,10 +184,39 @@ upload_new_checkpoints() {
   fi
 }
 
+# The trainer writes "<step>" or "<step>/<total steps>" to STERNA_PROGRESS_FILE.
+last_total=""
 publish_progress() {
-  local step
+  local step total=""
   step="$(cat "$STATE/progress" 2>/dev/null || true)"
-  case "$step" in '' | *[!0-9]*) ;; *) publish step "$step" ;; esac
+  case "$step" in */*) total="${step#*/}" step="${step%%/*}" ;; esac
+  case "$step" in '' | *[!0-9]*) return 0 ;; esac
+  publish step "$step"
+  case "$total" in '' | *[!0-9]*) ;; *) [ "$total" = "$last_total" ] || { last_total="$total"; publish total-steps "$total"; } ;; esac
+}
+
+# GPU utilisation, when the VM has NVIDIA's nvidia-smi: one CSV line per GPU,
+# "<utilisation %>, <memory used MiB>, <memory total MiB>". Published as
+# "<mean utilisation %> <memory used MiB> <memory total MiB> <GPUs>" (summed over the
+# GPUs), and only when it changed: the run keeps the last reading until a new one.
+last_gpu=""
+publish_gpu() {
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  local out util used total n=0 sum=0 used_sum=0 total_sum=0 value
+  out="$(timeout 10 nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits 2>/dev/null)" || return 0
+  while IFS=, read -r util used total; do
+    util="${util//[[:space:]]/}" used="${used//[[:space:]]/}" total="${total//[[:space:]]/}"
+    # A GPU that cannot report ("[N/A]", "[Not Supported]") is left out, not read as idle.
+    case "$util" in '' | *[!0-9]* | ????*) continue ;; esac
+    case "$used" in '' | *[!0-9]* | ?????????*) used=0 ;; esac
+    case "$total" in '' | *[!0-9]* | ?????????*) total=0 ;; esac
+    n=$((n + 1)) sum=$((sum + 10#$util)) used_sum=$((used_sum + 10#$used)) total_sum=$((total_sum + 10#$total))
+  done <<< "$out"
+  [ "$n" -gt 0 ] || return 0
+  value="$(((sum + n / 2) / n)) $used_sum $total_sum $n"
+  [ "$value" = "$last_gpu" ] && return 0
+  last_gpu="$value"
+  publish gpu "$value"
 }
 
 # --- run the trainer ---------------------------------------------------------------
@@ -289,6 +318,7 @@ trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
 
 while kill -0 "$TRAINER" 2>/dev/null; do
   publish_progress
+  publish_gpu
   upload_new_checkpoints
   sleep "$POLL" &
   wait $! 2>/dev/null

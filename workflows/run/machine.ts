@@ -25,8 +25,10 @@ import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zon
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
+import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
+import { markProgress } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
@@ -82,6 +84,8 @@ export interface Context {
   asksObserver: boolean;
   /** Whether the run must be admitted by its team before it places (runs recorded before teams are not). */
   teamAdmission?: boolean;
+  /** Whether this run keeps GPU readings, progress and the idle rule (runs recorded before it did not). */
+  gpuUtil?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -259,6 +263,11 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     state.phase = Phase.Training;
     record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes`, attempt: live.attempt });
   }
+  if (context.gpuUtil && state.phase === Phase.Training) {
+    if (s.totalSteps !== undefined) state.totalSteps = s.totalSteps;
+    if (s.step !== undefined) markProgress(state, live.attempt, s.step, now);
+    if (s.gpu) absorbGpu(state, spec.monitoring, live.attempt, s.gpu, now);
+  }
   return undefined;
 }
 
@@ -392,6 +401,14 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     ? state.observerHeardAt! + aliveMs
     : (state.lastHeardAt ?? now) + (state.observerHeardAt === undefined ? spec.recovery.pollSeconds : Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS)) * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
+  if (context.gpuUtil && state.phase === Phase.Training) {
+    const idle = idleVerdict(state, spec, now);
+    if (idle?.kind === 'stop') return { kind: 'fail', failure: idle.failure, message: idle.message };
+    if (idle?.kind === 'flag') {
+      state.gpu!.idle = true;
+      record(state, now, { kind: TimelineKind.GpuIdle, event: idle.message, attempt: live.attempt, zone: live.offer.zone });
+    }
+  }
   // The deadline can force a move from spot to on-demand while spot still runs; the
   // round's offers (kept while the attempt lives) give the policy its prices.
   if (autoPolicyApplies(state, spec) && live.offer.provisioningModel === ProvisioningModel.Spot && state.phase === Phase.Training) {
@@ -407,7 +424,8 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
   }
   // A flex-start VM is cut at its run duration: look right after, not at the next poll.
   const cut = cutAtMs(live);
-  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined].filter((t): t is number => t !== undefined);
+  const idleAt = context.gpuUtil && state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
 

@@ -6,7 +6,7 @@ import type { ZoneEvent } from '../placement';
 import type { RunPrices } from './prices';
 import type { RunAdmission } from '../teams/run-admission';
 import type { ZoneMemory } from '../zones/memory';
-import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
+import type { CheckpointRef, GpuReading, Offer, ProvisioningModel, ResourceRef } from '../types';
 
 export const Phase = {
   Validating: 'validating',
@@ -100,6 +100,8 @@ export const TimelineKind = {
   LimitChanged: 'limit-changed',
   ContinuedAsNew: 'continued-as-new',
   Stopped: 'stopped',
+  /** The GPUs stayed below monitoring.minGpuUtilisation for the window (gpu-util.ts). */
+  GpuIdle: 'gpu-idle',
 } as const;
 export type TimelineKind = (typeof TimelineKind)[keyof typeof TimelineKind];
 
@@ -162,6 +164,25 @@ export interface RunState {
   admission?: RunAdmission;
   /** The project's zone memory for the last round's zones, as read then (absent in older runs; workflows/zones). */
   zoneMemory?: ZoneMemory;
+  /** The GPUs as the agent last reported them, and their average (gpu-util.ts). */
+  gpu?: GpuState;
+  /** The trainer's own report of its total steps (the spec's monitoring.totalSteps wins). */
+  totalSteps?: number;
+  /** Where the current attempt's step rate is measured from (progress.ts). */
+  progressMark?: { attempt: number; step: number; atMs: number };
+}
+
+export interface GpuState extends GpuReading {
+  /** The attempt that reported it, and when the run heard it (epoch ms). */
+  attempt: number;
+  atMs: number;
+  /** Time-weighted utilisation while training: percent-seconds over seconds. */
+  weightedPercentSeconds: number;
+  sampledSeconds: number;
+  /** Since when (epoch ms) every reading was below monitoring.minGpuUtilisation. */
+  belowSinceMs?: number;
+  /** The idle rule flagged the run (idleAction "flag"), until the GPUs are busy again. */
+  idle?: boolean;
 }
 
 /** The workflow keeps only the most recent events; the full story is in the history. */

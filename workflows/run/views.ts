@@ -2,9 +2,11 @@
  * Pure views of a run's state: the cost ledger, the status the query answers, the result
  * a finished run returns.
  */
-import type { Attempt, AttemptOutcome, Phase, RunState, TimelineEvent } from './state';
+import type { Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
+import { meanUtilisation } from './gpu-util';
+import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
+import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import type { RunPrices } from './prices';
@@ -80,12 +82,43 @@ export interface RunStatus {
   prices?: RunPrices;
   /** The run's team admission: its team, and whether it is still queued (and where). */
   admission?: { team: string; status: string; position?: number };
+  /** The GPUs' last reading (nvidia-smi on the VM) and the run's average, once the agent reported one. */
+  gpu?: GpuStatus;
+  /** Step of total, percent, ETA and predicted cost (run/progress.ts). */
+  progress?: Progress;
   /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
   waiting?: string;
   timeline: TimelineEvent[];
 }
 
-export function statusOf(state: RunState, nowMs: number): RunStatus {
+export interface GpuStatus {
+  /** Mean utilisation of the attempt's GPUs at the last reading, percent. */
+  utilisation: number;
+  memoryUsedMiB: number;
+  memoryTotalMiB: number;
+  gpus: number;
+  /** Time-weighted average over the run's training so far, percent. */
+  meanUtilisation: number;
+  /** When the run heard the reading. */
+  at: string;
+  /** Below monitoring.minGpuUtilisation for the window, and flagged (idleAction "flag"). */
+  idle: boolean;
+}
+
+function gpuStatus(gpu: GpuState): GpuStatus {
+  return {
+    utilisation: gpu.utilisation,
+    memoryUsedMiB: gpu.memoryUsedMiB,
+    memoryTotalMiB: gpu.memoryTotalMiB,
+    gpus: gpu.gpus,
+    meanUtilisation: meanUtilisation(gpu)!,
+    at: new Date(gpu.atMs).toISOString(),
+    idle: gpu.idle === true,
+  };
+}
+
+/** With the spec, the status carries progress (the spec may know the total steps). */
+export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunStatus {
   const current = state.attempts[state.attempts.length - 1];
   const costs = ledger(state, nowMs);
   return {
@@ -105,9 +138,36 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
     ...(state.admission ? { admission: { team: state.admission.team, status: state.admission.status, position: state.admission.position } } : {}),
+    ...(state.gpu ? { gpu: gpuStatus(state.gpu) } : {}),
+    ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
     ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };
+}
+
+/**
+ * The run's current details for the Temporal web UI (`setCurrentDetails`): what it is
+ * doing now, in Markdown, however the run was started.
+ */
+export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number): string {
+  const live = state.attempts[state.attempts.length - 1];
+  const cost = ledger(state, nowMs).totalCostUsd;
+  const p = progressOf(state, spec, cost, nowMs);
+  // Amounts in "USD", never "$": the UI's Markdown reads a pair of dollar signs as math.
+  const money = (usd: number) => `${usd.toFixed(4)} USD`;
+  const where = live ? ` in ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}), attempt ${live.attempt}` : '';
+  const lines = [`**Phase** ${state.phase}${where}`];
+  if (p.step !== undefined) {
+    const of = p.totalSteps !== undefined ? ` of ${p.totalSteps} (${p.percent!.toFixed(1)}%)` : '';
+    lines.push(`**Step** ${p.step}${of}${p.etaSeconds !== undefined ? ` · **ETA** ${formatSeconds(p.etaSeconds)}` : ''}`);
+  }
+  const budget = state.budgetUsd !== undefined ? ` of a ${state.budgetUsd} USD budget` : '';
+  lines.push(`**Cost so far** ${money(cost)}${budget}${p.predictedCostUsd !== undefined ? ` · predicted total ${money(p.predictedCostUsd)}` : ''}`);
+  const extra: string[] = [];
+  if (state.gpu) extra.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
+  if (state.preemptions > 0) extra.push(`**Preemptions** ${state.preemptions}`);
+  if (extra.length) lines.push(extra.join(' · '));
+  return lines.join('  \n');
 }
 
 function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
@@ -162,5 +222,7 @@ export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
     ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
     ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
+    // Only runs that keep GPU readings (patched 'sterna-gpu-util') have any: older runs replay unchanged.
+    ...(state.gpu ? [{ key: SternaGpuUtil, value: Math.round(meanUtilisation(state.gpu)!) }] : []),
   ];
 }

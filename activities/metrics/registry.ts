@@ -1,0 +1,53 @@
+/**
+ * Sterna's own Prometheus metrics (prom-client), kept by the worker: its activities and
+ * providers feed them (metered-provider.ts), Temporal visibility feeds the per-run and
+ * per-phase gauges at scrape time (visibility.ts), and other worker-side code may feed
+ * the team queue gauge (`setTeamQueueLength`). Never fed from workflow code: a workflow
+ * replays, and its metrics would count twice.
+ *
+ * One registry per worker process (`sternaMetrics()`); tests may build their own.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Provisioning waits for RUNNING: seconds to many minutes. */
+const PROVISION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800];
+/** From a preempted resource's stop to its run releasing it. */
+const DETECTION_BUCKETS = [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600];
+
+export class SternaMetrics {
+  readonly registry = new Registry();
+
+  /** Runs by SternaPhase, from visibility (every run the namespace holds, open or closed). */
+  readonly runs = new Gauge({ name: 'sterna_runs', help: 'Training runs by phase (SternaPhase), from Temporal visibility', labelNames: ['phase'], registers: [this.registry] });
+  readonly runCost = new Gauge({ name: 'sterna_run_cost_usd', help: 'Cost so far of each open run (SternaCostUsd), USD', labelNames: ['run', 'team'], registers: [this.registry] });
+  readonly runGpuMean = new Gauge({ name: 'sterna_run_gpu_utilisation_mean_percent', help: "Each open run's GPU utilisation averaged over its training (SternaGpuUtil), percent", labelNames: ['run'], registers: [this.registry] });
+
+  readonly attempts = new Counter({ name: 'sterna_attempts_total', help: 'Attempts provisioned (resources running), by zone, provisioning model and accelerator', labelNames: ['zone', 'model', 'accelerator'], registers: [this.registry] });
+  readonly provisionFailures = new Counter({ name: 'sterna_provision_failures_total', help: 'Provisions that ended with a named failure (Stockout, QuotaExceeded...)', labelNames: ['zone', 'model', 'accelerator', 'failure'], registers: [this.registry] });
+  readonly preemptions = new Counter({ name: 'sterna_preemptions_total', help: 'Resources seen preempted (once each), by zone, provisioning model and accelerator', labelNames: ['zone', 'model', 'accelerator'], registers: [this.registry] });
+  readonly cost = new Counter({ name: 'sterna_cost_usd_total', help: 'Cost of released attempts at their offer price, USD', labelNames: ['zone', 'model', 'accelerator'], registers: [this.registry] });
+  readonly gpuHours = new Counter({ name: 'sterna_gpu_hours_total', help: 'GPU-hours of released attempts (running time x GPUs)', labelNames: ['zone', 'model', 'accelerator'], registers: [this.registry] });
+  readonly provisionSeconds = new Histogram({ name: 'sterna_provision_seconds', help: 'Provisioning latency: from the create to the resource running (or the named failure)', labelNames: ['zone', 'model', 'outcome'], buckets: PROVISION_BUCKETS, registers: [this.registry] });
+  readonly detectionSeconds = new Histogram({ name: 'sterna_preemption_detection_seconds', help: 'From the provider stopping a preempted resource to its run releasing it', labelNames: ['zone'], buckets: DETECTION_BUCKETS, registers: [this.registry] });
+  readonly gpuUtilisation = new Gauge({ name: 'sterna_gpu_utilisation_percent', help: "Each live attempt's GPU utilisation at its agent's last reading (nvidia-smi), percent", labelNames: ['run', 'zone'], registers: [this.registry] });
+  readonly gpuMemoryUsed = new Gauge({ name: 'sterna_gpu_memory_used_mib', help: "Each live attempt's GPU memory in use at its agent's last reading, MiB (summed over its GPUs)", labelNames: ['run', 'zone'], registers: [this.registry] });
+  readonly teamQueue = new Gauge({ name: 'sterna_team_queue_length', help: 'Runs waiting in each team queue for admission', labelNames: ['team'], registers: [this.registry] });
+
+  /** How many runs of `team` wait for admission now: for the team queues to call as they change. */
+  setTeamQueueLength(team: string, length: number): void {
+    this.teamQueue.set({ team }, length);
+  }
+
+  /** The exposition text, as `/metrics` serves it. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+let shared: SternaMetrics | undefined;
+
+/** The worker process's registry. */
+export function sternaMetrics(): SternaMetrics {
+  shared ??= new SternaMetrics();
+  return shared;
+}

@@ -1,0 +1,54 @@
+/**
+ * The gauges only Temporal knows in full: runs by phase (every run of the namespace,
+ * whichever worker drives it), and each open run's cost and average GPU utilisation,
+ * read from the search attributes the runs keep (workflows/run/views.ts). Read at scrape
+ * time, at most once per `refreshMs`, so a busy Prometheus does not load visibility.
+ */
+import type { Client } from '@temporalio/client';
+import { Phase } from '../../workflows/run/state';
+import type { SternaMetrics } from './registry';
+
+export interface VisibilityGaugeOptions {
+  client: Client;
+  /** Reads at most this often (default 15 s); scrapes in between see the last reading. */
+  refreshMs?: number;
+  /** Open runs listed at most (their per-run gauges); default 1,000. */
+  maxOpenRuns?: number;
+}
+
+export function feedFromVisibility(metrics: SternaMetrics, options: VisibilityGaugeOptions): () => Promise<void> {
+  const refreshMs = options.refreshMs ?? 15_000;
+  const maxOpenRuns = options.maxOpenRuns ?? 1000;
+  let readAt = -Infinity;
+  let reading: Promise<void> | undefined;
+
+  const read = async () => {
+    const { client } = options;
+    const counts = await Promise.all(
+      Object.values(Phase).map(async (phase) => [phase, (await client.workflow.count(`WorkflowType = "trainingRun" AND SternaPhase = "${phase}"`)).count] as const),
+    );
+    for (const [phase, count] of counts) metrics.runs.set({ phase }, count);
+    metrics.runCost.reset();
+    metrics.runGpuMean.reset();
+    let listed = 0;
+    for await (const run of client.workflow.list({ query: 'WorkflowType = "trainingRun" AND ExecutionStatus = "Running"' })) {
+      const attrs = run.searchAttributes as Record<string, unknown[] | undefined>;
+      const cost = attrs.SternaCostUsd?.[0];
+      const gpu = attrs.SternaGpuUtil?.[0];
+      const team = attrs.SternaTeam?.[0];
+      if (typeof cost === 'number') metrics.runCost.set({ run: run.workflowId, team: typeof team === 'string' ? team : '' }, cost);
+      if (typeof gpu === 'number') metrics.runGpuMean.set({ run: run.workflowId }, gpu);
+      if (++listed >= maxOpenRuns) break;
+    }
+  };
+
+  /** Refreshes the gauges if the last reading is older than `refreshMs`; a failed read keeps the last values. */
+  return async () => {
+    if (Date.now() - readAt < refreshMs) return;
+    reading ??= read()
+      .then(() => void (readAt = Date.now()))
+      .catch(() => undefined)
+      .finally(() => (reading = undefined));
+    await reading;
+  };
+}
