@@ -11,9 +11,14 @@
  * Prices: STERNA_PRICES (billing | catalog), STERNA_PRICE_REFRESH_HOURS (0 = no scheduled
  * refresh), STERNA_BILLING_API_KEY, STERNA_BILLING_ENDPOINT (default: the emulator's when
  * STERNA_GCE_ENDPOINT is set, cloudbilling.googleapis.com otherwise).
+ * Notifications: STERNA_NOTIFY_TEAMS (JSON: team -> webhooks, as a spec's `notify.webhooks`;
+ * plain URLs here may carry secrets, this is not stored in history), STERNA_NOTIFY_UI_URL
+ * (the web UI events link to; default http://localhost:8233), and the STERNA_WEBHOOK_*
+ * variables that `env://` refs name.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
+import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
 
 const EnvSchema = z.object({
@@ -51,6 +56,19 @@ const EnvSchema = z.object({
   STERNA_BILLING_API_KEY: z.string().min(1).optional(),
   STERNA_REAPER_INTERVAL_SECONDS: z.coerce.number().int('whole seconds').min(10, 'seconds between reaper passes, at least 10 (default schedule: 300)').optional(),
   STERNA_REAPER_GRACE_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds a resource is spared after its creation, at least 0').default(600),
+  STERNA_NOTIFY_TEAMS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'JSON such as {"ml": [{"ref": "env://STERNA_WEBHOOK_ML", "format": "slack"}]}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(teamWebhooksSchema())
+    .optional(),
+  STERNA_NOTIFY_UI_URL: z.url({ protocol: /^https?$/ }).optional(),
   STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
 });
 
@@ -101,6 +119,8 @@ export interface WorkerConfig {
   prices: PricesConfig;
   /** Set: the worker installs (or updates) the reaper's Schedule on start. */
   reaper?: { intervalSeconds: number; graceSeconds: number };
+  /** Per-team webhooks and the web UI notifications link to. */
+  notify: { teams?: TeamWebhooks; uiBaseUrl?: string };
 }
 
 export class WorkerConfigError extends Error {
@@ -160,7 +180,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     billingEndpoint: billingUrl ? endpointOf(billingUrl) : undefined,
     apiKey: e.STERNA_BILLING_API_KEY,
   };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper };
+  const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, notify };
 }
 
 function endpointOf(text: string): Endpoint {

@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     observer: config.observer.enabled ? observer : undefined,
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
     dataConverter,
+    notify: config.notify,
   });
   console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})`);
   if (config.observer.startOnBoot) {

@@ -13,6 +13,7 @@ import { createPricingActivities, priceBookReader, type PricingOptions } from '.
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
 import { createReaperActivities } from '../activities/reaper';
+import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -32,6 +33,8 @@ export interface SternaWorkerOptions {
   prices?: PricingOptions & { settings: PriceBookSettings };
   /** Payload encryption; by default config/data-converter.ts's, from the environment. */
   dataConverter?: DataConverter;
+  /** Team webhooks and the web UI link for notifications (the client is this worker's). */
+  notify?: Omit<NotifyOptions, 'client'>;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -49,6 +52,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createFleetActivities({ providers: options.providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers: options.providers, client }),
+      ...createNotifyActivities({ ...options.notify, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { formatDuration, isDurationString, MAX_DURATION_SECONDS, parseDurationSeconds } from './duration';
 import { failure, FailureType } from './failures';
 import { labelProblems } from './labels';
+import { notifySpecSchema } from './run/notify-spec';
 import { looksSecret, parseSecretRef, SECRET_BACKEND, SECRET_REF_RULE } from './secrets';
 import { MAX_OBJECT_BYTES, relativePathProblem, storageUriProblem } from './storage-uri';
 import { forbiddenCharacter, utf8Length } from './text';
@@ -234,6 +235,8 @@ const buildRunSpecSchema = () =>
           pollSeconds: z.number().min(0.2).max(60).default(5),
         })
         .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
+      /** Webhooks told about this run (workflows/run/notify*.ts); the team's come from the worker. */
+      notify: notifySpecSchema().optional(),
       labels: z
         .record(z.string(), z.string())
         .superRefine((labels, ctx) => {

@@ -3,6 +3,7 @@
  * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
  */
 import type { ZoneEvent } from '../placement';
+import type { NotifyMemory } from './notify';
 import type { RunPrices } from './prices';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
 
@@ -142,6 +143,8 @@ export interface RunState {
   policyCheckAt?: number;
   /** The price book behind the last round of offers (absent before the first, and in older runs). */
   prices?: RunPrices;
+  /** The notifications handed to delivery (run/notify.ts); absent in older runs. */
+  notify?: NotifyMemory;
 }
 
 /** The workflow keeps only the most recent events; the full story is in the history. */
