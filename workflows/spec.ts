@@ -193,7 +193,13 @@ const buildRunSpecSchema = () =>
         .max(1000)
         .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
         .default([]),
-      checkpoint: z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)), interval: duration({ min: 1 }).default(600) }),
+      checkpoint: z.strictObject({
+        uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)),
+        /** Pins the interval; without it the run chooses per zone (workflows/run/checkpoint-interval.ts). */
+        interval: duration({ min: 1 }).optional(),
+        /** The chosen interval's cap (default 30 min). */
+        maxInterval: duration({ min: 1 }).optional(),
+      }),
       resources: z.strictObject({
         accelerators: z
           .array(z.strictObject({ type: text().regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))

@@ -55,6 +55,8 @@ export interface AgentSnapshot {
   step?: number;
   /** The last complete checkpoint the agent uploaded. */
   checkpoint?: CheckpointRef;
+  /** Milliseconds the agent took to upload that checkpoint (its measured cost). */
+  checkpointMs?: number;
   /** The trainer's exit code, once it exited and the agent finished uploading. */
   exitCode?: number;
 }

@@ -56,6 +56,7 @@ export function parseAgentValues(values: Record<string, string>): {
   stagedBytes?: number;
   totalBytes?: number;
   checkpoint?: CheckpointRef;
+  checkpointMs?: number;
   exitCode?: number;
   /** The agent saw GCE's preemption notice on its metadata server. */
   noticed?: boolean;
@@ -74,6 +75,7 @@ export function parseAgentValues(values: Record<string, string>): {
     stagedBytes: int(values['staged-bytes']),
     totalBytes: int(values['total-bytes']),
     checkpoint,
+    checkpointMs: checkpoint ? int(values['checkpoint-ms']) : undefined,
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
   };

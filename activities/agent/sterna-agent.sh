@@ -10,7 +10,7 @@
 #   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
 #
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/checkpoint,
-# sterna/exit, sterna/staged-bytes, sterna/total-bytes), GCE's own way for a VM to
+# sterna/checkpoint-ms, sterna/exit, sterna/staged-bytes, sterna/total-bytes), GCE's own way for a VM to
 # report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
 # checkpoint; the agent uploads it before the notice period ends.
@@ -166,7 +166,7 @@ fi
 # in STERNA_CHECKPOINT_DIR, so a file that exists under that name is complete.
 last_uploaded=-1
 upload_new_checkpoints() {
-  local newest="" step=-1 f n sum dest
+  local newest="" step=-1 f n sum dest started_ns
   for f in "$CKPT_DIR"/step-*; do
     [ -f "$f" ] || continue
     n="$(basename "$f")"; n="${n#step-}"; n="${n%%.*}"
@@ -176,8 +176,12 @@ upload_new_checkpoints() {
   [ -n "$newest" ] && [ "$step" -gt "$last_uploaded" ] || return 0
   dest="$CKPT_URI/$(basename "$newest")"
   sum="$(sha256sum "$newest" | cut -d' ' -f1)"
+  started_ns="$(date +%s%N)"
   if copy "$newest" "$dest"; then
     last_uploaded="$step"
+    # What a checkpoint costs, as far as the agent can time it: its upload. Published
+    # before the checkpoint it belongs to, so the run reads both together.
+    publish checkpoint-ms "$((($(date +%s%N) - started_ns) / 1000000))"
     publish checkpoint "$step $sum $dest"
   else
     log "upload of $newest failed; will retry"

@@ -22,6 +22,7 @@ import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
+import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbPrices, unpricedNote } from './prices';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
@@ -217,6 +218,7 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
   if (s.step !== undefined) state.step = s.step;
   if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {
     state.lastCheckpoint = s.checkpoint;
+    if (s.checkpointMs !== undefined) absorbCheckpointCost(state, s.checkpointMs / 1000);
     record(state, now, { kind: TimelineKind.Checkpoint, event: `checkpoint at step ${s.checkpoint.step}`, attempt: live.attempt, step: s.checkpoint.step });
   }
   if (s.preempted && s.lifecycle !== 'terminated' && s.lifecycle !== 'gone' && state.notice !== live.ref.name) {

@@ -8,6 +8,7 @@ import { resourceLabels, runKey, type Owner } from '../naming';
 import { deadlineMs } from '../pricing';
 import { specWarnings, type RunSpec } from '../spec';
 import type { Backend, Offer } from '../types';
+import { intervalForZone } from './checkpoint-interval';
 import { resourceReleaseByMs } from './resource-limit';
 import { initialState, record, TimelineKind, type Attempt, type RunState } from './state';
 
@@ -33,7 +34,7 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
       runId: state.runId,
       attempt: attempt.attempt,
       argv: spec.command,
-      env: { ...spec.env, STERNA_CHECKPOINT_INTERVAL: String(spec.checkpoint.interval) },
+      env: { ...spec.env, STERNA_CHECKPOINT_INTERVAL: String(intervalForZone(spec, state, attempt.offer.zone, nowMs).seconds) },
       secrets: spec.secrets,
       datasets: spec.datasets,
       // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.

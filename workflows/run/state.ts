@@ -143,6 +143,8 @@ export interface RunState {
   policyCheckAt?: number;
   /** The price book behind the last round of offers (absent before the first, and in older runs). */
   prices?: RunPrices;
+  /** Seconds one checkpoint costs, as the agent measured it, smoothed (run/checkpoint-interval.ts). */
+  checkpointSeconds?: number;
   /** The notifications handed to delivery (run/notify.ts); absent in older runs. */
   notify?: NotifyMemory;
 }
