@@ -12,8 +12,9 @@
  * Inputs, and the priors used while they are unknown:
  * - `preemptionsPerHour` of the attempt's zone: given (zone memory, when wired), or the
  *   run's own record there (`ownZoneRate`); PRIOR_PREEMPTIONS_PER_HOUR before anything is
- *   known: about one preemption every two hours, the mean across the zones of the traces
- *   in /work/shared/traces (bench/checkpoint.ts prints it).
+ *   known: one preemption every two hours, rounded up from the mean across the zones of
+ *   the traces in /work/shared/traces (0.44 and 0.31 per hour of uptime; `npm run
+ *   bench:checkpoint` prints it).
  * - `checkpointSeconds`: what the agent measured (the upload of each checkpoint to
  *   storage, sterna/checkpoint-ms), smoothed; PRIOR_CHECKPOINT_SECONDS before the first.
  * Pure.
