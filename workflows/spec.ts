@@ -189,7 +189,16 @@ const buildRunSpecSchema = () =>
         .default({}),
       /** At most 1000: more files belong under one prefix, staged as one. */
       datasets: z
-        .array(z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri)), path: relativePath() }))
+        .array(
+          z.strictObject({
+            uri: textWhere((uri) => storageUriProblem(uri)),
+            path: relativePath(),
+            /** Where the bucket lives (a GCS region or multi-region): placement weighs moving it (workflows/data-cost.ts). */
+            location: text().regex(/^([a-z]+-[a-z]+[0-9]+|US|EU|ASIA|us|eu|asia)$/, 'a GCS location: a region such as asia-southeast1, or US, EU, ASIA').optional(),
+            /** Its size, for the egress and staging estimate before the agent has measured it. */
+            sizeGb: z.number().min(0).max(1_000_000).optional(),
+          }),
+        )
         .max(1000)
         .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
         .default([]),
@@ -208,7 +217,23 @@ const buildRunSpecSchema = () =>
         machineType: text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
         diskSizeGb: z.int().min(10).max(65536).default(100),
       }),
-      placement: z.strictObject({ regions: allowDeny().optional(), zones: allowDeny().optional() }).default({}),
+      placement: z
+        .strictObject({
+          regions: allowDeny().optional(),
+          zones: allowDeny().optional(),
+          /** Overrides of the data-transfer table (workflows/data-cost.ts DEFAULT_DATA_TRANSFER). */
+          dataTransfer: z
+            .strictObject({
+              sameContinentUsdPerGb: z.number().min(0).max(10).optional(),
+              otherContinentUsdPerGb: z.number().min(0).max(10).optional(),
+              farContinentUsdPerGb: z.number().min(0).max(10).optional(),
+              sameRegionMBps: z.number().positive().max(100_000).optional(),
+              sameContinentMBps: z.number().positive().max(100_000).optional(),
+              otherContinentMBps: z.number().positive().max(100_000).optional(),
+            })
+            .optional(),
+        })
+        .default({}),
       pricing: z
         .strictObject({
           mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.Auto]).default(PricingMode.Auto),

@@ -23,6 +23,7 @@ import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbCheckpointCost } from './checkpoint-interval';
+import { absorbStaging, dataCostUsdFor } from './data-placement';
 import { absorbPrices, unpricedNote } from './prices';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
@@ -215,6 +216,7 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     if (observation.quietSeconds !== undefined) state.observerQuietSeconds = observation.quietSeconds;
   }
   const s = observation.snapshot;
+  absorbStaging(state, live.attempt, s, now);
   if (s.step !== undefined) state.step = s.step;
   if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {
     state.lastCheckpoint = s.checkpoint;
@@ -453,6 +455,7 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
     expectedHours: (remainingWorkSeconds(state, spec) ?? 3600) / 3600,
     maxPricePerHour: spec.pricing.maxPricePerHour,
     models,
+    dataCostUsd: dataCostUsdFor(spec, state),
   };
 }
 

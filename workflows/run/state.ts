@@ -3,6 +3,7 @@
  * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
  */
 import type { ZoneEvent } from '../placement';
+import type { StagingProgress } from './data-placement';
 import type { NotifyMemory } from './notify';
 import type { RunPrices } from './prices';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
@@ -143,6 +144,8 @@ export interface RunState {
   policyCheckAt?: number;
   /** The price book behind the last round of offers (absent before the first, and in older runs). */
   prices?: RunPrices;
+  /** The latest attempt's staging progress (run/data-placement.ts). */
+  staging?: StagingProgress;
   /** Seconds one checkpoint costs, as the agent measured it, smoothed (run/checkpoint-interval.ts). */
   checkpointSeconds?: number;
   /** The notifications handed to delivery (run/notify.ts); absent in older runs. */

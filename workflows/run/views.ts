@@ -7,6 +7,7 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
+import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
@@ -77,6 +78,8 @@ export interface RunStatus {
   ledger: LedgerLine[];
   /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
   prices?: RunPrices;
+  /** The latest attempt's staging: bytes staged, rate and ETA. */
+  staging?: StagingView;
   timeline: TimelineEvent[];
 }
 
@@ -99,6 +102,7 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     restarts: state.restarts,
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
+    ...(state.staging ? { staging: stagingView(state.staging) } : {}),
     timeline: state.timeline,
   };
 }
