@@ -221,6 +221,14 @@ const buildRunSpecSchema = () =>
         .strictObject({
           regions: allowDeny().optional(),
           zones: allowDeny().optional(),
+          /**
+           * A storage prefix per region, "{region}" standing for the attempt's region
+           * (gs://my-cache-{region}/sterna): datasets staged once in a region are kept there
+           * and reused by the run's later attempts in that region.
+           */
+          dataCache: textWhere((uri) => (uri.includes('{region}') ? storageUriProblem(uri.replace(/\{region\}/g, 'us-central1')) : 'must contain {region}, e.g. gs://my-cache-{region}/sterna'))
+            .max(512)
+            .optional(),
           /** Overrides of the data-transfer table (workflows/data-cost.ts DEFAULT_DATA_TRANSFER). */
           dataTransfer: z
             .strictObject({

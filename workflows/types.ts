@@ -51,6 +51,8 @@ export interface AgentSnapshot {
   /** The agent's `sterna/phase`: starting, staging, training, uploading, exited. */
   phase?: string;
   stagedBytes?: number;
+  /** Bytes copied from the run's data cache in the region instead of from the source. */
+  reusedBytes?: number;
   totalBytes?: number;
   step?: number;
   /** The last complete checkpoint the agent uploaded. */

@@ -46,6 +46,7 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   });
   if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
+  if (inputs.dataCacheUri) attributes['sterna-data-cache'] = inputs.dataCacheUri;
   return attributes;
 }
 
@@ -54,6 +55,7 @@ export function parseAgentValues(values: Record<string, string>): {
   phase?: string;
   step?: number;
   stagedBytes?: number;
+  reusedBytes?: number;
   totalBytes?: number;
   checkpoint?: CheckpointRef;
   checkpointMs?: number;
@@ -73,6 +75,7 @@ export function parseAgentValues(values: Record<string, string>): {
     phase: values.phase,
     step: int(values.step),
     stagedBytes: int(values['staged-bytes']),
+    reusedBytes: int(values['reused-bytes']),
     totalBytes: int(values['total-bytes']),
     checkpoint,
     checkpointMs: checkpoint ? int(values['checkpoint-ms']) : undefined,

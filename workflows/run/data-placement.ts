@@ -7,9 +7,22 @@
  * among the datasets without a stated size.
  */
 import { dataCost, DEFAULT_DATA_TRANSFER, type DataPlace, type DataTransferRates } from '../data-cost';
+import { runKey } from '../naming';
 import type { RunSpec } from '../spec';
 import type { AgentSnapshot, Offer } from '../types';
 import type { RunState } from './state';
+
+/** The run's cache in `region`: its own prefix, so runs never read each other's data. */
+export function dataCacheUri(template: string, region: string, runId: string): string {
+  return `${template.replace(/\{region\}/g, region).replace(/\/+$/, '')}/${runKey(runId)}`;
+}
+
+/** Once an attempt has staged with a cache, its region holds the data: later attempts there reuse it. */
+export function noteStaged(state: RunState, spec: RunSpec, region: string): void {
+  if (!spec.placement.dataCache) return;
+  state.dataCachedRegions ??= [];
+  if (!state.dataCachedRegions.includes(region)) state.dataCachedRegions.push(region);
+}
 
 export function dataPlaces(spec: RunSpec, state: RunState): DataPlace[] {
   const unsized = spec.datasets.filter((d) => d.sizeGb === undefined).length;
@@ -26,13 +39,17 @@ export function dataCostUsdFor(spec: RunSpec, state: RunState): ((offer: Offer) 
   const places = dataPlaces(spec, state);
   if (places.length === 0) return undefined;
   const rates = transferRates(spec);
-  return (offer) => dataCost(places, offer.region, offer.pricePerHour, rates).totalUsd;
+  const cached = state.dataCachedRegions ?? [];
+  // A region that holds the run's cache stages from there: as if the data lived in it.
+  return (offer) => dataCost(cached.includes(offer.region) ? places.map((p) => ({ ...p, location: offer.region })) : places, offer.region, offer.pricePerHour, rates).totalUsd;
 }
 
 /** What the status shows of the live attempt's staging. */
 export interface StagingView {
   attempt: number;
   stagedBytes: number;
+  /** Bytes copied from the run's data cache in the region instead of from the source. */
+  reusedBytes?: number;
   totalBytes?: number;
   bytesPerSecond?: number;
   etaSeconds?: number;
@@ -42,6 +59,7 @@ export interface StagingView {
 export interface StagingProgress {
   attempt: number;
   stagedBytes: number;
+  reusedBytes?: number;
   totalBytes?: number;
   /** Epoch ms the attempt's staging was first seen, and of the latest figure. */
   firstAt: number;
@@ -49,27 +67,28 @@ export interface StagingProgress {
 }
 
 export function absorbStaging(state: RunState, attempt: number, s: AgentSnapshot, nowMs: number): void {
-  if (s.stagedBytes === undefined && s.totalBytes === undefined) return;
-  const same = state.staging?.attempt === attempt;
-  // The rate is over the time the figures moved: later looks at a finished staging change nothing.
-  if (same && (s.stagedBytes ?? state.staging!.stagedBytes) === state.staging!.stagedBytes && (s.totalBytes ?? state.staging!.totalBytes) === state.staging!.totalBytes) return;
-  state.staging = {
-    attempt,
-    stagedBytes: s.stagedBytes ?? (same ? state.staging!.stagedBytes : 0),
-    totalBytes: s.totalBytes ?? (same ? state.staging!.totalBytes : undefined),
-    firstAt: same ? state.staging!.firstAt : nowMs,
-    at: nowMs,
+  if (s.stagedBytes === undefined && s.reusedBytes === undefined && s.totalBytes === undefined) return;
+  const before = state.staging?.attempt === attempt ? state.staging : undefined;
+  const figures = {
+    stagedBytes: s.stagedBytes ?? before?.stagedBytes ?? 0,
+    reusedBytes: s.reusedBytes ?? before?.reusedBytes,
+    totalBytes: s.totalBytes ?? before?.totalBytes,
   };
+  // The rate is over the time the figures moved: later looks at a finished staging change nothing.
+  if (before && figures.stagedBytes === before.stagedBytes && figures.reusedBytes === before.reusedBytes && figures.totalBytes === before.totalBytes) return;
+  state.staging = { attempt, ...figures, firstAt: before?.firstAt ?? nowMs, at: nowMs };
 }
 
 export function stagingView(progress: StagingProgress | undefined): StagingView | undefined {
   if (!progress) return undefined;
+  const done = progress.stagedBytes + (progress.reusedBytes ?? 0);
   const seconds = (progress.at - progress.firstAt) / 1000;
-  const rate = seconds > 0 && progress.stagedBytes > 0 ? progress.stagedBytes / seconds : undefined;
-  const left = progress.totalBytes !== undefined ? Math.max(0, progress.totalBytes - progress.stagedBytes) : undefined;
+  const rate = seconds > 0 && done > 0 ? done / seconds : undefined;
+  const left = progress.totalBytes !== undefined ? Math.max(0, progress.totalBytes - done) : undefined;
   return {
     attempt: progress.attempt,
     stagedBytes: progress.stagedBytes,
+    ...(progress.reusedBytes !== undefined ? { reusedBytes: progress.reusedBytes } : {}),
     ...(progress.totalBytes !== undefined ? { totalBytes: progress.totalBytes } : {}),
     ...(rate !== undefined ? { bytesPerSecond: Math.round(rate) } : {}),
     ...(left !== undefined && (left === 0 || rate !== undefined) ? { etaSeconds: left === 0 ? 0 : Math.round(left / rate!) } : {}),

@@ -23,7 +23,7 @@ import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbCheckpointCost } from './checkpoint-interval';
-import { absorbStaging, dataCostUsdFor } from './data-placement';
+import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { absorbPrices, unpricedNote } from './prices';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
@@ -235,7 +235,8 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
   }
   if (state.phase === Phase.Staging && (s.phase === 'training' || s.phase === 'uploading' || s.phase === 'exited')) {
     state.phase = Phase.Training;
-    record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes`, attempt: live.attempt });
+    noteStaged(state, spec, live.offer.region);
+    record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes${s.reusedBytes ? ` (${s.reusedBytes} more from the region's data cache)` : ''}`, attempt: live.attempt });
   }
   return undefined;
 }

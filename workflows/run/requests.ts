@@ -9,6 +9,7 @@ import { deadlineMs } from '../pricing';
 import { specWarnings, type RunSpec } from '../spec';
 import type { Backend, Offer } from '../types';
 import { intervalForZone } from './checkpoint-interval';
+import { dataCacheUri } from './data-placement';
 import { resourceReleaseByMs } from './resource-limit';
 import { initialState, record, TimelineKind, type Attempt, type RunState } from './state';
 
@@ -41,6 +42,7 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
       checkpointUri: `${spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(state.runId)}`,
       resumeFrom: state.lastCheckpoint,
       pollSeconds: spec.recovery.pollSeconds,
+      ...(spec.placement.dataCache ? { dataCacheUri: dataCacheUri(spec.placement.dataCache, attempt.offer.region, state.runId) } : {}),
     },
   };
 }

@@ -144,6 +144,8 @@ export interface RunState {
   policyCheckAt?: number;
   /** The price book behind the last round of offers (absent before the first, and in older runs). */
   prices?: RunPrices;
+  /** Regions whose data cache holds the run's datasets (run/data-placement.ts). */
+  dataCachedRegions?: string[];
   /** The latest attempt's staging progress (run/data-placement.ts). */
   staging?: StagingProgress;
   /** Seconds one checkpoint costs, as the agent measured it, smoothed (run/checkpoint-interval.ts). */
