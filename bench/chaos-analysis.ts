@@ -3,6 +3,7 @@
  * far a run's ledger is from the emulator's billing, when a zone of a replayed trace
  * loses and regains spot capacity, and the fault schedule a seed makes.
  */
+import type { FaultSpec } from '../emulator/faults';
 import type { BillingSummary } from '../emulator/billing';
 import type { TraceFile } from '../config/spot-trace';
 import { OwnerLabel } from '../workflows/naming';
@@ -95,6 +96,31 @@ export function traceFlips(trace: TraceFile, zones: readonly string[], windowMs:
 }
 
 /** What the benchmark does to the stack, when (ms from the start), chosen by the seed. */
+/**
+ * The background fault mix: `percent` of every GCE call fails, half as 503, a third as
+ * 429 and a sixth hung for 15 s first (the issue's light mix is about 6 %, its heavy 25 %).
+ */
+export function backgroundFaults(percent: number): FaultSpec[] {
+  const share = percent / 100;
+  return [
+    { fraction: share / 2, status: 503 },
+    { fraction: share / 3, status: 429 },
+    { fraction: share / 6, hangMs: 15_000 },
+  ];
+}
+
+/**
+ * Runs that find VMs someone else put under their names: a fiftieth of the runs (at
+ * least one), never run 0 (its id is reused) nor a run the plan terminates.
+ */
+export function foreignNameRuns(runs: number, plan: FaultPlan): number[] {
+  const terminated = new Set(plan.terminations.map((t) => t.run));
+  const wanted = Math.max(1, Math.round(runs / 50));
+  const chosen: number[] = [];
+  for (let i = 1; i < runs && chosen.length < wanted; i++) if (!terminated.has(i)) chosen.push(i);
+  return chosen;
+}
+
 export interface FaultPlan {
   workerKills: number[];
   serverRestartAt: number;

@@ -11,7 +11,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InstancesClient } from '@google-cloud/compute';
 import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { PassThroughClient } from 'google-auth-library';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { sternaDataConverter } from '../config/data-converter';
 import { readTraceFile } from '../config/spot-trace';
@@ -22,10 +24,10 @@ import type { FaultSpec } from '../emulator/faults';
 import { reaperLog } from '../activities/reaper/schedule';
 import { nonRetryableFailureTypes, FailureType } from '../workflows/failures';
 import { statusQuery } from '../workflows/messages';
-import { executionToken, OwnerLabel, runKey } from '../workflows/naming';
+import { executionToken, OwnerLabel, resourceName, runKey } from '../workflows/naming';
 import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
-import { duplicateVms, faultPlan, ledgerGapPct, Outcome, spread, tally, traceFlips, type Spread } from './chaos-analysis';
+import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPct, Outcome, spread, tally, traceFlips, type Spread } from './chaos-analysis';
 import { preemptible } from './scale-preemptions';
 import { ACCELERATOR, failureName, machineLabel, mapLimited, preemptionToInsert, PROJECT } from './scale-run';
 import { startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
@@ -46,6 +48,8 @@ export interface ChaosOptions {
   trace: string;
   /** Real seconds per trace tick. */
   traceTickSeconds: number;
+  /** Per cent of every GCE call answered 503, 429 or hung (the issue's light mix is 6, its heavy 25). */
+  faultMixPct: number;
   keep: boolean;
   json: boolean;
 }
@@ -57,6 +61,9 @@ export interface ChaosResult {
   stuck: number;
   leakedAfterReap: number;
   duplicateVms: number;
+  /** VMs of someone else's the benchmark put under runs' names, and how many of them Sterna touched (must be 0). */
+  foreignVms: number;
+  foreignTouched: number;
   maxLedgerGapPct: number;
   /** Completed runs whose ledger was compared with the billing of their VMs. */
   ledgersCompared: number;
@@ -73,7 +80,7 @@ export interface ChaosResult {
   reaped: number;
   /** Fault -> the runs sampled at the fault train again (or preemption -> replacement insert). */
   recovery: Record<string, Spread>;
-  faults: { workerKills: number; serverRestarts: number; outageSeconds: number; cancelsInFlight: number; terminated: number; traceFlips: number; preemptions: number; apiFaultRules: FaultSpec[] };
+  faults: { workerKills: number; serverRestarts: number; outageSeconds: number; cancelsInFlight: number; terminated: number; traceFlips: number; preemptions: number; faultMixPct: number; apiFaultRules: FaultSpec[] };
   trainSeconds: number;
   minutes: number;
   seed: number;
@@ -82,12 +89,8 @@ export interface ChaosResult {
   date: string;
 }
 
-/** A few per cent of every GCE call: 503, 429 (GCE's rateLimitExceeded comes as 403 too) and hangs. */
-export const BACKGROUND_FAULTS: FaultSpec[] = [
-  { fraction: 0.03, status: 503 },
-  { fraction: 0.02, status: 429 },
-  { fraction: 0.01, hangMs: 15_000 },
-];
+/** What the benchmark puts under a run's names: a plain VM of someone else's, with a confusable label. */
+const FOREIGN_LABELS = { owner: 'someone-else', 'sterna-attempt': '1' };
 
 interface Tracked {
   index: number;
@@ -134,6 +137,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: trainSeconds, checkpointEvery });
     emulatorChild = emulator.child;
     const admin = new EmulatorAdminClient(emulator.endpoint);
+    const endpoint = new URL(emulator.endpoint);
+    const instances = new InstancesClient({ apiEndpoint: endpoint.hostname, port: Number(endpoint.port), protocol: 'http', authClient: new PassThroughClient(), fallback: true });
     const zones = zonesWith(ACCELERATOR);
     const gpus = 2 * o.runs + 32;
     await makeRoom(admin, zones, gpus);
@@ -155,7 +160,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     connection = await Connection.connect({ address: temporal.address });
     // Payloads are encrypted as in production: the client must decode what the worker wrote.
     const client = new Client({ connection, namespace: temporal.namespace, dataConverter: sternaDataConverter() });
-    for (const rule of BACKGROUND_FAULTS) await admin.injectFault(rule);
+    const faultRules = backgroundFaults(o.faultMixPct);
+    for (const rule of faultRules) await admin.injectFault(rule);
 
     const plan = faultPlan(o.runs, windowMs, o.outageSeconds, o.seed);
     const flips = traceFlips(readTraceFile(o.trace), zones, windowMs, o.traceTickSeconds * 1000, o.seed);
@@ -210,10 +216,18 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const stamp = Date.now().toString(36);
     // Starts go out on schedule, not one after the other's answer: a loaded server must not stretch the ramp.
     const starting: Promise<void>[] = [];
+    const foreignFor = new Set(foreignNameRuns(o.runs, plan));
+    const foreign: ForeignVm[] = [];
     for (let i = 0; i < o.runs; i++) {
       await sleep(rampStart + (i * rampMs) / o.runs - Date.now());
       const workflowId = `chaos-${stamp}-${i}`;
-      starting.push(client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }).then((handle) => void (runs[i] = { index: i, workflowId, handle })));
+      starting.push(
+        client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }).then(async (handle) => {
+          runs[i] = { index: i, workflowId, handle };
+          // Someone else's VMs under the names this run will use: its first two attempts, in every zone.
+          if (foreignFor.has(i)) foreign.push(...(await occupyNames(instances, zones, workflowId, executionToken(handle.firstExecutionRunId), log)));
+        }),
+      );
     }
     await Promise.all(starting);
     log(`started ${o.runs} runs in ${((Date.now() - rampStart) / 1000).toFixed(0)} s; the fault window begins`);
@@ -252,7 +266,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       await admin.injectFault({ fraction: 1, status: 503, method: 'GET' });
       await sleep(plan.outage.seconds * 1000);
       await admin.clearFaults();
-      for (const rule of BACKGROUND_FAULTS) await admin.injectFault(rule);
+      for (const rule of faultRules) await admin.injectFault(rule);
       log(`${secs(t0)} s: GETs answer again`);
       await recovered(sample, Date.now(), 'get-outage');
     });
@@ -332,7 +346,9 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     // --- the reaper's next pass ----------------------------------------------------------
     const stuckIds = new Set<string>();
     for (const r of runs) if ((await r.handle.describe().catch(() => undefined))?.status.name === 'RUNNING') stuckIds.add(r.workflowId);
-    const leftovers = async () => (await admin.instances()).filter((i) => i.project === PROJECT && i.labels[OwnerLabel.Run] && ![...stuckIds].some((id) => runKey(id) === i.labels[OwnerLabel.Run]));
+    const foreignNames = new Set(foreign.map((f) => `${f.zone}/${f.name}`));
+    const leftovers = async () =>
+      (await admin.instances()).filter((i) => i.project === PROJECT && i.labels[OwnerLabel.Run] && !foreignNames.has(`${i.zone}/${i.name}`) && ![...stuckIds].some((id) => runKey(id) === i.labels[OwnerLabel.Run]));
     const passDeadline = closedAt + (o.reaperGraceSeconds + 2 * o.reaperIntervalSeconds + 120) * 1000;
     const leftAtClose = await leftovers();
     log(`${secs(t0)} s: all runs ended; ${leftAtClose.length} Sterna VMs left for the reaper`);
@@ -395,6 +411,13 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       if (run?.terminatedAtMs !== undefined) lifetimes.push(Math.max(0, (atMs - run.terminatedAtMs) / 1000));
     }
     const preemptions = await preemptionToInsert(emulator.endpoint, injected, t0);
+    // Someone else's VMs must be exactly as they were: there, running, their labels theirs.
+    const now = new Map((await admin.instances()).filter((i) => i.project === PROJECT).map((i) => [`${i.zone}/${i.name}`, i]));
+    const touched = foreign.filter((f) => {
+      const vm = now.get(`${f.zone}/${f.name}`);
+      return !vm || vm.status !== 'RUNNING' || JSON.stringify(vm.labels) !== JSON.stringify(FOREIGN_LABELS);
+    });
+    for (const f of touched) log(`someone else's VM touched: ${f.zone}/${f.name} (${now.get(`${f.zone}/${f.name}`)?.status ?? 'gone'})`);
     return {
       runs: o.runs,
       completed: counted[Outcome.Completed],
@@ -402,6 +425,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       stuck: counted[Outcome.Stuck],
       leakedAfterReap: leaked.length,
       duplicateVms: duplicates.count,
+      foreignVms: foreign.length,
+      foreignTouched: touched.length,
       maxLedgerGapPct: Math.round(Math.max(0, ...gaps) * 1000) / 1000,
       ledgersCompared: gaps.length,
       worstLedger,
@@ -421,7 +446,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
         terminated: plan.terminations.length + 1,
         traceFlips: flips.length,
         preemptions: injected.length,
-        apiFaultRules: BACKGROUND_FAULTS,
+        faultMixPct: o.faultMixPct,
+        apiFaultRules: faultRules,
       },
       trainSeconds,
       minutes: o.minutes,
@@ -443,6 +469,42 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
 
 function secs(t0: number): number {
   return Math.round((Date.now() - t0) / 1000);
+}
+
+interface ForeignVm {
+  zone: string;
+  name: string;
+}
+
+/** Puts a plain VM of someone else's under a run's first two attempt names in each zone; returns those that landed first. */
+async function occupyNames(instances: InstancesClient, zones: string[], workflowId: string, execution: string, log: (line: string) => void): Promise<ForeignVm[]> {
+  const wanted = zones.flatMap((zone) => [1, 2].map((attempt) => ({ zone, name: resourceName(workflowId, execution, attempt) })));
+  const landed = await Promise.all(
+    wanted.map(async (vm) => {
+      const instanceResource = {
+        name: vm.name,
+        labels: FOREIGN_LABELS,
+        machineType: `zones/${vm.zone}/machineTypes/e2-standard-2`,
+        disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: 'debian-12' } }],
+        networkInterfaces: [{ network: 'global/networks/default' }],
+      };
+      // The background faults apply to this caller too: a few tries, as any client would.
+      for (let tries = 0; tries < 5; tries++) {
+        try {
+          await instances.insert({ project: PROJECT, zone: vm.zone, instanceResource });
+          return vm;
+        } catch (err) {
+          // The run's own attempt got there first: nothing of someone else's under that name.
+          if ((err as { code?: number }).code === 409 || /already exists/i.test((err as Error).message)) return undefined;
+          await sleep(1000);
+        }
+      }
+      return undefined;
+    }),
+  );
+  const placed = landed.filter((vm): vm is ForeignVm => vm !== undefined);
+  log(`someone else's VMs under ${workflowId}'s names: ${placed.length} of ${wanted.length}`);
+  return placed;
 }
 
 async function makeRoom(admin: EmulatorAdminClient, zones: string[], gpus: number): Promise<void> {

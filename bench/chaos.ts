@@ -21,6 +21,7 @@ interface ChaosFlags {
   reaperGrace: string;
   trace: string;
   traceTick: string;
+  faultMix: string;
   keep?: boolean;
   json?: boolean;
 }
@@ -38,11 +39,18 @@ export function parseChaosOptions(flags: ChaosFlags): ChaosOptions {
     reaperGraceSeconds: seconds('reaper-grace', flags.reaperGrace),
     trace: flags.trace,
     traceTickSeconds: seconds('trace-tick', flags.traceTick),
+    faultMixPct: percent('fault-mix', flags.faultMix),
     keep: flags.keep ?? false,
     json: flags.json ?? false,
   };
   if (options.outageSeconds >= minutes * 60) throw new ScaleOptionError(`--outage: ${options.outageSeconds} s does not fit in a ${minutes}-minute fault window`);
   return options;
+}
+
+function percent(flag: string, text: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0 || value > 90) throw new ScaleOptionError(`--${flag}: expected a per cent from 0 to 90, got "${text}"`);
+  return value;
 }
 
 export function chaosReport(r: ChaosResult): string {
@@ -53,6 +61,7 @@ export function chaosReport(r: ChaosResult): string {
     `failures: ${JSON.stringify(r.failures)}; reused workflow id's second run: ${r.reusedIdOutcome}`,
     `leaked after the reaper's next pass: ${r.leakedAfterReap}; reaped ${r.reaped}; orphans lived p50 ${r.orphanLifetime.p50S ?? '-'} s, max ${r.orphanLifetime.maxS ?? '-'} s`,
     `duplicate VMs: ${r.duplicateVms}; largest ledger-to-billing gap: ${r.maxLedgerGapPct}%`,
+    `someone else's VMs under runs' names: ${r.foreignVms}, touched by Sterna: ${r.foreignTouched}`,
     `faults: ${JSON.stringify({ ...r.faults, apiFaultRules: undefined })}`,
     'recovery:',
     ...rec,
@@ -71,6 +80,7 @@ const program = new Command('bench:chaos')
   .option('--reaper-grace <d>', "the reaper's grace period", '60s')
   .option('--trace <file>', 'spot availability trace whose zone outages preempt VMs', DEFAULT_TRACE)
   .option('--trace-tick <d>', 'real time per trace tick', '5s')
+  .option('--fault-mix <percent>', 'per cent of GCE calls answered 503, 429 or hung (a light mix: 6; a heavy one: 25)', '6')
   .option('--keep', 'keep the work directory (logs, SQLite, emulator state)')
   .option('--json', 'print the result as one JSON object on the last line');
 

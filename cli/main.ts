@@ -6,6 +6,7 @@
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
+ *   sterna plan examples/run.json
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -21,6 +22,7 @@ import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
 import { pricesLines, progressLine, summaryLines, usd } from './format';
+import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
 import { ExitCode, reportFailure } from './report';
 
@@ -173,6 +175,7 @@ program
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 addReaperCommands(program, connect);
+addPlanCommand(program, connect, readSpec);
 
 program
   .parseAsync()

@@ -21,6 +21,9 @@ import { z } from 'zod';
 import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
 
+/** Activity slots of a worker when STERNA_MAX_CONCURRENT_ACTIVITIES is not set. */
+export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 1000;
+
 const EnvSchema = z.object({
   STERNA_TASK_QUEUE: z.string().min(1).default('sterna'),
   STERNA_GCE_PROJECT: z.string().regex(/^[a-z][-a-z0-9]{4,28}[a-z0-9]$/, 'a GCP project id such as my-project-123').optional(),
@@ -44,7 +47,10 @@ const EnvSchema = z.object({
   STERNA_GCE_SECURE_BOOT: z.enum(['true', 'false'], 'true or false').default('false'),
   STERNA_GKE_KUBECONFIG: z.string().optional(),
   STERNA_GKE_NAMESPACE: z.string().default('default'),
-  STERNA_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(200),
+  // Every long activity is a long poll (GCE's operations.wait, Kubernetes watches): a slot
+  // costs a socket and a promise, not a thread. 200 slots ran out at 2,000 runs, each
+  // release holding one through a VM's shutdown (bench/README.md, bench:scale row C).
+  STERNA_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES),
   STERNA_OBSERVER_INTERVAL_SECONDS: z.coerce.number().min(0.1, 'seconds between two looks at the fleet, at least 0.1').max(300).default(5),
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
   STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),

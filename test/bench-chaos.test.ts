@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { duplicateVms, faultPlan, ledgerGapPct, Outcome, tally, traceFlips } from '../bench/chaos-analysis';
+import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPct, Outcome, tally, traceFlips } from '../bench/chaos-analysis';
 import { parseChaosOptions } from '../bench/chaos';
 import type { TraceFile } from '../config/spot-trace';
 
@@ -60,10 +60,25 @@ describe('bench:chaos rules', () => {
   });
 
   it('refuses flags that cannot work, naming the flag', () => {
-    const flags = { runs: '50', minutes: '2', seed: '1', outage: '200s', reaperInterval: '60s', reaperGrace: '60s', trace: 'x', traceTick: '5s' };
+    const flags = { runs: '50', minutes: '2', seed: '1', outage: '200s', reaperInterval: '60s', reaperGrace: '60s', trace: 'x', traceTick: '5s', faultMix: '6' };
     assert.throws(() => parseChaosOptions({ ...flags, runs: '5' }), /--runs/);
     assert.throws(() => parseChaosOptions(flags), /--outage: 200 s does not fit in a 2-minute fault window/);
     assert.equal(parseChaosOptions({ ...flags, outage: '20s' }).outageSeconds, 20);
+    assert.throws(() => parseChaosOptions({ ...flags, outage: '20s', faultMix: '95' }), /--fault-mix: expected a per cent from 0 to 90, got "95"/);
+    assert.equal(parseChaosOptions({ ...flags, outage: '20s', faultMix: '25' }).faultMixPct, 25);
+  });
+
+  it('splits a fault mix into 503s, 429s and hangs that add up to it', () => {
+    const rules = backgroundFaults(25);
+    assert.deepEqual(rules.map((r) => r.status ?? 'hang'), [503, 429, 'hang']);
+    assert.ok(Math.abs(rules.reduce((sum, r) => sum + r.fraction, 0) - 0.25) < 1e-12);
+  });
+
+  it('puts someone else\'s VMs under the names of runs that live on: never run 0, never a terminated run', () => {
+    const plan = faultPlan(200, 600_000, 200, 3);
+    const chosen = foreignNameRuns(200, plan);
+    assert.equal(chosen.length, 4);
+    assert.ok(chosen.every((i) => i > 0 && !plan.terminations.some((t) => t.run === i)));
   });
 });
 
@@ -85,6 +100,8 @@ describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', functi
     for (const key of ['runs', 'completed', 'failedNamed', 'stuck', 'leakedAfterReap', 'duplicateVms', 'maxLedgerGapPct']) assert.ok(key in result, `the JSON line lacks ${key}`);
     assert.deepEqual({ stuck: result.stuck, leakedAfterReap: result.leakedAfterReap, duplicateVms: result.duplicateVms, failedOther: result.failedOther }, { stuck: 0, leakedAfterReap: 0, duplicateVms: 0, failedOther: 0 }, stderr);
     assert.equal(result.runs, 50);
+    assert.ok((result.foreignVms as number) > 0, 'someone else\'s VMs held some of the runs\' names');
+    assert.equal(result.foreignTouched, 0, 'and Sterna touched none of them');
     // Every started run ended one way or another, and the terminated ones left VMs the reaper took.
     const ended = ['completed', 'failedNamed', 'cancelled', 'terminated'].reduce((n, k) => n + (result[k] as number), 0);
     assert.equal(ended, 50 + (result.faults as { cancelsInFlight: number }).cancelsInFlight);

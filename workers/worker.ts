@@ -12,6 +12,7 @@ import { createFleetActivities, type ObserverOptions } from '../activities/fleet
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 
@@ -55,7 +56,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createNotifyActivities({ ...options.notify, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 200,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     // Cancellation reaches an activity through its heartbeats; send them promptly.
     maxHeartbeatThrottleInterval: '2 seconds',
     defaultHeartbeatThrottleInterval: '1 second',

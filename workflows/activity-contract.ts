@@ -81,6 +81,12 @@ export interface ReleaseRequest {
    * create call's deadline has passed before it reports the resource absent.
    */
   createMayBeInFlight: boolean;
+  /**
+   * When the run last saw the resource start. A release retried after its delete landed
+   * finds nothing; it then reads when the resource stopped from the provider's own
+   * record (GCE's operations since this time), so the ledger ends where billing did.
+   */
+  startedAt?: string;
 }
 
 /** What release found: deleted ours, found nothing, or found a resource that is not ours (left alone). */

@@ -9,3 +9,4 @@ export { trainingRun, type ContinuedRun } from './training-run';
 export { fleetObserver } from './fleet/observer';
 export { priceBook } from './pricing-book/workflow';
 export { sternaReaper } from './reaper/reaper';
+export { planRun } from './plan/workflow';

@@ -261,6 +261,12 @@ const buildRunSpecSchema = () =>
           maxRunDuration: duration({ min: 0, minExclusive: true }).optional(),
           /** Accelerator time the job needs uninterrupted; drives the deadline-aware `auto` mode. */
           expectedDuration: duration({ min: 0, minExclusive: true }).optional(),
+          /**
+           * How fast each accelerator trains this job, relative to the others (any unit, one
+           * per accelerator): `sterna plan` scales expectedDuration, which is on the first
+           * accelerator listed, by it. Without it, datasheet peak throughput (plan/throughput.ts).
+           */
+          relativeThroughput: z.record(z.string().max(64), z.number().positive().max(1e6)).optional(),
         })
         .default({}),
       recovery: z
@@ -293,6 +299,12 @@ const buildRunSpecSchema = () =>
       }
       if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });
+      }
+      const throughput = spec.time.relativeThroughput;
+      if (throughput) {
+        for (const { type } of spec.resources.accelerators) {
+          if (throughput[type] === undefined) ctx.addIssue({ code: 'custom', path: ['time', 'relativeThroughput'], message: `give a figure for every accelerator the run may use; ${type} has none` });
+        }
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
         ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });

@@ -215,7 +215,7 @@ class Driver {
   private async release(number: number, createMayBeInFlight: boolean): Promise<RunEvent> {
     const attempt = this.state.attempts[number - 1];
     const result = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [
-      { ref: attempt.ref, owner: ownerOf(this.context(), number), createMayBeInFlight },
+      { ref: attempt.ref, owner: ownerOf(this.context(), number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
     return { kind: 'released', attempt: number, ...result };
   }

@@ -13,6 +13,7 @@
  * and attempt (workflows/naming.ts). A VM someone else put under our name is left alone.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 import {
   AcceleratorTypesClient,
   InstancesClient,
@@ -22,7 +23,7 @@ import {
   type protos,
 } from '@google-cloud/compute';
 import type { PriceBook } from '../../config/price-book';
-import { failure, FailureType } from '../../workflows/failures';
+import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
 import { isOwnedBy } from '../../workflows/naming';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
@@ -46,6 +47,7 @@ import {
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
+type IQuota = protos.google.cloud.compute.v1.IQuota;
 
 export interface GceProviderOptions {
   project: string;
@@ -73,6 +75,18 @@ export interface GceProviderOptions {
    * come by then (600 s by default): a VM whose run is gone stops paying on its own.
    */
   powerOffAfterSeconds?: number;
+  /**
+   * How long one read of where each accelerator is offered (acceleratorTypes.aggregatedList)
+   * serves every placement of this worker: 10 minutes by default. GCE adds accelerator
+   * zones a few times a year, so this is a topology, not a reading.
+   */
+  acceleratorZonesTtlMs?: number;
+  /**
+   * How long one read of a region's quotas (regions.get) serves every placement of this
+   * worker: 60 s by default. A stale quota only misjudges `quotaAvailable`; the insert
+   * itself is the authority (QUOTA_EXCEEDED is a named failure, and drops the entry).
+   */
+  regionQuotasTtlMs?: number;
 }
 
 const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS', 'RESOURCE_POOL_EXHAUSTED']);
@@ -152,6 +166,15 @@ export class GceProvider implements ComputeProvider {
   private readonly acceleratorTypes: AcceleratorTypesClient;
   private readonly pollMs: number;
   private readonly insertTimeoutMs: number;
+  /**
+   * Placement reads shared by every run of this worker. Without them each placement cost
+   * one aggregatedList plus one regions.get per region, so reads grew with the fleet
+   * (2,000 runs: 14,000 placement reads). `fetch` coalesces concurrent misses into one
+   * call, and a failed refresh serves the last good answer (a GET outage does not stop
+   * placement; the insert still decides).
+   */
+  private readonly acceleratorZones: LRUCache<string, Map<string, string[]>>;
+  private readonly regionQuotas: LRUCache<string, IQuota[]>;
 
   constructor(private readonly options: GceProviderOptions) {
     this.instances = new InstancesClient(options.clientOptions);
@@ -161,6 +184,18 @@ export class GceProvider implements ComputeProvider {
     this.acceleratorTypes = new AcceleratorTypesClient(options.clientOptions);
     this.pollMs = options.pollIntervalMs ?? 1000;
     this.insertTimeoutMs = options.insertTimeoutMs ?? 30_000;
+    this.acceleratorZones = new LRUCache({
+      max: 1,
+      ttl: options.acceleratorZonesTtlMs ?? 10 * 60_000,
+      allowStaleOnFetchRejection: true,
+      fetchMethod: () => this.listAcceleratorZones(),
+    });
+    this.regionQuotas = new LRUCache({
+      max: 256,
+      ttl: options.regionQuotasTtlMs ?? 60_000,
+      allowStaleOnFetchRejection: true,
+      fetchMethod: async (region) => (await this.regions.get({ project: options.project, region }))[0].quotas ?? [],
+    });
   }
 
   /** One API call with a client-side deadline, its transient errors retried with backoff. */
@@ -176,26 +211,23 @@ export class GceProvider implements ComputeProvider {
     return this.api('listing offers', () => this.listOffers(request, prices), 2 * WAIT_TIMEOUT_MS);
   }
 
-  /** Every zone acceleratorTypes.aggregatedList returns for the accelerator, priced from `prices`. */
-  private async listOffers(request: CapacityRequest, prices: PriceBook): Promise<CapacityFound> {
-    const { project } = this.options;
+  /** Every zone each accelerator is offered in, from one acceleratorTypes.aggregatedList. */
+  private async listAcceleratorZones(): Promise<Map<string, string[]>> {
     const zonesByAccelerator = new Map<string, string[]>();
-    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project }, NO_AUTOPAGINATE)) {
+    for await (const [scope, list] of this.acceleratorTypes.aggregatedListAsync({ project: this.options.project }, NO_AUTOPAGINATE)) {
       const zone = scope.replace(/^zones\//, '');
       for (const type of list.acceleratorTypes ?? []) {
         if (!type.name) continue;
         zonesByAccelerator.set(type.name, [...(zonesByAccelerator.get(type.name) ?? []), zone]);
       }
     }
-    const quotaCache = new Map<string, Promise<protos.google.cloud.compute.v1.IQuota[]>>();
-    const quotasOf = (region: string) => {
-      let quotas = quotaCache.get(region);
-      if (!quotas) {
-        quotas = this.regions.get({ project, region }).then(([r]) => r.quotas ?? []);
-        quotaCache.set(region, quotas);
-      }
-      return quotas;
-    };
+    return zonesByAccelerator;
+  }
+
+  /** Every zone offering a requested accelerator, priced from `prices`. */
+  private async listOffers(request: CapacityRequest, prices: PriceBook): Promise<CapacityFound> {
+    const zonesByAccelerator = (await this.acceleratorZones.fetch('zones')) ?? new Map<string, string[]>();
+    const quotasOf = async (region: string) => (await this.regionQuotas.fetch(region)) ?? [];
     const offers: Offer[] = [];
     const unpriced: UnpricedZone[] = [];
     const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
@@ -287,6 +319,8 @@ export class GceProvider implements ComputeProvider {
       await this.waitForOperation(zone, operationName(op), onProgress, signal);
     } catch (err) {
       if (signal?.aborted) throw err;
+      // The region's cached quotas said there was room; the next placement reads them again.
+      if (namedFailureOf(err)?.type === FailureType.QuotaExceeded) this.regionQuotas.delete(request.offer.region);
       // A 400 means the request itself is wrong (machine type, image, accelerator):
       // no retry can fix it, so fail the attempt with GCE's own words.
       if (isInvalidArgument(err)) throw failure(FailureType.InvalidSpec, `GCE rejected instance ${request.name}: ${errorMessage(err)}`);
@@ -377,7 +411,7 @@ export class GceProvider implements ComputeProvider {
     return ops.length > 0;
   }
 
-  async release({ ref, owner, createMayBeInFlight }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
+  async release({ ref, owner, createMayBeInFlight, startedAt }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
     let instance = await this.getInstance(ref);
     // A create whose outcome is unknown may still land: watch for it until its deadline.
     const settledBy = createMayBeInFlight ? Date.now() + this.insertTimeoutMs + this.pollMs : 0;
@@ -386,7 +420,7 @@ export class GceProvider implements ComputeProvider {
       await sleep(this.pollMs);
       instance = await this.getInstance(ref);
     }
-    if (!instance) return { outcome: ReleaseOutcome.Absent };
+    if (!instance) return { outcome: ReleaseOutcome.Absent, stoppedAt: startedAt ? await this.stoppedSince(ref, startedAt) : undefined };
     if (!isOwnedBy(instance.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
     const window: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: instance.lastStartTimestamp ?? undefined };
     const alreadyStopped = instance.status === 'TERMINATED' || instance.status === 'SUSPENDED';
@@ -399,6 +433,26 @@ export class GceProvider implements ComputeProvider {
       window.stoppedAt = instance.lastStopTimestamp ?? new Date().toISOString();
     }
     return window;
+  }
+
+  /**
+   * When an instance that ran from `startedAt` stopped, by GCE's own record: the end of
+   * the first stop, preemption or delete operation on it since then (undefined if none).
+   * A release retried after its delete landed reads this instead of calling it `now`.
+   */
+  private async stoppedSince(ref: ResourceRef, startedAt: string): Promise<string | undefined> {
+    const { project } = this.options;
+    const since = Date.parse(startedAt);
+    const filter = '(operationType = "delete") OR (operationType = "stop") OR (operationType = "compute.instances.preempted")';
+    return this.api(`operations on ${ref.name}`, async () => {
+      let first: number | undefined;
+      for await (const op of this.operations.listAsync({ project, zone: ref.zone, filter }, NO_AUTOPAGINATE)) {
+        const end = Date.parse(op.endTime ?? '');
+        if (!op.targetLink?.endsWith(`/instances/${ref.name}`) || op.status !== 'DONE' || op.error || !(end >= since)) continue;
+        first = Math.min(first ?? end, end);
+      }
+      return first === undefined ? undefined : new Date(first).toISOString();
+    });
   }
 
   async listRunResources(runId: string): Promise<ResourceRef[]> {

@@ -196,8 +196,9 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
     attempt.startedAt ??= event.startedAt;
     attempt.stoppedAt = event.stoppedAt ?? (attempt.startedAt ? new Date(nowMs).toISOString() : undefined);
   } else if (attempt.startedAt && !attempt.stoppedAt) {
-    // Ours and running, then gone before release (its VM-side limit, or by hand).
-    attempt.stoppedAt = new Date(nowMs).toISOString();
+    // Ours and running, then gone before release (its VM-side limit, by hand, or this
+    // release's own earlier try): when it stopped if the provider knows, else now.
+    attempt.stoppedAt = event.stoppedAt ?? new Date(nowMs).toISOString();
   }
   attempt.released = true;
   if (attempt.outcome === AttemptOutcome.Running) attempt.outcome = AttemptOutcome.Stopped;

@@ -1,0 +1,132 @@
+/**
+ * `sterna plan`: predicted cost, finish time and deadline risk of every placement before
+ * anything is created, and the choice the run itself would make. The prediction is pure
+ * (tested without a server); the command lists capacity through a real worker and the
+ * emulator, and creates nothing.
+ */
+import { strict as assert } from 'node:assert';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { planLines } from '../cli/plan';
+import { missRisk, predictPlan, PRIOR_PREEMPTIONS_PER_HOUR, RESTART_SECONDS } from '../workflows/plan/predict';
+import type { PlanResult } from '../workflows/plan/workflow';
+import { parseSpec, type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
+import { startStack, type Stack } from './helpers/stack';
+import { testEnv, testServerAddress } from './helpers/temporal';
+
+const NOW = Date.parse('2030-01-01T00:00:00Z');
+const offer = (zone: string, model: Offer['provisioningModel'], price: number, accelerator = 'nvidia-l4'): Offer => ({
+  backend: 'gce',
+  zone,
+  region: zone.replace(/-[a-z]$/, ''),
+  accelerator,
+  acceleratorCount: 1,
+  machineType: 'g2-standard-4',
+  provisioningModel: model,
+  pricePerHour: price,
+  onDemandPricePerHour: 1,
+  quotaAvailable: true,
+});
+const spec = (time: RunSpecInput['time'], mode: 'spot' | 'on-demand' | 'auto' = 'spot', accelerators = [{ type: 'nvidia-l4', count: 1 }]) =>
+  parseSpec({ command: ['train'], checkpoint: { uri: 'gs://bucket/ckpt', interval: 600 }, resources: { accelerators }, pricing: { mode }, time }, { nowMs: NOW });
+
+describe('the plan (pure)', () => {
+  it('prices each offer by its expected hours, with the work lost to preemptions and restarts added to spot', () => {
+    const plan = predictPlan({ spec: spec({ expectedDuration: 36_000 }), offers: [offer('us-central1-a', 'SPOT', 0.2), offer('us-central1-a', 'STANDARD', 0.6)], nowMs: NOW, preemptionsPerHour: { 'us-central1-a': 0.5 } });
+    const spot = plan.rows.find((r) => r.provisioningModel === 'SPOT')!;
+    const standard = plan.rows.find((r) => r.provisioningModel === 'STANDARD')!;
+    const loss = (300 + RESTART_SECONDS) / 3600;
+    assert.equal(spot.expectedHours, 10 / (1 - 0.5 * loss));
+    assert.equal(spot.expectedCostUsd, 0.2 * spot.expectedHours);
+    assert.equal(spot.preemptionSource, 'observed');
+    assert.deepEqual([standard.expectedHours, standard.expectedCostUsd, standard.expectedPreemptions, standard.preemptionSource], [10, 6, 0, 'none']);
+    assert.equal(standard.finishAt, new Date(NOW + 10 * 3_600_000).toISOString());
+    assert.deepEqual(plan.rows.map((r) => r.provisioningModel), ['SPOT', 'STANDARD'], 'cheapest first');
+  });
+
+  it('uses the prior for zones the project has not seen, and says so', () => {
+    const [row] = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers: [offer('europe-west4-a', 'SPOT', 0.2)], nowMs: NOW }).rows;
+    assert.deepEqual([row.preemptionsPerHour, row.preemptionSource], [PRIOR_PREEMPTIONS_PER_HOUR, 'prior']);
+  });
+
+  it('scales the work by throughput: a slower accelerator takes longer, by the datasheet or by the spec', () => {
+    const accelerators = [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-tesla-t4', count: 1 }];
+    const offers = [offer('us-central1-a', 'STANDARD', 0.6), offer('us-central1-a', 'STANDARD', 0.35, 'nvidia-tesla-t4')];
+    const byDatasheet = predictPlan({ spec: spec({ expectedDuration: 3600 }, 'on-demand', accelerators), offers, nowMs: NOW });
+    assert.equal(byDatasheet.rows.find((r) => r.accelerator === 'nvidia-tesla-t4')!.workHours, 121 / 65);
+    const bySpec = predictPlan({ spec: spec({ expectedDuration: 3600, relativeThroughput: { 'nvidia-l4': 2, 'nvidia-tesla-t4': 1 } }, 'on-demand', accelerators), offers, nowMs: NOW });
+    const t4 = bySpec.rows.find((r) => r.accelerator === 'nvidia-tesla-t4')!;
+    assert.deepEqual([t4.workHours, t4.throughputSource], [2, 'spec']);
+  });
+
+  it('gives the deadline risk: certain for on-demand that fits, rising with the preemption rate for spot, certain past the slack', () => {
+    const offers = [offer('us-central1-a', 'SPOT', 0.2), offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6)];
+    const s = spec({ expectedDuration: 8 * 3600, deadline: new Date(NOW + 9 * 3_600_000).toISOString() }, 'auto');
+    const plan = predictPlan({ spec: s, offers, nowMs: NOW, preemptionsPerHour: { 'us-central1-a': 0.05, 'us-central1-b': 1 } });
+    const risk = (zone: string) => plan.rows.find((r) => r.zone === zone)!.missRisk!;
+    assert.equal(risk('us-central1-c'), 0);
+    assert.ok(risk('us-central1-a') < risk('us-central1-b'), JSON.stringify(plan.rows));
+    const late = predictPlan({ spec: spec({ expectedDuration: 10 * 3600, deadline: new Date(NOW + 9 * 3_600_000).toISOString() }, 'auto'), offers, nowMs: NOW });
+    assert.ok(late.rows.every((r) => r.missRisk === 1));
+  });
+
+  it('computes the Poisson tail exactly', () => {
+    assert.equal(missRisk(0, 1, 1), 1 - Math.exp(-1));
+    assert.equal(missRisk(2.5, 1, 1), 1 - Math.exp(-1) * (1 + 1 + 0.5));
+    assert.equal(missRisk(-0.1, 0, 1), 1);
+    assert.equal(missRisk(5, 0, 1), 0);
+  });
+
+  it('marks the offer the run would try first, as the run decides it', () => {
+    const offers = [offer('us-central1-a', 'SPOT', 0.3), offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6)];
+    const plan = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers, nowMs: NOW });
+    assert.deepEqual(plan.rows.filter((r) => r.pick).map((r) => `${r.zone}/${r.provisioningModel}`), ['us-central1-b/SPOT']);
+    const onDemand = predictPlan({ spec: spec({ expectedDuration: 3600 }, 'on-demand'), offers, nowMs: NOW });
+    assert.deepEqual(onDemand.rows.filter((r) => r.pick).map((r) => `${r.zone}/${r.provisioningModel}`), ['us-central1-c/STANDARD']);
+  });
+
+  it('predicts nothing without expectedDuration, and says which accelerators it cannot predict', () => {
+    const plan = predictPlan({ spec: spec({}), offers: [offer('us-central1-a', 'SPOT', 0.2)], nowMs: NOW });
+    assert.deepEqual([plan.rows.length, plan.unpredictable], [0, ['nvidia-l4']]);
+  });
+
+  it('prints as a table with the pick starred, the prior named, and what it could not predict', () => {
+    const plan = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers: [offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6), offer('us-central1-c', 'STANDARD', 9, 'nvidia-tesla-p4')], nowMs: NOW });
+    const lines = planLines({ ...plan, at: new Date(NOW).toISOString(), prices: { asOf: '2030-01-01', source: 'catalog' }, unpriced: [] });
+    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.20\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)$/);
+    assert.match(lines[3], /^\s+nvidia-l4 x1\s+us-central1-c\s+on-demand\s+0\.600\s+1\.0 h\s+\$0\.60/);
+    assert.equal(lines[4], 'not predicted (no throughput figure; give time.relativeThroughput): nvidia-tesla-p4');
+  });
+
+  it('refuses a spec whose throughput figures leave out an accelerator it lists', () => {
+    assert.throws(() => spec({ relativeThroughput: { 'nvidia-l4': 1 } }, 'spot', [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-tesla-t4', count: 1 }]), /time\.relativeThroughput: give a figure for every accelerator the run may use; nvidia-tesla-t4 has none/);
+  });
+});
+
+describe('sterna plan examples/run.json', function () {
+  this.timeout(180_000);
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({});
+    await stack.startWorker();
+  });
+  after(async () => stack?.stop());
+
+  it('prints every placement the example could take, marks the one the run would take, and creates nothing', async () => {
+    const { namespace } = await testEnv();
+    const env = { ...process.env, TEMPORAL_ADDRESS: await testServerAddress(), TEMPORAL_NAMESPACE: namespace };
+    const cli = join(__dirname, '..', 'cli', 'main.js');
+    const example = join(__dirname, '..', '..', 'examples', 'run.json');
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [cli, 'plan', example, '--json', '--task-queue', stack.taskQueue], { env, timeout: 90_000 }, (err, out, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(out))),
+    );
+    const plan = JSON.parse(stdout) as PlanResult;
+    assert.ok(plan.rows.length > 0);
+    assert.deepEqual(new Set(plan.rows.map((r) => r.accelerator)), new Set(['nvidia-l4', 'nvidia-tesla-t4']));
+    assert.equal(plan.rows.filter((r) => r.pick).length, 1);
+    assert.equal(plan.rows.find((r) => r.pick)!.provisioningModel, 'SPOT', 'the example runs on spot');
+    assert.equal(plan.prices.source, 'catalog');
+    assert.deepEqual((await stack.emulator.instances()).length, 0, 'a plan creates nothing');
+  });
+});
