@@ -21,6 +21,7 @@ import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
 import { throughputOf, type ThroughputSource } from './throughput';
+import { checkpointInterval } from '../run/checkpoint-interval';
 
 /** One preemption a day: a prior for a zone nothing is known of, not a measurement. */
 export const PRIOR_PREEMPTIONS_PER_HOUR = 1 / 24;
@@ -75,7 +76,9 @@ export function predictPlan({ spec, offers, nowMs, preemptionsPerHour = {} }: Pl
   const own = spec.time.relativeThroughput;
   const referenceThroughput = throughputOf(reference.type, reference.count, own);
   const deadline = deadlineMs(spec, nowMs);
-  const lossHours = (spec.checkpoint.interval / 2 + RESTART_SECONDS) / 3600;
+  // The interval each attempt would get in that zone (a pinned one, or the policy's).
+  const lossHoursAt = (rate: number) =>
+    (checkpointInterval({ preemptionsPerHour: rate, pinnedSeconds: spec.checkpoint.interval, capSeconds: spec.checkpoint.maxInterval }).seconds / 2 + RESTART_SECONDS) / 3600;
   const pick = firstChoice(spec, offers, nowMs);
   const rows: PlanRow[] = [];
   const unpredictable = new Set<string>();
@@ -89,6 +92,7 @@ export function predictPlan({ spec, offers, nowMs, preemptionsPerHour = {} }: Pl
     const spot = offer.provisioningModel === 'SPOT';
     const observed = preemptionsPerHour[offer.zone];
     const rate = spot ? (observed ?? PRIOR_PREEMPTIONS_PER_HOUR) : 0;
+    const lossHours = lossHoursAt(rate);
     const lostShare = rate * lossHours;
     const expectedHours = lostShare < 1 ? workHours / (1 - lostShare) : Infinity;
     const finishMs = nowMs + expectedHours * 3_600_000;
