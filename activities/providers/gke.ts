@@ -41,6 +41,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import type { PriceBook } from '../../config/price-book';
+import type { GkeConfig } from '../../config/worker-config';
 import { failure, FailureType } from '../../workflows/failures';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import { fnv1a, isOwnedBy } from '../../workflows/naming';
@@ -573,9 +574,22 @@ function toIso(value: Date | string | undefined): string | undefined {
 }
 
 /** From the worker's configuration: a kubeconfig file (or the default loading rules). */
-export async function createGkeProviderFromConfig(config: { kubeconfig?: string; namespace: string }, prices: PriceBook): Promise<GkeProvider> {
+export async function createGkeProviderFromConfig(config: GkeConfig, prices: PriceBook): Promise<GkeProvider> {
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else kubeConfig.loadFromDefault();
-  return new GkeProvider({ kubeConfig, namespace: config.namespace, prices });
+  return new GkeProvider({ kubeConfig, prices, ...gkeProviderSettings(config) });
+}
+
+/** The provider's settings from the worker's configuration (config/worker-config.ts). */
+export function gkeProviderSettings(config: GkeConfig): Omit<GkeProviderOptions, 'kubeConfig' | 'prices'> {
+  return {
+    namespace: config.namespace,
+    nodePools: config.nodePools,
+    serviceAccountName: config.serviceAccountName,
+    defaultImage: config.image,
+    pendingTimeoutSeconds: config.pendingTimeoutSeconds,
+    startupTimeoutSeconds: config.startupTimeoutSeconds,
+    terminationGracePeriodSeconds: config.terminationGracePeriodSeconds,
+  };
 }
