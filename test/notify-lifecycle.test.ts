@@ -155,7 +155,9 @@ describe('notifications at a local webhook, from real runs', function () {
   });
 
   it("tells the deadline at risk by the policy's estimate, then failed with DeadlineMissed", async () => {
-    const run = await stack.start(exampleSpec({ notify, time: { deadlineAfter: '20s', expectedDuration: '1h' } }));
+    // 4,000 steps take 100 s: past the deadline whatever the machine's load.
+    const command = ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '4000', '--step-ms', '25'];
+    const run = await stack.start(exampleSpec({ notify, command, time: { deadlineAfter: '20s', expectedDuration: '1h' } }));
     await run.result().catch(() => undefined);
     // Started is told only if an attempt came up before the deadline: the run's own timeline says.
     const cameUp = (await run.query(statusQuery)).timeline.some((e) => e.kind === 'running');

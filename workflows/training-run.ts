@@ -25,6 +25,9 @@ import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
 
 export type { ContinuedRun };
 
+/** How long an ending run waits for its last notifications to be answered. */
+const FINAL_DELIVERY_WAIT_MS = 5 * 60 * 1000;
+
 export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<RunResult> {
   const info = workflowInfo();
   const execution = executionToken(info.firstExecutionRunId);
@@ -53,7 +56,7 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
       await CancellationScope.nonCancellable(async () => {
         await run.releaseAll();
         if (failed) run.tell(failed);
-        await run.deliveriesSettled();
+        await run.deliveriesSettled(FINAL_DELIVERY_WAIT_MS);
       });
     }
   }
@@ -77,7 +80,8 @@ class Driver {
   private published = '';
   private readonly notifyActs = proxyActivities<NotifyActivities>(NOTIFY_ACTIVITY_OPTIONS);
   private notifying: boolean | undefined;
-  private readonly deliveries: Promise<void>[] = [];
+  /** Deliveries handed out and not yet answered. */
+  private deliveriesInFlight = 0;
 
   constructor(
     private readonly spec: RunSpec,
@@ -149,18 +153,27 @@ class Driver {
     if (due.length === 0) return;
     this.state.notify = remember(this.state.notify, due);
     for (const event of due) {
-      const delivery = CancellationScope.nonCancellable(() => this.notifyActs.deliverNotification({ event, webhooks: this.spec.notify?.webhooks ?? [] })).then(
-        (report) => {
-          for (const f of report.failed) record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} refused by ${f.target}: ${f.problem}` });
-        },
-        (err: unknown) => record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} not delivered: ${String(err)}` }),
-      );
-      this.deliveries.push(delivery);
+      this.deliveriesInFlight++;
+      void CancellationScope.nonCancellable(() => this.notifyActs.deliverNotification({ event, webhooks: this.spec.notify?.webhooks ?? [] }))
+        .then(
+          (report) => {
+            for (const f of report.failed) record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} refused by ${f.target}: ${f.problem}` });
+          },
+          (err: unknown) => record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} not delivered: ${String(err)}` }),
+        )
+        .finally(() => this.deliveriesInFlight--);
     }
   }
 
-  async deliveriesSettled(): Promise<void> {
-    while (this.deliveries.length > 0) await this.deliveries.shift();
+  /**
+   * Waits for the deliveries in flight: all of them before a continue-as-new (the next run
+   * would not send them again), at most `limitMs` as the run ends, so a webhook that is
+   * down delays a run's end by minutes, not by the hour its delivery may retry.
+   */
+  async deliveriesSettled(limitMs?: number): Promise<void> {
+    if (this.deliveriesInFlight === 0) return;
+    if (limitMs === undefined) await condition(() => this.deliveriesInFlight === 0);
+    else await condition(() => this.deliveriesInFlight === 0, limitMs);
   }
 
   /** A wait ends early when a budget or deadline warning falls due meanwhile. */
