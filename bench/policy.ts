@@ -3,10 +3,11 @@
  * omniscient optimum on seeded windows of a spot availability trace.
  */
 import { writeFileSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatReport } from './report';
-import { runBench } from './run';
-import { loadTrace, resample } from './trace';
+import { DEFAULT_FLEET_FRACTION, DEFAULT_MEMORY_HOURS, Memory, runBench } from './run';
+import { View } from './simulate';
+import { loadTrace, resample, scaleOnDemand } from './trace';
 
 function positive(value: string): number {
   const x = Number(value);
@@ -17,6 +18,18 @@ function positive(value: string): number {
 function nonNegative(value: string): number {
   const x = Number(value);
   if (!Number.isFinite(x) || x < 0) throw new InvalidArgumentError('expected a number >= 0');
+  return x;
+}
+
+function share(value: string): number {
+  const x = Number(value);
+  if (!Number.isFinite(x) || x <= 0 || x > 1) throw new InvalidArgumentError('expected a number > 0 and <= 1');
+  return x;
+}
+
+function fraction(value: string): number {
+  const x = Number(value);
+  if (!Number.isFinite(x) || x < 0 || x > 1) throw new InvalidArgumentError('expected a number from 0 to 1');
   return x;
 }
 
@@ -36,15 +49,21 @@ const program = new Command('bench:policy')
   .option('--seed <n>', 'seed for window start ticks', (v) => Number.parseInt(v, 10), 1)
   .option('--grid-seconds <s>', 'resample to this tick length (default: the trace gap)', positive)
   .option('--instance-type <name>', 'instance group in traces with several (default: the first)')
+  .addOption(new Option('--view <view>', 'what the online policies see: every zone each tick, what a live run learns, or that plus the fleet observer').choices(Object.values(View)).default(View.Live))
+  .addOption(new Option('--memory <memory>', 'zone statistics from before the window (warm) or none (cold)').choices(Object.values(Memory)).default(Memory.Cold))
+  .option('--memory-hours <h>', 'warm memory: hours of trace before the window', positive, DEFAULT_MEMORY_HOURS)
+  .option('--probe-fraction <f>', 'share of a tick a failed launch from idle costs (live and fleet views)', share, 1)
+  .option('--fleet-fraction <f>', 'fleet view: chance another run sees a given zone at a given tick', fraction, DEFAULT_FLEET_FRACTION)
+  .option('--on-demand-price-factor <f>', 'multiply every on-demand price (a stress test of the price ratio)', positive, 1)
   .option('--hindsight', 'also report the two-threshold policy with thresholds chosen per window in hindsight')
   .option('--out <file>', 'write the full results as JSON');
 
 function main(): void {
-  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; hindsight?: boolean; out?: string }>();
+  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; hindsight?: boolean; out?: string }>();
   const started = performance.now();
   const loaded = loadTrace(o.trace, o.instanceType);
-  const trace = resample(loaded, o.gridSeconds ?? loaded.gapSeconds);
-  const result = runBench(trace, o);
+  const trace = scaleOnDemand(resample(loaded, o.gridSeconds ?? loaded.gapSeconds), o.onDemandPriceFactor);
+  const result = runBench(trace, o, { view: o.view, memory: o.memory });
   console.log(formatReport(result, (performance.now() - started) / 1000));
   if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(result)}\n`);
 }

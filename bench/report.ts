@@ -8,6 +8,7 @@ export function formatReport(r: BenchResult, seconds: number): string {
   const lines = [
     `trace ${r.trace}, instances ${r.instanceGroup}${r.instanceGroups.length > 1 ? ` (of ${r.instanceGroups.join(', ')})` : ''}`,
     `zones ${r.zones.join(', ')}`,
+    `view ${r.view}, memory ${r.memory} (the optimum sees everything)`,
     `grid ${r.gridSeconds} s; job ${r.jobHours} h, deadline ${r.deadlineHours} h, changeover ${r.changeoverHours} h -> ${r.changeoverTicks} tick(s) = ${(r.changeoverTicks * tickHours).toFixed(3)} h; ${r.windows.length} windows; ${seconds.toFixed(1)} s`,
     '',
     `${'policy'.padEnd(20)}${'mean cost/opt'.padStart(14)}${'p95 cost/opt'.padStart(14)}${'deadlines'.padStart(11)}${'savings vs OD'.padStart(15)}`,

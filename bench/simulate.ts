@@ -1,10 +1,34 @@
 /**
- * Replays a trace window against an online policy, tick by tick, showing it only what
- * the real system could know at that tick (see README: every zone is probed each tick).
+ * Replays a trace window against an online policy, tick by tick, showing it what the
+ * chosen view lets it know at that tick (README: "What a policy sees"):
+ * - `full`: every zone's spot capacity at every tick (as if each were probed each tick);
+ * - `live`: what a real run learns - its own instance, its failed launches, its own
+ *   preemptions - through the same rule the workflow uses (workflows/policy/live-view.ts);
+ * - `fleet`: the live view plus a random share of the zones seen each tick by other runs.
  */
-import { type Action, ActionKind, type Observation, type OnlinePolicy } from '../workflows/policy/types';
+import { type Sighting, liveZones } from '../workflows/policy/live-view';
+import { type Action, ActionKind, type Observation, type OnlinePolicy, type ZoneObservation } from '../workflows/policy/types';
+import type { StatsTable } from '../workflows/policy/zone-stats';
+import { seededRandom } from '../workflows/random';
 import { IDLE, type Problem, isSpotMode, priceAt, zoneOfMode } from './problem';
 import { modeChar } from './schedule';
+
+export const View = { Full: 'full', Live: 'live', Fleet: 'fleet' } as const;
+export type View = (typeof View)[keyof typeof View];
+
+export interface ViewOptions {
+  view: View;
+  /** Share of a tick a failed launch from idle costs (1: the tick is lost); the policy is asked again within the tick until a whole one is spent. */
+  probeFraction: number;
+  /** Fleet view: chance that another run sees a given zone at a given tick. */
+  fleetFraction: number;
+  /** Seeds the fleet's looks (per window, so every policy sees the same ones). */
+  fleetSeed: number;
+  /** Zone statistics from before the window (warm memory); none for cold. */
+  memory?: StatsTable;
+}
+
+export const FULL_VIEW: ViewOptions = { view: View.Full, probeFraction: 1, fleetFraction: 0, fleetSeed: 0 };
 
 export interface PolicyRun {
   cost: number;
@@ -13,6 +37,8 @@ export interface PolicyRun {
   finishTick: number;
   schedule: string;
   preemptions: number;
+  /** Launches into a zone without capacity. */
+  failedLaunches: number;
 }
 
 function actionOf(p: Problem, mode: number): Action {
@@ -28,7 +54,13 @@ function modeOf(p: Problem, action: Action): number {
   return action.kind === ActionKind.Spot ? z + 1 : z + 1 + p.zones.length;
 }
 
-function observe(p: Problem, t: number, current: number, inMode: number, progress: number): Observation {
+function zonesSeen(p: Problem, t: number, current: number, view: View, sightings: readonly Sighting[]): ZoneObservation[] {
+  const quotes = p.zones.map((zone, z) => ({ zone, spotPrice: p.spotPrice[z][t], onDemandPrice: p.onDemandPrice[z] }));
+  if (view !== View.Full) return liveZones(quotes, actionOf(p, current), sightings);
+  return quotes.map((q, z) => ({ ...q, spotAvailable: p.available[z][t] === 1 }));
+}
+
+function observe(p: Problem, t: number, current: number, inMode: number, progress: number, zones: ZoneObservation[]): Observation {
   const h = p.tickHours;
   return {
     nowHours: t * h,
@@ -38,41 +70,62 @@ function observe(p: Problem, t: number, current: number, inMode: number, progres
     stepHours: h,
     current: actionOf(p, current),
     changeoverRemainingHours: current === IDLE ? 0 : Math.max(0, p.changeoverTicks - inMode) * h,
-    zones: p.zones.map((zone, z) => ({
-      zone,
-      spotAvailable: p.available[z][t] === 1,
-      spotPrice: p.spotPrice[z][t],
-      onDemandPrice: p.onDemandPrice[z],
-    })),
+    zones,
   };
 }
 
-export function simulate<S>(p: Problem, policy: OnlinePolicy<S>): PolicyRun {
-  let state = policy.initialState();
+export function simulate<S>(p: Problem, policy: OnlinePolicy<S>, options: ViewOptions = FULL_VIEW): PolicyRun {
+  let state = policy.initialState(options.memory);
   let mode = IDLE;
   let inMode = 0;
   let progress = 0;
   let cost = 0;
   let preemptions = 0;
+  let failedLaunches = 0;
+  let probeDebt = 0;
   let schedule = '';
+  let sightings: Sighting[] = [];
+  const fleet = seededRandom(options.fleetSeed);
   for (let t = 0; t < p.deadlineTicks; t++) {
     // Capacity lost at this tick preempts a running spot instance before the policy looks.
     if (isSpotMode(p, mode) && p.available[zoneOfMode(p, mode)][t] === 0) {
+      sightings.push({ zone: p.zones[zoneOfMode(p, mode)], available: false });
       mode = IDLE;
       preemptions++;
     }
-    const decision = policy.decide(state, observe(p, t, mode, inMode, progress));
-    state = decision.state;
-    let next = modeOf(p, decision.action);
-    // A launch into a zone without capacity fails: the tick passes idle and unpaid.
-    if (!Number.isFinite(priceAt(p, next, t))) next = IDLE;
+    if (options.view === View.Fleet) {
+      p.zones.forEach((zone, z) => fleet() < options.fleetFraction && sightings.push({ zone, available: p.available[z][t] === 1 }));
+    }
+    let next: number;
+    for (;;) {
+      const decision = policy.decide(state, observe(p, t, mode, inMode, progress, zonesSeen(p, t, mode, options.view, sightings)));
+      sightings = [];
+      state = decision.state;
+      next = modeOf(p, decision.action);
+      if (Number.isFinite(priceAt(p, next, t))) break;
+      // A launch into a zone without capacity fails and is seen as such. A running
+      // instance runs on; from idle the probe's time is spent, and once a whole tick is
+      // spent that tick passes idle and unpaid (otherwise the policy is asked again).
+      failedLaunches++;
+      sightings.push({ zone: p.zones[zoneOfMode(p, next)], available: false });
+      if (mode !== IDLE) {
+        next = mode;
+        break;
+      }
+      probeDebt += options.probeFraction;
+      if (probeDebt >= 1 - 1e-9) {
+        probeDebt -= 1;
+        next = IDLE;
+        break;
+      }
+    }
     inMode = next !== IDLE && next === mode ? inMode + 1 : 1;
     mode = next;
     schedule += modeChar(p, mode);
     if (mode === IDLE) continue;
     cost += priceAt(p, mode, t) * p.tickHours;
     if (inMode > p.changeoverTicks) progress++;
-    if (progress === p.workTicks) return { cost, deadlineMet: true, finishTick: t, schedule, preemptions };
+    if (progress === p.workTicks) return { cost, deadlineMet: true, finishTick: t, schedule, preemptions, failedLaunches };
   }
-  return { cost, deadlineMet: false, finishTick: -1, schedule, preemptions };
+  return { cost, deadlineMet: false, finishTick: -1, schedule, preemptions, failedLaunches };
 }

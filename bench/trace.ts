@@ -80,3 +80,9 @@ export function resample(trace: Trace, gridSeconds: number): Trace {
   });
   return { ...trace, gapSeconds: gridSeconds, zones, ticks };
 }
+
+/** Every on-demand price times `factor`: the same capacity at another spot/on-demand price ratio. */
+export function scaleOnDemand(trace: Trace, factor: number): Trace {
+  if (factor === 1) return trace;
+  return { ...trace, zones: trace.zones.map((z) => ({ ...z, onDemandPrice: z.onDemandPrice * factor })) };
+}

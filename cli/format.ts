@@ -5,10 +5,16 @@ export function usd(amount: number): string {
   return amount < 0.01 ? `$${amount.toFixed(5)}` : `$${amount.toFixed(2)}`;
 }
 
+/** How a provisioning model reads in the CLI. */
+export function modelWord(model: string | undefined): string {
+  return model === 'SPOT' ? 'spot' : model === 'FLEX_START' ? 'flex-start' : 'on-demand';
+}
+
 export function progressLine(s: RunStatus): string {
-  const where = s.zone ? `${s.zone} ${s.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'}` : '-';
+  const where = s.zone ? `${s.zone} ${modelWord(s.provisioningModel)}` : '-';
   const ckpt = s.lastCheckpoint ? ` ckpt ${s.lastCheckpoint.step}` : '';
-  return `${s.phase.padEnd(16)} attempt ${s.attempt ?? '-'}  ${where.padEnd(26)} step ${String(s.step ?? 0).padStart(5)}${ckpt}  cost ${usd(s.costUsd)}  preemptions ${s.preemptions}`;
+  const waiting = s.waiting ? `  ${s.waiting}` : '';
+  return `${s.phase.padEnd(16)} attempt ${s.attempt ?? '-'}  ${where.padEnd(26)} step ${String(s.step ?? 0).padStart(5)}${ckpt}  cost ${usd(s.costUsd)}  preemptions ${s.preemptions}${waiting}`;
 }
 
 /** Where the run's prices come from, and what could not be priced (empty before the first offers). */
@@ -24,7 +30,7 @@ export function pricesLines(s: RunStatus): string[] {
 export function summaryLines(r: RunResult): string[] {
   const lines = [`run ${r.runId}: ${r.status} at step ${r.finalStep ?? '?'}`];
   for (const a of r.attempts) {
-    lines.push(`  attempt ${a.attempt}: ${a.zone.padEnd(18)} ${(a.provisioningModel === 'SPOT' ? 'spot' : 'on-demand').padEnd(10)} ${a.outcome.padEnd(15)} ${a.runningSeconds.toFixed(1).padStart(7)} s  ${usd(a.costUsd)}`);
+    lines.push(`  attempt ${a.attempt}: ${a.zone.padEnd(18)} ${modelWord(a.provisioningModel).padEnd(10)} ${a.outcome.padEnd(15)} ${a.runningSeconds.toFixed(1).padStart(7)} s  ${usd(a.costUsd)}`);
   }
   const saved = r.onDemandCostUsd > 0 ? ` (${Math.round((1 - r.totalCostUsd / r.onDemandCostUsd) * 100)}% less)` : '';
   lines.push(`  preemptions ${r.preemptions}, restarts ${r.restarts}`);

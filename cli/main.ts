@@ -6,6 +6,7 @@
  *   sterna start examples/run.json --id my-run --follow
  *   sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
+ *   sterna zones [--json]
  *   sterna plan examples/run.json
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
@@ -24,6 +25,7 @@ import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './a
 import { pricesLines, progressLine, summaryLines, usd } from './format';
 import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
+import { addZonesCommand } from './zones';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -175,6 +177,7 @@ program
   .action((opts: { namespace: string }) => console.log(searchAttributeCreateCommands(opts.namespace).join('\n')));
 
 addReaperCommands(program, connect);
+addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
 
 program

@@ -17,16 +17,18 @@ function risk(row: PlanRow): string {
   return row.missRisk === undefined ? '-' : `${(row.missRisk * 100).toFixed(row.missRisk > 0 && row.missRisk < 0.01 ? 2 : 0)}%`;
 }
 
-export function planLines(plan: PlanResult): string[] {
+export function planLines(plan: PlanResult, limit = Infinity): string[] {
   const header = ['', 'accelerator', 'zone', 'model', '$/h', 'hours', 'cost', 'finish', 'miss risk', 'preempt/h'];
-  const table = plan.rows.map((r) => [
+  // The pick is always shown, however far down the list it is.
+  const shown = plan.rows.filter((r, i) => i < limit || r.pick);
+  const table = shown.map((r) => [
     r.pick ? '*' : '',
     `${r.accelerator} x${r.acceleratorCount}`,
     r.zone,
     r.provisioningModel === 'SPOT' ? 'spot' : 'on-demand',
     r.pricePerHour.toFixed(3),
     hours(r.expectedHours),
-    Number.isFinite(r.expectedCostUsd) ? `$${r.expectedCostUsd.toFixed(2)}` : '-',
+    Number.isFinite(r.expectedCostUsd) ? `$${r.expectedCostUsd.toFixed(r.expectedCostUsd < 1 ? 4 : 2)}` : '-',
     r.finishAt?.replace(/:\d\d\.\d+Z$/, 'Z') ?? 'never',
     risk(r),
     r.preemptionSource === 'none' ? '-' : `${r.preemptionsPerHour.toFixed(3)}${r.preemptionSource === 'prior' ? ' (prior)' : ''}`,
@@ -34,6 +36,7 @@ export function planLines(plan: PlanResult): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
   const lines = [`plan at ${plan.at}${plan.deadline ? `, deadline ${plan.deadline}` : ''}; prices: ${plan.prices.source} as of ${plan.prices.asOf}`, line(header), ...table.map(line)];
+  if (shown.length < plan.rows.length) lines.push(`… ${plan.rows.length - shown.length} more (--all shows every row)`);
   if (plan.rows.length === 0) lines.push('no predictable offer: the spec needs time.expectedDuration, and an accelerator with a throughput figure');
   if (plan.unpredictable.length > 0) lines.push(`not predicted (no throughput figure; give time.relativeThroughput): ${plan.unpredictable.join(', ')}`);
   if (plan.unpriced.length > 0) lines.push(`offered but not priced: ${plan.unpriced.map((u) => `${u.accelerator} in ${u.zone}`).join(', ')}`);
@@ -47,10 +50,11 @@ export function addPlanCommand(program: Command, connect: () => Promise<Client>,
     .description('predict cost, finish time and deadline risk of each placement, before anything is created')
     .argument('<spec>', 'path of a JSON run spec')
     .option('--task-queue <queue>', 'task queue of the Sterna workers', 'sterna')
-    .option('--json', 'print the plan as JSON')
-    .action(async (path: string, opts: { taskQueue: string; json?: boolean }) => {
+    .option('--json', 'print the plan as JSON (every row)')
+    .option('--all', 'print every row, not the cheapest 15')
+    .action(async (path: string, opts: { taskQueue: string; json?: boolean; all?: boolean }) => {
       const plan = await planTrainingRun(await connect(), readSpec(path), { taskQueue: opts.taskQueue });
       if (opts.json) return console.log(JSON.stringify(plan, null, 2));
-      for (const line of planLines(plan)) console.log(line);
+      for (const line of planLines(plan, opts.all ? Infinity : 15)) console.log(line);
     });
 }

@@ -37,8 +37,8 @@ export async function planTrainingRun(client: Client, spec: RunSpecInput, option
     if (err instanceof WorkflowFailedError && /timed out/i.test(causeMessages(err).join(' '))) {
       throw new SternaClientError(
         ClientErrorKind.NoWorker,
-        `no worker listed capacity for the plan within ${timeoutMs / 1000} s`,
-        `start a Sterna worker on task queue ${taskQueue} (\`npm run worker\`, STERNA_TASK_QUEUE=${taskQueue}) against this server, or allow more time`,
+        `no worker ran the plan within ${timeoutMs / 1000} s: none polls task queue ${taskQueue}, or its workers predate \`sterna plan\``,
+        `start (or upgrade) a Sterna worker on task queue ${taskQueue} (\`npm run worker\`, STERNA_TASK_QUEUE=${taskQueue}) against this server`,
         { cause: err, workflowId },
       );
     }

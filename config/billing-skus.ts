@@ -27,7 +27,7 @@ import type { RateKey } from './catalog';
 /** Compute Engine in the Cloud Billing Catalog. */
 export const COMPUTE_ENGINE_SERVICE_ID = '6F81-5844-456A';
 
-/** How an hour is bought: Sterna provisions on demand and spot; flex-start (DWS) is read but not offered. */
+/** How an hour is bought: on demand, spot, or flex-start (DWS). */
 export const RateModel = { OnDemand: 'onDemand', Spot: 'spot', Flex: 'flex' } as const;
 export type RateModel = (typeof RateModel)[keyof typeof RateModel];
 

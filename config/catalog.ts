@@ -20,13 +20,19 @@
 
 export const PRICES_AS_OF = '2025-01-15';
 
-export const ProvisioningModel = { Spot: 'SPOT', Standard: 'STANDARD' } as const;
+export const ProvisioningModel = { Spot: 'SPOT', Standard: 'STANDARD', FlexStart: 'FLEX_START' } as const;
 export type ProvisioningModel = (typeof ProvisioningModel)[keyof typeof ProvisioningModel];
 
-/** USD per unit-hour, on demand and spot. */
+/** USD per unit-hour, on demand and spot; flex-start (DWS) where GCE sells it. */
 export interface Rate {
   onDemand: number;
   spot: number;
+  /**
+   * Flex-start (Dynamic Workload Scheduler) rate, absent where flex-start is not sold:
+   * flex-start VMs are accelerator-optimized only (A2, A3, A4, G2...), so N1, E2 and the
+   * GPUs attached to N1 have none.
+   */
+  flexStart?: number;
 }
 
 /**
@@ -100,11 +106,40 @@ export interface Catalog {
   /** Default regional GPU quota per project (GPUs), unless changed through the emulator's admin API. */
   defaultQuota: { onDemandGpus: number; preemptibleGpus: number };
   /** Default GPUs of each offered accelerator type per zone that can be allocated, per provisioning model. */
-  defaultCapacity: { spotGpus: number; onDemandGpus: number };
+  defaultCapacity: { spotGpus: number; onDemandGpus: number; flexStartGpus?: number };
 }
 
+/**
+ * Flex-start (DWS) prices, remembered like the rest: GCE sells flex-start A2, A3 and A4
+ * vCPUs, memory and GPUs at a discount (cloud.google.com/compute/docs/instances/
+ * about-flex-start-vms; "up to about half off" on-demand, /products/dws/pricing), and
+ * G2 (L4) flex-start at on-demand rates. Approximated as half the on-demand rate for
+ * A2/A3, the on-demand rate for G2.
+ */
+const FLEX_START_DISCOUNT = 0.5;
+function flexOf(onDemand: number): number {
+  return Math.round(onDemand * FLEX_START_DISCOUNT * 1e6) / 1e6;
+}
+
+/**
+ * Emulated seconds a flex-start request is expected to wait for capacity, per GPU type:
+ * an assumption, not a published figure (GCE publishes no expected wait; its requests
+ * wait at most 2 hours). Offers carry it; the policy weighs it against the deadline.
+ */
+export const FLEX_START_EXPECTED_WAIT_SECONDS: Readonly<Record<string, number>> = {
+  'nvidia-l4': 300,
+  'nvidia-tesla-a100': 900,
+  'nvidia-a100-80gb': 1200,
+  'nvidia-h100-80gb': 1800,
+};
+/** GCE's bounds on a flex-start request's wait (`params.requestValidForDuration`): 90 s to 2 hours. */
+export const FLEX_START_MIN_WAIT_SECONDS = 90;
+export const FLEX_START_MAX_WAIT_SECONDS = 2 * 3600;
+/** GCE's longest flex-start run (`scheduling.maxRunDuration`): 7 days. */
+export const FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600;
+
 const accelerators: Record<string, AcceleratorType> = {
-  'nvidia-l4': { name: 'nvidia-l4', description: 'NVIDIA L4', quotaMetric: 'NVIDIA_L4_GPUS', maximumCardsPerInstance: 8, usdPerHour: { onDemand: 0.56012, spot: 0.22404 } },
+  'nvidia-l4': { name: 'nvidia-l4', description: 'NVIDIA L4', quotaMetric: 'NVIDIA_L4_GPUS', maximumCardsPerInstance: 8, usdPerHour: { onDemand: 0.56012, spot: 0.22404, flexStart: 0.56012 } },
   'nvidia-tesla-t4': {
     name: 'nvidia-tesla-t4',
     description: 'NVIDIA T4',
@@ -143,21 +178,21 @@ const accelerators: Record<string, AcceleratorType> = {
     description: 'NVIDIA A100 40GB',
     quotaMetric: 'NVIDIA_A100_GPUS',
     maximumCardsPerInstance: 16,
-    usdPerHour: { onDemand: 2.933908, spot: 1.30603 },
+    usdPerHour: { onDemand: 2.933908, spot: 1.30603, flexStart: flexOf(2.933908) },
   },
   'nvidia-a100-80gb': {
     name: 'nvidia-a100-80gb',
     description: 'NVIDIA A100 80GB',
     quotaMetric: 'NVIDIA_A100_80GB_GPUS',
     maximumCardsPerInstance: 8,
-    usdPerHour: { onDemand: 3.969168, spot: 1.78464 },
+    usdPerHour: { onDemand: 3.969168, spot: 1.78464, flexStart: flexOf(3.969168) },
   },
   'nvidia-h100-80gb': {
     name: 'nvidia-h100-80gb',
     description: 'NVIDIA H100 80GB',
     quotaMetric: 'NVIDIA_H100_GPUS',
     maximumCardsPerInstance: 8,
-    usdPerHour: { onDemand: 9.247906, spot: 3.278246 },
+    usdPerHour: { onDemand: 9.247906, spot: 3.278246, flexStart: flexOf(9.247906) },
   },
 };
 
@@ -168,15 +203,15 @@ const accelerators: Record<string, AcceleratorType> = {
 const families: Record<string, MachineFamily> = {
   n1: { core: { onDemand: 0.031611, spot: 0.00698 }, ramGb: { onDemand: 0.004237, spot: 0.000936 } },
   e2: { core: { onDemand: 0.021811, spot: 0.006543 }, ramGb: { onDemand: 0.002923, spot: 0.000877 } },
-  g2: { core: { onDemand: 0.024988, spot: 0.00999 }, ramGb: { onDemand: 0.002922375, spot: 0.001170625 } },
-  a2: { core: { onDemand: 0.031611, spot: 0.00698 }, ramGb: { onDemand: 0.004237, spot: 0.000936 } },
-  a3: { core: { onDemand: 0.031611, spot: 0.00698 }, ramGb: { onDemand: 0.004237, spot: 0.000936 } },
+  g2: { core: { onDemand: 0.024988, spot: 0.00999, flexStart: 0.024988 }, ramGb: { onDemand: 0.002922375, spot: 0.001170625, flexStart: 0.002922375 } },
+  a2: { core: { onDemand: 0.031611, spot: 0.00698, flexStart: flexOf(0.031611) }, ramGb: { onDemand: 0.004237, spot: 0.000936, flexStart: flexOf(0.004237) } },
+  a3: { core: { onDemand: 0.031611, spot: 0.00698, flexStart: flexOf(0.031611) }, ramGb: { onDemand: 0.004237, spot: 0.000936, flexStart: flexOf(0.004237) } },
 };
 
 function shape(name: string, family: string, guestCpus: number, memoryGb: number, builtIn?: { type: string; count: number }): MachineType {
   const f = families[family];
   const gpu = builtIn ? accelerators[builtIn.type].usdPerHour : { onDemand: 0, spot: 0 };
-  const usd = (model: keyof Rate) => round(guestCpus * f.core[model] + memoryGb * f.ramGb[model] + (builtIn?.count ?? 0) * gpu[model]);
+  const usd = (model: 'onDemand' | 'spot') => round(guestCpus * f.core[model] + memoryGb * f.ramGb[model] + (builtIn?.count ?? 0) * gpu[model]);
   return { name, family, guestCpus, memoryMb: memoryGb * 1024, builtIn, acceptsAttachedGpus: family === 'n1', usdPerHour: { onDemand: usd('onDemand'), spot: usd('spot') } };
 }
 
@@ -255,7 +290,7 @@ export const defaultCatalog: Catalog = {
   machineTypes: Object.fromEntries(machineTypeList.map((m) => [m.name, m])),
   regions: Object.fromEntries(regionList.map((r) => [r.name, r])),
   defaultQuota: { onDemandGpus: 16, preemptibleGpus: 64 },
-  defaultCapacity: { spotGpus: 64, onDemandGpus: 64 },
+  defaultCapacity: { spotGpus: 64, onDemandGpus: 64, flexStartGpus: 64 },
 };
 
 function round(usd: number): number {
@@ -340,6 +375,8 @@ export interface PriceQuery {
   /** GPUs of that type (built-in or attached). */
   count?: number;
   spot: boolean;
+  /** Flex-start (DWS) rates instead (`spot` is then ignored); undefined where flex-start is not sold. */
+  flexStart?: boolean;
 }
 
 /** The priced parts of a configuration (rate key x quantity), or undefined when the machine type cannot have it. */
@@ -391,6 +428,14 @@ export function rateIn(region: string, key: RateKey, spot: boolean, catalog: Cat
   return r.rateOverrides?.[key]?.[model] ?? Math.round(base[model] * r.priceMultiplier * 1e9) / 1e9;
 }
 
+/** One flex-start rate in one region, or undefined where flex-start is not sold (see `Rate.flexStart`). */
+export function flexRateIn(region: string, key: RateKey, catalog: Catalog = defaultCatalog): number | undefined {
+  const r = catalog.regions[region];
+  const base = baseRate(key, catalog)?.flexStart;
+  if (!r || base === undefined) return undefined;
+  return r.rateOverrides?.[key]?.flexStart ?? Math.round(base * r.priceMultiplier * 1e9) / 1e9;
+}
+
 /**
  * Whole-instance USD/hour for a configuration in a region, or undefined when the
  * region does not sell it (unknown region or machine type, or a GPU count the machine
@@ -402,12 +447,12 @@ export function pricePerHour(query: PriceQuery, catalog: Catalog = defaultCatalo
   if (!r || !m) return undefined;
   const count = query.accelerator ? (query.count ?? 1) : 0;
   const override = r.instancePrices?.[instanceKey(m.name, query.accelerator, count)];
-  if (override) return query.spot ? override.spot : override.onDemand;
+  if (override) return query.flexStart ? override.flexStart : query.spot ? override.spot : override.onDemand;
   const parts = componentsOf(query, catalog);
   if (!parts) return undefined;
   let usd = 0;
   for (const part of parts) {
-    const rate = rateIn(query.region, part.key, query.spot, catalog);
+    const rate = query.flexStart ? flexRateIn(query.region, part.key, catalog) : rateIn(query.region, part.key, query.spot, catalog);
     if (rate === undefined) return undefined;
     usd += part.quantity * rate;
   }

@@ -9,7 +9,7 @@ export interface PriceBook {
   /** The machine type to use for `count` x `accelerator`, unless the spec names one. */
   machineTypeFor(accelerator: string, count: number): string | undefined;
   /** Whole-instance USD/hour in a region, or undefined when the region does not sell it. */
-  pricePerHour(query: { region: string; machineType: string; accelerator: string; count: number; spot: boolean }): number | undefined;
+  pricePerHour(query: { region: string; machineType: string; accelerator: string; count: number; spot: boolean; flexStart?: boolean }): number | undefined;
   /** GCE quota metric for the accelerator, e.g. NVIDIA_L4_GPUS. */
   quotaMetric(accelerator: string): string | undefined;
   /** True when the machine type has the GPUs built in (a2, a3, g2); false for n1 + guestAccelerators. */

@@ -8,6 +8,7 @@
 import type { AdminInstanceView, BillingResponse, CapacityView, ClockView, PriceView, SyntheticGuestsView } from './admin';
 import type { ApiUsageView, MethodUsage, ProjectUsage } from './api-usage';
 import type { BillingSummary } from './billing';
+import type { FlexStartSettings } from './types';
 import type { z } from 'zod';
 import type { BillingCatalogAdminBody, BillingCatalogView } from './billing-catalog';
 import type { FaultRule, FaultSpec } from './faults';
@@ -31,6 +32,8 @@ export interface CapacityChange {
   /** GPUs allocatable to spot VMs in the zone; null restores the catalog default. */
   spot?: number | null;
   onDemand?: number | null;
+  /** GPUs in the zone's flex-start (DWS) pool; null restores the catalog default. */
+  flexStart?: number | null;
   /** Preempt running spot VMs (newest first) when the new spot capacity is below what is in use. */
   preemptRunning?: boolean;
 }
@@ -72,6 +75,11 @@ export class EmulatorAdminClient {
 
   spotModel(): Promise<Record<string, unknown>> {
     return this.call('GET', 'spot-model');
+  }
+
+  /** The flex-start wait model: each request waits `meanWaitSeconds` (fixed, or exponential from `seed`) before its pool may grant it. */
+  setFlexStart(change: Partial<Pick<FlexStartSettings, 'seed' | 'meanWaitSeconds' | 'distribution'>>): Promise<FlexStartSettings> {
+    return this.call('POST', 'flex-start', change);
   }
 
   capacity(zone: string): Promise<CapacityView> {

@@ -10,6 +10,7 @@ import type { ApiUsage } from './api-usage';
 import { summarize, type BillingSummary } from './billing';
 import type { BillingCatalogService } from './billing-catalog';
 import { capacityLimit, capacityUsed, quotaLimit, quotaUsage } from './capacity';
+import { flexCapacityLimit, flexCapacityUsed, flexSettings } from './flex-model';
 import type { Clock } from './clock';
 import { GceError, notFound, Reason } from './errors';
 import { FaultSchema, type FaultRule, type Faults } from './faults';
@@ -29,6 +30,8 @@ const CapacityBody = z.strictObject({
   /** GPUs allocatable for spot VMs; null restores the default. */
   spot: z.number().int().min(0).nullable().optional(),
   onDemand: z.number().int().min(0).nullable().optional(),
+  /** GPUs in the zone's flex-start (DWS) pool; null restores the default. */
+  flexStart: z.number().int().min(0).nullable().optional(),
   /** When spot capacity drops below what is in use, preempt running spot VMs (newest first) until it fits. */
   preemptRunning: z.boolean().optional(),
 });
@@ -57,11 +60,18 @@ const SyntheticGuestBody = z.strictObject({
 /** A new version of a secret in the emulator's Secret Manager; `accessors` are the service accounts allowed to read it. */
 const SecretVersionBody = z.strictObject({ value: z.string().max(64 * 1024), accessors: z.array(z.string().min(1)).optional() });
 
+/** The flex-start wait model (flex-model.ts); `draws` restarts the seeded sequence when the seed is given. */
+const FlexStartBody = z.strictObject({
+  seed: z.number().int().min(0).max(2 ** 31).optional(),
+  meanWaitSeconds: z.number().min(0).max(7 * 86400).optional(),
+  distribution: z.enum(['fixed', 'exponential']).optional(),
+});
+
 const PreemptBody = z.strictObject({ afterSeconds: z.number().min(0).max(10 * 365 * 86400).optional() });
 
 export interface CapacityView {
   zone: string;
-  accelerators: { accelerator: string; spot: { limit: number; used: number; available: boolean }; onDemand: { limit: number; used: number } }[];
+  accelerators: { accelerator: string; spot: { limit: number; used: number; available: boolean }; onDemand: { limit: number; used: number }; flexStart: { limit: number; used: number; waiting: number } }[];
 }
 
 export interface AdminInstanceView {
@@ -162,6 +172,11 @@ function capacityView(ctx: AdminContext, zone: string): CapacityView {
         available: ctx.spotModel.spotAvailable(zone, { type: accelerator, count: 1 }),
       },
       onDemand: { limit: capacityLimit(ctx.state, ctx.catalog, zone, accelerator, false), used: capacityUsed(ctx.state, zone, accelerator, false) },
+      flexStart: {
+        limit: flexCapacityLimit(ctx.state, ctx.catalog, zone, accelerator),
+        used: flexCapacityUsed(ctx.state, zone, accelerator),
+        waiting: ctx.instances.all().filter((i) => i.zone === zone && i.gpus?.type === accelerator && i.status === 'PENDING').length,
+      },
     })),
   };
 }
@@ -238,7 +253,11 @@ function setCapacity(ctx: AdminContext, zone: string, body: unknown): CapacityVi
     if (b.onDemand === null) delete entry.onDemand;
     else entry.onDemand = b.onDemand;
   }
-  if (entry.spot === undefined && entry.onDemand === undefined) delete ctx.state.capacity[zone][b.accelerator];
+  if (b.flexStart !== undefined) {
+    if (b.flexStart === null) delete entry.flexStart;
+    else entry.flexStart = b.flexStart;
+  }
+  if (entry.spot === undefined && entry.onDemand === undefined && entry.flexStart === undefined) delete ctx.state.capacity[zone][b.accelerator];
   ctx.persist();
   if (b.preemptRunning) {
     const limit = capacityLimit(ctx.state, ctx.catalog, zone, b.accelerator, true);
@@ -276,6 +295,15 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
     }
     case 'GET spot-model':
       return ok(ctx.spotModel.describe());
+    case 'GET flex-start':
+      return ok(flexSettings(ctx.state));
+    case 'POST flex-start': {
+      const b = parse(FlexStartBody, body);
+      const current = flexSettings(ctx.state);
+      ctx.state.flexStart = { ...current, ...b, draws: b.seed !== undefined ? 0 : current.draws };
+      ctx.persist();
+      return ok(ctx.state.flexStart);
+    }
     case 'GET instances':
       return ok({ instances: ctx.instances.all().map((i) => instanceView(i, (x) => ctx.synthetic.alive(x))) });
     case 'GET billing':

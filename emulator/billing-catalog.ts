@@ -14,7 +14,7 @@
  */
 import { z } from 'zod';
 import { COMPUTE_ENGINE_SERVICE_ID, RateModel, skuDescription, USAGE_UNITS, usageTypeOf } from '../config/billing-skus';
-import { baseRates, rateIn, type Catalog, type RateKey } from '../config/catalog';
+import { baseRates, flexRateIn, rateIn, type Catalog, type RateKey } from '../config/catalog';
 import { fnv1a } from '../workflows/naming';
 import { GceError, Reason } from './errors';
 
@@ -78,10 +78,10 @@ export function skusOf(catalog: Catalog, effectiveTime: string): EmulatedSku[] {
   const skus: EmulatedSku[] = [];
   for (const { key } of baseRates(catalog)) {
     const kind = key.slice(0, key.indexOf(':')) as 'core' | 'ram' | 'gpu';
-    for (const model of [RateModel.OnDemand, RateModel.Spot]) {
+    for (const model of [RateModel.OnDemand, RateModel.Spot, RateModel.Flex]) {
       const groups = new Map<string, { place: string; usd: number; regions: string[] }>();
       for (const region of Object.keys(catalog.regions).sort()) {
-        const usd = rateIn(region, key, model === RateModel.Spot, catalog);
+        const usd = model === RateModel.Flex ? flexRateIn(region, key, catalog) : rateIn(region, key, model === RateModel.Spot, catalog);
         if (usd === undefined) continue;
         const place = placeOf(region);
         const group = groups.get(`${place}|${usd}`) ?? { place, usd, regions: [] };

@@ -12,8 +12,9 @@ import { InstanceStatus, type EmulatorState, type InstanceRecord } from './types
 
 export const PREEMPTIBLE_PREFIX = 'PREEMPTIBLE_';
 
+/** A flex-start VM waiting for capacity (PENDING) holds no GPUs yet. */
 export function holdsGpus(i: InstanceRecord): boolean {
-  return i.status !== InstanceStatus.Terminated;
+  return i.status !== InstanceStatus.Terminated && i.status !== InstanceStatus.Pending;
 }
 
 export function capacityLimit(state: EmulatorState, catalog: Catalog, zone: string, accelerator: string, spot: boolean): number {
@@ -25,7 +26,7 @@ export function capacityLimit(state: EmulatorState, catalog: Catalog, zone: stri
 
 export function capacityUsed(state: EmulatorState, zone: string, accelerator: string, spot: boolean, except?: InstanceRecord): number {
   return state.instances
-    .filter((i) => i !== except && i.zone === zone && i.gpus?.type === accelerator && (i.provisioningModel === 'SPOT') === spot && holdsGpus(i))
+    .filter((i) => i !== except && i.zone === zone && i.gpus?.type === accelerator && i.provisioningModel === (spot ? 'SPOT' : 'STANDARD') && holdsGpus(i))
     .reduce((sum, i) => sum + (i.gpus?.count ?? 0), 0);
 }
 
@@ -46,7 +47,8 @@ export function metricOf(i: Pick<InstanceRecord, 'gpus' | 'provisioningModel'>, 
   if (!i.gpus) return undefined;
   const base = quotaMetric(i.gpus.type, catalog);
   if (!base) return undefined;
-  return i.provisioningModel === 'SPOT' ? `${PREEMPTIBLE_PREFIX}${base}` : base;
+  // Flex-start VMs consume preemptible quota, as spot VMs do.
+  return i.provisioningModel === 'SPOT' || i.provisioningModel === 'FLEX_START' ? `${PREEMPTIBLE_PREFIX}${base}` : base;
 }
 
 /** Every GPU quota metric of a region, with limit and usage, as GCE lists them in `regions.get`. */

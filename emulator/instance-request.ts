@@ -13,6 +13,10 @@
  *   - at most 64 labels, keys and values in GCE's format
  *   - metadata keys [a-zA-Z0-9-_]+ under 128 bytes, values up to 256 KiB, all keys and
  *     values together under 512 KiB (GCE's documented limits)
+ *   - flex-start VMs (provisioningModel FLEX_START): accelerator-optimized machine types
+ *     only, `maxRunDuration` required (at most 7 days; not `terminationTime`),
+ *     onHostMaintenance TERMINATE, no automatic restart; `params.requestValidForDuration`
+ *     (90 s to 2 hours, 2 hours when omitted: an assumption) is how long the request waits
  *   - time limits: `maxRunDuration` (30 s to 120 days) or `terminationTime` (RFC 3339,
  *     30 s to 120 days ahead, in emulated time), not both, not on legacy preemptible
  *     VMs; `instanceTerminationAction` STOP (GCE's default) or DELETE
@@ -21,7 +25,7 @@
  * VM's metadata server serves its service account and scopes (and tokens for them).
  */
 import { z } from 'zod';
-import { findZone, machineTypesInZone, type Catalog } from '../config/catalog';
+import { FLEX_START_MAX_RUN_SECONDS, FLEX_START_MAX_WAIT_SECONDS, FLEX_START_MIN_WAIT_SECONDS, findZone, machineTypesInZone, type Catalog, type ProvisioningModel } from '../config/catalog';
 import { badRequest, GceError, invalidField, Reason, required } from './errors';
 import { NAME_PATTERN } from './ids';
 import type { GpuRequest } from './types';
@@ -78,6 +82,7 @@ const InstanceBody = z.looseObject({
   shieldedInstanceConfig: z.looseObject({ enableSecureBoot: z.boolean().optional(), enableVtpm: z.boolean().optional(), enableIntegrityMonitoring: z.boolean().optional() }).optional(),
   tags: z.looseObject({ items: z.array(z.string()).optional() }).optional(),
   deletionProtection: z.boolean().optional(),
+  params: z.looseObject({ requestValidForDuration: z.looseObject({ seconds: z.union([z.string(), z.number()]).optional(), nanos: z.number().int().optional() }).optional() }).optional(),
 });
 
 /** `scheduling.maxRunDuration` (emulated seconds of RUNNING) or `scheduling.terminationTime` (epoch ms, wall clock). */
@@ -94,6 +99,9 @@ export interface ValidInsert {
   machineType: string;
   gpus?: GpuRequest;
   spot: boolean;
+  model: ProvisioningModel;
+  /** FLEX_START: emulated seconds the request waits for capacity before the insert fails. */
+  flexWaitSeconds?: number;
   terminationAction: 'STOP' | 'DELETE';
   /** A time limit, if the request set one. */
   timeLimit?: TimeLimit;
@@ -134,6 +142,18 @@ function maxRunDurationSeconds(value: { seconds?: string | number; nanos?: numbe
     throw invalidField(field, `${total}s`, `The time limit must be between ${MIN_TIME_LIMIT_SECONDS} seconds and 120 days.`);
   }
   return total;
+}
+
+/** `params.requestValidForDuration` in seconds: 90 s to 2 hours; 2 hours when omitted. */
+function requestValidForSeconds(value: { seconds?: string | number; nanos?: number } | undefined): number {
+  if (value === undefined) return FLEX_START_MAX_WAIT_SECONDS;
+  const field = 'resource.params.requestValidForDuration';
+  const raw = value.seconds ?? 0;
+  const seconds = typeof raw === 'number' ? raw : /^\d{1,12}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(seconds) || seconds < FLEX_START_MIN_WAIT_SECONDS || seconds > FLEX_START_MAX_WAIT_SECONDS) {
+    throw invalidField(field, String(raw), `Must be between ${FLEX_START_MIN_WAIT_SECONDS} seconds and 2 hours.`);
+  }
+  return seconds;
 }
 
 function terminationTimeMs(value: string, clock: ValidationClock): number {
@@ -195,13 +215,23 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
   // Scheduling: spot/preemptible rules, then the GPU live-migration rule.
   const s = b.scheduling ?? {};
   const model = s.provisioningModel;
-  if (model !== undefined && model !== 'SPOT' && model !== 'STANDARD') {
-    throw invalidField('resource.scheduling.provisioningModel', model, "Must be one of 'SPOT', 'STANDARD'.");
+  if (model !== undefined && model !== 'SPOT' && model !== 'STANDARD' && model !== 'FLEX_START') {
+    throw invalidField('resource.scheduling.provisioningModel', model, "Must be one of 'SPOT', 'STANDARD', 'FLEX_START'.");
+  }
+  const flexStart = model === 'FLEX_START';
+  if (flexStart) {
+    if (!machineType.builtIn) throw invalidField('resource.machineType', b.machineType, 'Flex-start VMs support only accelerator-optimized machine types (A2, A3, A4, G2...).');
+    if (s.preemptible === true) throw invalidField('resource.scheduling.preemptible', true, 'A FLEX_START provisioning model cannot be preemptible.');
+    if (s.automaticRestart === true) throw invalidField('resource.scheduling.automaticRestart', true, 'Flex-start instances cannot be automatically restarted.');
+    if (s.maxRunDuration === undefined) throw required('resource.scheduling.maxRunDuration');
+    if (s.terminationTime !== undefined) throw badRequest('Flex-start instances take scheduling.maxRunDuration, not scheduling.terminationTime.');
+  } else if (b.params?.requestValidForDuration !== undefined) {
+    throw invalidField('resource.params.requestValidForDuration', 'set', 'Only flex-start (FLEX_START) instances wait for capacity.');
   }
   if (model === 'STANDARD' && s.preemptible === true) throw invalidField('resource.scheduling.preemptible', true, 'A STANDARD provisioning model cannot be preemptible.');
   const spot = model === 'SPOT' || s.preemptible === true;
   if (spot && s.automaticRestart === true) throw invalidField('resource.scheduling.automaticRestart', true, 'Preemptible instances cannot be automatically restarted.');
-  const onHostMaintenance = s.onHostMaintenance ?? (spot ? 'TERMINATE' : 'MIGRATE');
+  const onHostMaintenance = s.onHostMaintenance ?? (spot || flexStart ? 'TERMINATE' : 'MIGRATE');
   if (onHostMaintenance !== 'TERMINATE' && onHostMaintenance !== 'MIGRATE') {
     throw invalidField('resource.scheduling.onHostMaintenance', onHostMaintenance, "Must be one of 'MIGRATE', 'TERMINATE'.");
   }
@@ -216,6 +246,10 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
   }
   if (s.maxRunDuration !== undefined) timeLimit = { maxRunDurationSeconds: maxRunDurationSeconds(s.maxRunDuration) };
   if (s.terminationTime !== undefined) timeLimit = { terminationTimeMs: terminationTimeMs(s.terminationTime, clock) };
+  if (flexStart && timeLimit && 'maxRunDurationSeconds' in timeLimit && timeLimit.maxRunDurationSeconds > FLEX_START_MAX_RUN_SECONDS) {
+    throw invalidField('resource.scheduling.maxRunDuration', `${timeLimit.maxRunDurationSeconds}s`, 'Flex-start instances run for at most 7 days (604800 seconds).');
+  }
+  const flexWaitSeconds = flexStart ? requestValidForSeconds(b.params?.requestValidForDuration) : undefined;
   if (timeLimit && s.preemptible === true && model !== 'SPOT') {
     throw badRequest('Time limits (maxRunDuration, terminationTime) are not supported for legacy preemptible VMs; use provisioningModel SPOT.');
   }
@@ -246,12 +280,13 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
     throw invalidField('resource.metadata', `${metadataBytes} bytes`, `The total size of all metadata keys and values must be less than ${MAX_METADATA_BYTES} bytes (512 KiB).`);
   }
 
+  const provisioningModel: ProvisioningModel = flexStart ? 'FLEX_START' : spot ? 'SPOT' : 'STANDARD';
   const scheduling = {
     ...s,
-    provisioningModel: spot ? 'SPOT' : 'STANDARD',
+    provisioningModel,
     preemptible: spot,
     onHostMaintenance,
-    automaticRestart: s.automaticRestart ?? !spot,
+    automaticRestart: s.automaticRestart ?? !(spot || flexStart),
     ...(spot || timeLimit ? { instanceTerminationAction: action } : {}),
   };
   return {
@@ -259,6 +294,8 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
     machineType: machineType.name,
     gpus,
     spot,
+    model: provisioningModel,
+    ...(flexWaitSeconds !== undefined ? { flexWaitSeconds } : {}),
     terminationAction: action,
     timeLimit,
     labels: { ...labels },

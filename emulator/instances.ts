@@ -2,6 +2,10 @@
  * Instances: the lifecycle of emulated VMs, as GCE runs it.
  *
  *   insert -> PROVISIONING -> STAGING -> RUNNING (the startup script starts; insert op DONE)
+ *   flex-start insert -> PENDING (insert op RUNNING) until the zone's flex pool grants it
+ *     (flex-model.ts) -> PROVISIONING -> ...; or, when its wait window ends first, the
+ *     instance is gone and the insert op ends DONE with ZONE_RESOURCE_POOL_EXHAUSTED.
+ *     Never preempted; stopped or deleted at its maxRunDuration (the time limit below).
  *   stockout / quota -> no instance; the insert operation ends DONE with the error
  *   preemption (spot): instance/preempted TRUE, STOPPING, SIGTERM to the process group,
  *     notice period (30 s emulated), SIGKILL, TERMINATED (or deleted with
@@ -22,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { pricePerHour, type Catalog } from '../config/catalog';
 import { closeSegment, openSegment } from './billing';
 import { capacityLimit, capacityUsed, metricOf, quotaLimit, quotaUsage } from './capacity';
+import { drawWaitSeconds, flexHasRoom } from './flex-model';
 import type { Clock } from './clock';
 import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
@@ -60,6 +65,8 @@ export const DEFAULT_TIMINGS: LifecycleTimings = {
 
 /** Real milliseconds between checks whether a stopping guest has exited on its own. */
 const EXIT_POLL_MS = 100;
+/** Emulated seconds between looks at the flex pool for a request whose wait is over but found no room. */
+const FLEX_RETRY_SECONDS = 10;
 /** Real milliseconds between checks whether a running guest's startup script has exited. */
 const RUNNING_POLL_MS = 1000;
 
@@ -166,7 +173,7 @@ export class Instances {
     const region = this.regionOf(zone);
     const op = this.o.operations.create({ project, zone, type: OperationType.Insert, targetLink: instanceSelfLink(project, zone, req.name), targetId: id, nowMs: now });
 
-    const probe = { gpus: req.gpus, provisioningModel: req.spot ? ('SPOT' as const) : ('STANDARD' as const) };
+    const probe = { gpus: req.gpus, provisioningModel: req.model };
     const failure = this.admissionFailure(project, zone, region, probe);
     if (failure) {
       op.failAtMs = this.at(this.o.timings.failureSeconds);
@@ -178,6 +185,7 @@ export class Instances {
       return op;
     }
 
+    const flex = req.model === 'FLEX_START';
     const guest = this.o.guest ?? 'process';
     const dir = join(this.o.stateDir, 'instances', project.replace(/:/g, '_'), zone, req.name);
     rmSync(dir, { recursive: true, force: true });
@@ -190,7 +198,7 @@ export class Instances {
       name: req.name,
       id,
       creationMs: now,
-      status: InstanceStatus.Provisioning,
+      status: flex ? InstanceStatus.Pending : InstanceStatus.Provisioning,
       resource: req.resource,
       machineType: req.machineType,
       gpus: req.gpus,
@@ -203,17 +211,62 @@ export class Instances {
       guestAttributesEnabled: String(req.metadata['enable-guest-attributes'] ?? '').toUpperCase() === 'TRUE',
       guestAttributes: {},
       preempted: false,
-      stagingAtMs: this.at(this.o.timings.provisioningSeconds),
-      runningAtMs: this.at(this.o.timings.provisioningSeconds + this.o.timings.stagingSeconds),
+      ...(flex ? {} : this.bootTimes()),
+      ...(flex ? { flexStart: { requestedAtMs: now, expiresAtMs: this.at(req.flexWaitSeconds ?? 0), grantAtMs: this.at(drawWaitSeconds(this.state)) } } : {}),
       insertOperation: op.name,
       vm: { dir },
     };
     this.state.instances.push(instance);
-    op.progress = 10;
+    op.progress = flex ? 0 : 10;
     this.changed(instance);
-    this.armBoot(instance);
+    if (flex) this.armFlexStart(instance);
+    else this.armBoot(instance);
     this.o.log(`insert ${keyOf(instance)} (${instance.machineType}${instance.gpus ? `, ${instance.gpus.count} x ${instance.gpus.type}` : ''}, ${instance.provisioningModel}${guest === 'synthetic' ? ', synthetic guest' : ''})`);
     return op;
+  }
+
+  private bootTimes(): Pick<InstanceRecord, 'stagingAtMs' | 'runningAtMs'> {
+    return { stagingAtMs: this.at(this.o.timings.provisioningSeconds), runningAtMs: this.at(this.o.timings.provisioningSeconds + this.o.timings.stagingSeconds) };
+  }
+
+  // --- flex-start: waiting for capacity ---------------------------------------------------
+
+  /** Arms a PENDING flex-start VM's grant (when its wait is over and the pool has room) and its expiry. */
+  private armFlexStart(i: InstanceRecord): void {
+    const request = i.flexStart;
+    if (!request || i.status !== InstanceStatus.Pending) return;
+    const key = keyOf(i);
+    this.o.scheduler.at(`flexexpire:${key}`, request.expiresAtMs, () => this.expireFlexStart(i));
+    this.o.scheduler.at(`flex:${key}`, request.grantAtMs, () => this.tryGrant(i));
+  }
+
+  private tryGrant(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Pending || !this.state.instances.includes(i) || !i.flexStart) return;
+    if (!flexHasRoom(this.state, this.o.catalog, i)) {
+      this.o.scheduler.at(`flex:${keyOf(i)}`, this.at(FLEX_RETRY_SECONDS), () => this.tryGrant(i));
+      return;
+    }
+    this.o.scheduler.cancel(`flexexpire:${keyOf(i)}`);
+    const waited = this.o.clock.emulatedSeconds(this.now() - i.flexStart.requestedAtMs);
+    i.flexStart = undefined;
+    i.status = InstanceStatus.Provisioning;
+    Object.assign(i, this.bootTimes());
+    const op = this.o.operations.byName(i.insertOperation);
+    if (op && op.status !== OperationStatus.Done) op.progress = 10;
+    this.changed(i);
+    this.armBoot(i);
+    this.o.log(`flex-start capacity granted to ${keyOf(i)} after ${Math.round(waited)} s`);
+  }
+
+  /** The wait window ended without capacity: the create fails, and the VM is gone, as on GCE. */
+  private expireFlexStart(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Pending || !this.state.instances.includes(i)) return;
+    const now = this.now();
+    const op = this.o.operations.byName(i.insertOperation);
+    const errors = [{ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', message: `The zone 'projects/${i.project}/zones/${i.zone}' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.` }];
+    this.remove(i, now);
+    if (op && op.status !== OperationStatus.Done) this.o.operations.finish(op, now, { errors, httpStatus: 503 });
+    this.o.log(`flex-start request of ${keyOf(i)} expired without capacity`);
   }
 
   private regionOf(zone: string): string {
@@ -253,6 +306,8 @@ export class Instances {
       httpStatus: 503,
       errors: [{ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', message: `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.` }],
     });
+    // A flex-start request does not stock out: it waits for its own pool (flex-model.ts).
+    if (probe.provisioningModel === 'FLEX_START') return undefined;
     if (spot && !this.o.spotModel.spotAvailable(zone, probe.gpus)) return stockout();
     if (probe.gpus) {
       const limit = capacityLimit(state, catalog, zone, probe.gpus.type, spot);
@@ -391,8 +446,9 @@ export class Instances {
 
   private priceOf(i: InstanceRecord): number {
     const spot = i.provisioningModel === 'SPOT';
+    const flexStart = i.provisioningModel === 'FLEX_START';
     const modelPrice = spot ? this.o.spotModel.spotPrice(i.zone, i.gpus) : undefined;
-    return modelPrice ?? pricePerHour({ region: i.region, machineType: i.machineType, accelerator: i.gpus?.type, count: i.gpus?.count, spot }, this.o.catalog) ?? 0;
+    return modelPrice ?? pricePerHour({ region: i.region, machineType: i.machineType, accelerator: i.gpus?.type, count: i.gpus?.count, spot, flexStart }, this.o.catalog) ?? 0;
   }
 
   /** Re-prices running VMs (trace replay changes spot prices tick by tick; the admin API changes rates). */
@@ -512,9 +568,10 @@ export class Instances {
     const op = this.o.operations.create({ project, zone, type: OperationType.Delete, targetLink: instanceSelfLink(project, zone, name), targetId: i.id, nowMs: now });
     i.pendingOperations = [...(i.pendingOperations ?? []), op.name];
     switch (i.status) {
+      case InstanceStatus.Pending:
       case InstanceStatus.Provisioning:
       case InstanceStatus.Staging: {
-        // Deleted while booting: the insert completes (the VM existed), then it is gone.
+        // Deleted while waiting or booting: the insert completes (the VM existed), then it is gone.
         this.o.scheduler.cancel(`boot:${keyOf(i)}`);
         const insert = this.o.operations.byName(i.insertOperation);
         if (insert) this.o.operations.finish(insert, now);
@@ -623,7 +680,7 @@ export class Instances {
 
   private remove(i: InstanceRecord, now: number): void {
     const key = keyOf(i);
-    for (const prefix of ['boot', 'kill', 'exit', 'preempt', 'limit', 'poweroff']) this.o.scheduler.cancel(`${prefix}:${key}`);
+    for (const prefix of ['boot', 'kill', 'exit', 'preempt', 'limit', 'poweroff', 'flex', 'flexexpire']) this.o.scheduler.cancel(`${prefix}:${key}`);
     if (this.isSynthetic(i)) this.o.synthetic.kill(i, now);
     closeSegment(this.state, i, now);
     void this.metadataServers.get(key)?.close();
@@ -713,6 +770,9 @@ export class Instances {
     for (const i of [...this.state.instances]) {
       i.pendingOperations ??= [];
       switch (i.status) {
+        case InstanceStatus.Pending:
+          this.armFlexStart(i);
+          break;
         case InstanceStatus.Provisioning:
         case InstanceStatus.Staging:
           this.armBoot(i);

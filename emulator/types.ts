@@ -8,6 +8,8 @@ import type { TimeLimit } from './instance-request';
 import type { SyntheticGuestRecord } from './synthetic-guest';
 
 export const InstanceStatus = {
+  /** A flex-start VM waiting for capacity from the Dynamic Workload Scheduler (GCE's own status for it). */
+  Pending: 'PENDING',
   Provisioning: 'PROVISIONING',
   Staging: 'STAGING',
   Running: 'RUNNING',
@@ -98,9 +100,29 @@ export interface InstanceRecord {
   /** A preemption asked for in the future (admin API `afterSeconds`). */
   preemptAtMs?: number;
   insertOperation: string;
+  /** FLEX_START: the request's wait for capacity (epoch ms); cleared once capacity is granted. */
+  flexStart?: FlexStartRequest;
   /** Delete operations that finish when the instance is gone. */
   pendingOperations?: string[];
   vm: VmProcess;
+}
+
+export interface FlexStartRequest {
+  requestedAtMs: number;
+  /** The end of the wait window (`params.requestValidForDuration`): the insert fails then. */
+  expiresAtMs: number;
+  /** When the flex-start model would grant it, if the zone's flex pool has room then. */
+  grantAtMs: number;
+}
+
+/** The flex-start wait model (admin API `POST flex-start`): how long each request waits for the pool. */
+export interface FlexStartSettings {
+  seed: number;
+  /** Emulated seconds a request waits before the pool can grant it: exactly this (`fixed`) or exponential with this mean. */
+  meanWaitSeconds: number;
+  distribution: 'fixed' | 'exponential';
+  /** Draws made so far: the next wait comes from the seed and this count, so a restart continues the sequence. */
+  draws: number;
 }
 
 export interface OperationErrorItem {
@@ -156,6 +178,8 @@ export interface BillingRecord {
 export interface CapacityOverride {
   spot?: number;
   onDemand?: number;
+  /** The zone's flex-start (DWS) pool, GPUs. */
+  flexStart?: number;
 }
 
 export interface EmulatorState {
@@ -172,4 +196,6 @@ export interface EmulatorState {
   quotas: Record<string, Record<string, Record<string, number>>>;
   /** Random spot model: zones currently without spot capacity. */
   spotDownZones: string[];
+  /** The flex-start wait model; absent: the defaults (flex-model.ts). */
+  flexStart?: FlexStartSettings;
 }

@@ -27,6 +27,12 @@ export interface FakeNode {
   spot: boolean;
   /** GCE machine type, labelled `node.kubernetes.io/instance-type` as on GKE. */
   machineType?: string;
+  /**
+   * A node of a flex-start (queued provisioning) pool, added by the stand-in provisioning
+   * controller: labelled `cloud.google.com/gke-flex-start` and tainted
+   * `cloud.google.com/gke-queued`, as GKE does.
+   */
+  flexStart?: boolean;
 }
 
 interface RunningPod {
@@ -70,13 +76,15 @@ export class NodeAgent {
       'topology.kubernetes.io/zone': node.zone,
       'topology.kubernetes.io/region': node.zone.replace(/-[a-z]$/, ''),
       'cloud.google.com/gke-accelerator': node.accelerator,
-      'cloud.google.com/gke-nodepool': `${node.spot ? 'spot' : 'standard'}-${node.accelerator}`,
+      'cloud.google.com/gke-nodepool': `${node.flexStart ? 'flex' : node.spot ? 'spot' : 'standard'}-${node.accelerator}`,
     };
     if (node.spot) labels['cloud.google.com/gke-spot'] = 'true';
+    if (node.flexStart) labels['cloud.google.com/gke-flex-start'] = 'true';
     if (node.machineType) labels['node.kubernetes.io/instance-type'] = node.machineType;
     // GKE taints GPU nodes (and, on request, spot nodes) so only pods that ask land there.
     const taints = [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }];
     if (node.spot) taints.push({ key: 'cloud.google.com/gke-spot', value: 'true', effect: 'NoSchedule' });
+    if (node.flexStart) taints.push({ key: 'cloud.google.com/gke-queued', value: 'true', effect: 'NoSchedule' });
     const resources = { cpu: '8', memory: '32Gi', pods: '110', 'nvidia.com/gpu': String(node.gpus), 'ephemeral-storage': '100Gi' };
     const created = await this.core.createNode({ body: { metadata: { name: node.name, labels }, spec: { taints } } });
     const now = new Date();
@@ -305,6 +313,20 @@ export class NodeAgent {
       }),
     );
     await this.core.deleteNode({ name });
+    this.nodes.delete(name);
+  }
+
+  /** A node the autoscaler scaled away: its pods are stopped, the Node deleted. */
+  async removeNode(name: string, graceSeconds = 3): Promise<void> {
+    for (const [key, running] of this.pods) {
+      if (!key.startsWith(`${this.namespace}/`)) continue;
+      const pod = await this.core.readNamespacedPod({ name: key.slice(this.namespace.length + 1), namespace: this.namespace }).catch(() => undefined);
+      if (pod?.spec?.nodeName === name) {
+        await this.terminate(running, graceSeconds);
+        this.pods.delete(key);
+      }
+    }
+    await this.core.deleteNode({ name }).catch(() => undefined);
     this.nodes.delete(name);
   }
 

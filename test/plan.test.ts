@@ -12,6 +12,7 @@ import { missRisk, predictPlan, PRIOR_PREEMPTIONS_PER_HOUR, RESTART_SECONDS } fr
 import type { PlanResult } from '../workflows/plan/workflow';
 import { parseSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
+import { emptyMemory, OutcomeKind, record } from '../workflows/zones/memory';
 import { startStack, type Stack } from './helpers/stack';
 import { testEnv, testServerAddress } from './helpers/temporal';
 
@@ -28,12 +29,15 @@ const offer = (zone: string, model: Offer['provisioningModel'], price: number, a
   onDemandPricePerHour: 1,
   quotaAvailable: true,
 });
+/** A zone memory that saw one L4 spot VM preempted after 1/rate hours in each zone, just now. */
+const seen = (rates: Record<string, number>) =>
+  Object.entries(rates).reduce((memory, [zone, rate]) => record(memory, { kind: OutcomeKind.Preempted, zone, accelerator: 'nvidia-l4', model: 'SPOT', at: NOW, lifetimeHours: 1 / rate, resource: `vm-${zone}` }, NOW), emptyMemory());
 const spec = (time: RunSpecInput['time'], mode: 'spot' | 'on-demand' | 'auto' = 'spot', accelerators = [{ type: 'nvidia-l4', count: 1 }]) =>
   parseSpec({ command: ['train'], checkpoint: { uri: 'gs://bucket/ckpt', interval: 600 }, resources: { accelerators }, pricing: { mode }, time }, { nowMs: NOW });
 
 describe('the plan (pure)', () => {
   it('prices each offer by its expected hours, with the work lost to preemptions and restarts added to spot', () => {
-    const plan = predictPlan({ spec: spec({ expectedDuration: 36_000 }), offers: [offer('us-central1-a', 'SPOT', 0.2), offer('us-central1-a', 'STANDARD', 0.6)], nowMs: NOW, preemptionsPerHour: { 'us-central1-a': 0.5 } });
+    const plan = predictPlan({ spec: spec({ expectedDuration: 36_000 }), offers: [offer('us-central1-a', 'SPOT', 0.2), offer('us-central1-a', 'STANDARD', 0.6)], nowMs: NOW, memory: seen({ 'us-central1-a': 0.5 }) });
     const spot = plan.rows.find((r) => r.provisioningModel === 'SPOT')!;
     const standard = plan.rows.find((r) => r.provisioningModel === 'STANDARD')!;
     const loss = (300 + RESTART_SECONDS) / 3600;
@@ -63,7 +67,7 @@ describe('the plan (pure)', () => {
   it('gives the deadline risk: certain for on-demand that fits, rising with the preemption rate for spot, certain past the slack', () => {
     const offers = [offer('us-central1-a', 'SPOT', 0.2), offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6)];
     const s = spec({ expectedDuration: 8 * 3600, deadline: new Date(NOW + 9 * 3_600_000).toISOString() }, 'auto');
-    const plan = predictPlan({ spec: s, offers, nowMs: NOW, preemptionsPerHour: { 'us-central1-a': 0.05, 'us-central1-b': 1 } });
+    const plan = predictPlan({ spec: s, offers, nowMs: NOW, memory: seen({ 'us-central1-a': 0.05, 'us-central1-b': 1 }) });
     const risk = (zone: string) => plan.rows.find((r) => r.zone === zone)!.missRisk!;
     assert.equal(risk('us-central1-c'), 0);
     assert.ok(risk('us-central1-a') < risk('us-central1-b'), JSON.stringify(plan.rows));
@@ -86,6 +90,13 @@ describe('the plan (pure)', () => {
     assert.deepEqual(onDemand.rows.filter((r) => r.pick).map((r) => `${r.zone}/${r.provisioningModel}`), ['us-central1-c/STANDARD']);
   });
 
+  it('marks what the run would pick knowing what the project saw: not a zone another run just found stocked out', () => {
+    const offers = [offer('us-central1-a', 'SPOT', 0.2), offer('us-central1-b', 'SPOT', 0.25)];
+    const memory = record(emptyMemory(), { kind: OutcomeKind.Stockout, zone: 'us-central1-a', accelerator: 'nvidia-l4', model: 'SPOT', at: NOW - 60_000 }, NOW - 60_000);
+    const plan = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers, nowMs: NOW, memory });
+    assert.deepEqual(plan.rows.filter((r) => r.pick).map((r) => r.zone), ['us-central1-b']);
+  });
+
   it('predicts nothing without expectedDuration, and says which accelerators it cannot predict', () => {
     const plan = predictPlan({ spec: spec({}), offers: [offer('us-central1-a', 'SPOT', 0.2)], nowMs: NOW });
     assert.deepEqual([plan.rows.length, plan.unpredictable], [0, ['nvidia-l4']]);
@@ -94,8 +105,8 @@ describe('the plan (pure)', () => {
   it('prints as a table with the pick starred, the prior named, and what it could not predict', () => {
     const plan = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers: [offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6), offer('us-central1-c', 'STANDARD', 9, 'nvidia-tesla-p4')], nowMs: NOW });
     const lines = planLines({ ...plan, at: new Date(NOW).toISOString(), prices: { asOf: '2030-01-01', source: 'catalog' }, unpriced: [] });
-    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.20\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)$/);
-    assert.match(lines[3], /^\s+nvidia-l4 x1\s+us-central1-c\s+on-demand\s+0\.600\s+1\.0 h\s+\$0\.60/);
+    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.2014\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)$/);
+    assert.match(lines[3], /^\s+nvidia-l4 x1\s+us-central1-c\s+on-demand\s+0\.600\s+1\.0 h\s+\$0\.6000\s/);
     assert.equal(lines[4], 'not predicted (no throughput figure; give time.relativeThroughput): nvidia-tesla-p4');
   });
 

@@ -15,6 +15,7 @@ import { sternaDataConverter } from '../config/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
+import { createZoneActivities } from '../activities/zones';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -54,6 +55,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers: options.providers, client }),
       ...createNotifyActivities({ ...options.notify, client }),
+      ...createZoneActivities({ providers: options.providers, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

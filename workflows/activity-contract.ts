@@ -29,7 +29,7 @@ export interface CapacityRequest {
   machineType?: string;
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };
-  provisioningModels: ('SPOT' | 'STANDARD')[];
+  provisioningModels: ('SPOT' | 'STANDARD' | 'FLEX_START')[];
 }
 
 /** A zone that offers the accelerator but that the price book cannot price: reported, never dropped silently. */
@@ -62,6 +62,15 @@ export interface ProvisionRequest {
    * (run/resource-limit.ts); absent: the provider's longest limit.
    */
   releaseBy?: string;
+  /** FLEX_START offers only: how long the request may wait for capacity, and how long the VM may then run. */
+  flexStart?: FlexStartTerms;
+}
+
+export interface FlexStartTerms {
+  /** GCE `params.requestValidForDuration` (GKE: how long the ProvisioningRequest may stay unprovisioned). */
+  maxWaitSeconds: number;
+  /** GCE `scheduling.maxRunDuration` (GKE `maxRunDurationSeconds`), at most 7 days. */
+  maxRunDurationSeconds: number;
 }
 
 export interface ProvisionResult {

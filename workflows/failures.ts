@@ -11,6 +11,11 @@ export const FailureType = {
   InvalidSpec: 'InvalidSpec',
   /** The zone has no capacity of that kind right now; try the next offer. */
   Stockout: 'Stockout',
+  /**
+   * A flex-start (DWS) request found no capacity within its wait window
+   * (`requestValidForDuration`): GCE failed the create. Not a spot stockout; try the next choice.
+   */
+  FlexStartWaitExpired: 'FlexStartWaitExpired',
   /** The project's quota does not allow the request in that region; try another region. */
   QuotaExceeded: 'QuotaExceeded',
   /** The provider reclaimed the spot capacity; resume elsewhere from the last checkpoint. */
@@ -32,6 +37,7 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 export const nonRetryableFailureTypes: FailureType[] = [
   FailureType.InvalidSpec,
   FailureType.Stockout,
+  FailureType.FlexStartWaitExpired,
   FailureType.QuotaExceeded,
   FailureType.Preempted,
   FailureType.ResourceConflict,

@@ -9,4 +9,5 @@ export { trainingRun, type ContinuedRun } from './training-run';
 export { fleetObserver } from './fleet/observer';
 export { priceBook } from './pricing-book/workflow';
 export { sternaReaper } from './reaper/reaper';
+export { zoneMemory } from './zones/zone-memory';
 export { planRun } from './plan/workflow';

@@ -20,6 +20,11 @@ export interface ZoneEvent {
   kind: ZoneEventKind;
   /** Epoch milliseconds (workflow time). */
   at: number;
+  /**
+   * Set on events remembered from other runs (workflows/zones): a stockout of one
+   * accelerator says nothing of another's capacity. A run's own events leave it out.
+   */
+  accelerator?: string;
 }
 
 export interface PlacementPolicy {
@@ -39,7 +44,7 @@ const FAILURE_PENALTY_SHARE = 0.25;
 function affects(event: ZoneEvent, offer: Offer): boolean {
   // Quota is per region and model; capacity and preemption are per zone and model.
   const samePlace = event.kind === ZoneEventKind.Quota ? event.region === offer.region : event.zone === offer.zone;
-  return samePlace && event.provisioningModel === offer.provisioningModel;
+  return samePlace && event.provisioningModel === offer.provisioningModel && (event.accelerator === undefined || event.accelerator === offer.accelerator);
 }
 
 export function inCooldown(offer: Offer, events: readonly ZoneEvent[], policy: PlacementPolicy): boolean {

@@ -146,8 +146,11 @@ const allowDeny = () => z.strictObject({ allow: z.array(zoneOrRegion()).max(256)
 /** Ten million USD: far above any run, far below what makes cost arithmetic lose precision. */
 export const MAX_BUDGET_USD = 10_000_000;
 
-export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', Auto: 'auto' } as const;
+export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', FlexStart: 'flex-start', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
+
+/** GCE's bounds on how long a flex-start request waits for capacity (`requestValidForDuration`). */
+export const FLEX_START_WAIT_BOUNDS = { min: 90, max: 2 * 3600 } as const;
 
 /**
  * The schema is built on first use and kept out of the module's exports. The worker shares
@@ -244,7 +247,13 @@ const buildRunSpecSchema = () =>
         .default({}),
       pricing: z
         .strictObject({
-          mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.Auto]).default(PricingMode.Auto),
+          mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.FlexStart, PricingMode.Auto]).default(PricingMode.Auto),
+          /**
+           * Flex-start (DWS): how long a request may wait for capacity. With mode
+           * `flex-start` it is the only model used (defaults apply when omitted); with
+           * `auto`, giving it adds flex-start as a tier between spot and on-demand.
+           */
+          flexStart: z.strictObject({ maxWait: duration({ min: FLEX_START_WAIT_BOUNDS.min, max: FLEX_START_WAIT_BOUNDS.max }).default(FLEX_START_WAIT_BOUNDS.max) }).optional(),
           /** USD per hour; the largest GPU VMs cost about $100/h on demand. */
           maxPricePerHour: z.number().positive().max(10_000).optional(),
           /** USD; bounded so budget arithmetic stays in ordinary floating-point range. */
@@ -305,6 +314,9 @@ const buildRunSpecSchema = () =>
         for (const { type } of spec.resources.accelerators) {
           if (throughput[type] === undefined) ctx.addIssue({ code: 'custom', path: ['time', 'relativeThroughput'], message: `give a figure for every accelerator the run may use; ${type} has none` });
         }
+      }
+      if (spec.pricing.flexStart && spec.pricing.mode !== PricingMode.FlexStart && spec.pricing.mode !== PricingMode.Auto) {
+        ctx.addIssue({ code: 'custom', path: ['pricing', 'flexStart'], message: `flex-start settings apply to pricing.mode "flex-start" or "auto", not "${spec.pricing.mode}"` });
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
         ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });

@@ -22,6 +22,9 @@ import { budgetProblem, newDeadlineProblem, setBudget, setDeadline } from './run
 import { resultOf, searchAttributesOf, statusOf, type RunResult } from './run/views';
 import { runActivities } from './run-activities';
 import { parseSpec, type RunSpec, type RunSpecInput } from './spec';
+import { outcomesToTell } from './zones/from-run';
+import type { ZoneMemory } from './zones/memory';
+import { usesZoneMemory, zoneMemoryActivities } from './zones/run-link';
 
 export type { ContinuedRun };
 
@@ -77,6 +80,9 @@ class Driver {
   private readonly acts: ReturnType<typeof runActivities>;
   private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
+  private readonly zones = zoneMemoryActivities();
+  /** Attempts whose outcome the zone memory has been told (those released before this execution were, or predate it). */
+  private readonly told: Set<number>;
   private published = '';
   private readonly notifyActs = proxyActivities<NotifyActivities>(NOTIFY_ACTIVITY_OPTIONS);
   private notifying: boolean | undefined;
@@ -90,6 +96,7 @@ class Driver {
   ) {
     this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
+    this.told = new Set(state.attempts.filter((a) => a.released).map((a) => a.attempt));
   }
 
   private context(): Context {
@@ -125,6 +132,7 @@ class Driver {
       let command = next(this.state, this.spec, event, this.context());
       this.publish();
       this.tell({ kind: 'step' });
+      await this.tellZoneMemory();
       if (command.kind === 'complete') {
         this.tell({ kind: 'ended', phase: Phase.Completed });
         return resultOf(this.state, Date.now());
@@ -185,8 +193,10 @@ class Driver {
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
-      case 'find-capacity':
-        return { kind: 'offers', ...capacityFound(await this.acts.quick.findCapacity(capacityRequest(this.spec))) };
+      case 'find-capacity': {
+        const [found, zoneMemory] = await Promise.all([this.acts.quick.findCapacity(capacityRequest(this.spec)), this.readZoneMemory()]);
+        return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}) };
+      }
       case 'provision':
         return this.provision(command.attempt);
       case 'release':
@@ -249,6 +259,22 @@ class Driver {
     for (const event of events) if (event.kind === 'released') absorbRelease(this.state, event, Date.now());
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.publish();
+    await this.tellZoneMemory();
+  }
+
+  /** The project's zone memory for this run's accelerators: placement's prior. Recorded in history, so replay reads the same. */
+  private async readZoneMemory(): Promise<ZoneMemory | undefined> {
+    if (!usesZoneMemory()) return undefined;
+    const accelerators = this.spec.resources.accelerators.map((a) => a.type);
+    return this.zones.readZoneMemory({ backend: this.spec.backend, accelerators }).catch(() => undefined);
+  }
+
+  /** Tells the zone memory how each newly released attempt ended (stockout, preemption, lifetime). */
+  private async tellZoneMemory(): Promise<void> {
+    const { attempts, outcomes } = outcomesToTell(this.state.attempts, this.told, Date.now());
+    for (const attempt of attempts) this.told.add(attempt);
+    if (outcomes.length === 0 || !usesZoneMemory()) return;
+    await this.zones.recordZoneOutcomes({ backend: this.spec.backend, outcomes }).catch(() => undefined);
   }
 
   /** Upserts the search attributes when what they show has changed. */

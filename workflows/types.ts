@@ -4,7 +4,12 @@
  * carried through continue-as-new.
  */
 
-export const ProvisioningModel = { Spot: 'SPOT', OnDemand: 'STANDARD' } as const;
+/**
+ * How a VM is bought: spot (cheap, preemptible), on demand (dear, certain), or flex-start
+ * (Dynamic Workload Scheduler: discounted, waits for capacity, never preempted, runs at
+ * most 7 days).
+ */
+export const ProvisioningModel = { Spot: 'SPOT', OnDemand: 'STANDARD', FlexStart: 'FLEX_START' } as const;
 export type ProvisioningModel = (typeof ProvisioningModel)[keyof typeof ProvisioningModel];
 
 export const Backend = { Gce: 'gce', Gke: 'gke' } as const;
@@ -30,6 +35,8 @@ export interface Offer {
   pricesAsOf?: string;
   /** `billing` (Cloud Billing Catalog) or `catalog` (bundled, config/catalog.ts). */
   priceSource?: 'billing' | 'catalog';
+  /** FLEX_START only: how long the request is expected to wait for capacity (seconds; an estimate). */
+  expectedWaitSeconds?: number;
 }
 
 /** Where a created resource lives; enough to observe and release it. */

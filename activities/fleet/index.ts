@@ -11,6 +11,8 @@ import type { Providers } from '../index';
 import type { ComputeProvider } from '../providers/provider';
 import { startObserver, type ObserverOptions } from './ensure-observer';
 import { signalWithClient, watchFleet, type SignalRun } from './watch';
+import { tellZoneMemory } from '../zones/client';
+import { zoneMemoryWorkflowId } from '../../workflows/zones/contract';
 
 export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
 
@@ -33,7 +35,10 @@ export function createFleetActivities(options: FleetActivityOptions): FleetActiv
 
   return {
     async watchFleet(input) {
-      return watchFleet(providerFor(input.backend), signalRun, input);
+      const provider = providerFor(input.backend);
+      const { taskQueue } = Context.current().info;
+      const workflowId = zoneMemoryWorkflowId(taskQueue, input.backend, provider.fleetScope());
+      return watchFleet(provider, signalRun, input, (outcomes) => tellZoneMemory(options.client, { workflowId, taskQueue, outcomes }));
     },
 
     async ensureObserver({ backend }) {

@@ -18,11 +18,16 @@ import type { ResourceRef } from '../../workflows/types';
 import type { ComputeProvider } from '../providers/provider';
 import { carry, resume, type FleetMemory } from './memory';
 import { absorbLook, emptyMemory, markSent, observationsDue, planLook, type LookResults } from './planner';
+import { fleetPreemptions } from '../zones/from-fleet';
+import type { ZoneOutcome } from '../../workflows/zones/memory';
 
 /** Reads and signals in flight at once. */
 const CONCURRENCY = 16;
 /** Heartbeat at least this often even while one look is slow (well inside the heartbeat timeout). */
 const HEARTBEAT_EVERY_MS = 3000;
+
+/** Tells the zone memory of preemptions the observer saw (activities/zones). */
+export type TellZones = (outcomes: ZoneOutcome[]) => Promise<void>;
 
 /** Delivers an observation; 'closed' when the run no longer exists or has completed. */
 export type SignalRun = (workflowId: string, observation: ResourceObservation) => Promise<'delivered' | 'closed'>;
@@ -57,7 +62,7 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
 }
 
 /** One look: listing, reads, preemption checks, signals. Returns the new memory. */
-async function look(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput, memory: FleetMemory, stats: WatchStats): Promise<FleetMemory> {
+async function look(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput, memory: FleetMemory, stats: WatchStats, tellZones?: TellZones): Promise<FleetMemory> {
   const log = Context.current().log;
   const nowMs = Date.now();
   const listing = await provider.listFleet();
@@ -84,6 +89,11 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
     }
   }
   const absorbed = absorbLook(plan.memory, results, nowMs);
+  const preemptions = tellZones ? fleetPreemptions(memory, absorbed, listing, nowMs) : [];
+  if (preemptions.length > 0) {
+    // The zone memory is a prior, not the runs' news: a failure here costs only that.
+    await tellZones!(preemptions).catch((err: unknown) => log.warn('could not tell the zone memory of preemptions', { preemptions: preemptions.length, error: String(err) }));
+  }
   const due = observationsDue(absorbed, nowMs, input.settings);
   const delivered: string[] = [];
   await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
@@ -104,7 +114,7 @@ function preemptionLookups(provider: ComputeProvider, refs: ResourceRef[]): numb
   return provider.backend === 'gce' ? new Set(refs.map((r) => r.zone)).size : refs.length;
 }
 
-export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput): Promise<WatchFleetResult> {
+export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput, tellZones?: TellZones): Promise<WatchFleetResult> {
   const context = Context.current();
   // A retry resumes from the last heartbeat; a new call from the previous call's result.
   const resumed = context.info.heartbeatDetails as WatchFleetResult | undefined;
@@ -120,7 +130,7 @@ export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun
     for (let next = Date.now(); ; ) {
       stats.looks++;
       try {
-        memory = await look(provider, signalRun, input, memory, stats);
+        memory = await look(provider, signalRun, input, memory, stats, tellZones);
         carried = carry(memory);
       } catch (err) {
         stats.failedLooks++;

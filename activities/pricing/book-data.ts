@@ -5,7 +5,7 @@
  * not prices, and come from config/catalog.ts; every price comes from the book.
  */
 import { readSku, RateModel, type SkuLike } from '../../config/billing-skus';
-import { baseRates, componentsOf, defaultCatalog, hasBuiltInAccelerators, machineTypeFor, quotaMetric, rateIn, type Catalog, type RateKey } from '../../config/catalog';
+import { baseRates, componentsOf, defaultCatalog, flexRateIn, hasBuiltInAccelerators, machineTypeFor, quotaMetric, rateIn, type Catalog, type RateKey } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import { PriceSource, type PriceBookData, type PriceStamp } from '../../workflows/pricing-book/contract';
 
@@ -71,7 +71,10 @@ export function bookFromCatalog(catalog: Catalog = defaultCatalog): PriceBookDat
   for (const region of Object.keys(catalog.regions)) {
     regions[region] = keys.flatMap((key) => [rateIn(region, key, false, catalog) ?? null, rateIn(region, key, true, catalog) ?? null]);
   }
-  return { asOf: catalog.pricesAsOf, source: PriceSource.Catalog, keys, regions };
+  const flex: Record<string, (number | null)[]> = {};
+  for (const region of Object.keys(catalog.regions)) flex[region] = keys.map((key) => flexRateIn(region, key, catalog) ?? null);
+  const anyFlex = Object.values(flex).some((row) => row.some((rate) => rate !== null));
+  return { asOf: catalog.pricesAsOf, source: PriceSource.Catalog, keys, regions, ...(anyFlex ? { flex } : {}) };
 }
 
 function round6(usd: number): number {
@@ -87,13 +90,14 @@ export function bookPriceBook(data: PriceBookData, stamp: PriceStamp, catalog: C
     quotaMetric: (accelerator) => quotaMetric(accelerator, catalog),
     hasBuiltInAccelerators: (machineType) => hasBuiltInAccelerators(machineType, catalog),
     pricePerHour(query) {
-      const row = data.regions[query.region];
+      // Flex-start rates have one column per key; a book without them prices no flex-start.
+      const row = query.flexStart ? data.flex?.[query.region] : data.regions[query.region];
       const parts = row && componentsOf(query, catalog);
       if (!parts) return undefined;
       let usd = 0;
       for (const part of parts) {
         const at = column.get(part.key satisfies RateKey);
-        const rate = at === undefined ? undefined : row[2 * at + (query.spot ? 1 : 0)];
+        const rate = at === undefined ? undefined : query.flexStart ? row[at] : row[2 * at + (query.spot ? 1 : 0)];
         if (rate === undefined || rate === null) return undefined;
         usd += part.quantity * rate;
       }

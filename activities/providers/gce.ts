@@ -4,7 +4,8 @@
  * emulator; only the client options differ (see `gceClientOptions`).
  *
  * Errors are translated here, once, into Sterna's failure types:
- *   ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] -> Stockout
+ *   ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS] -> Stockout (FlexStartWaitExpired for a
+ *     flex-start VM: its request waited its whole window for capacity, then GCE failed it)
  *   QUOTA_EXCEEDED                              -> QuotaExceeded
  *   TERMINATED before RUNNING                   -> Preempted
  *   409 on insert, labels not ours              -> ResourceConflict
@@ -22,6 +23,7 @@ import {
   ZonesClient,
   type protos,
 } from '@google-cloud/compute';
+import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
 import { isOwnedBy } from '../../workflows/naming';
@@ -105,6 +107,8 @@ const RUN_ID_ATTRIBUTE = 'sterna-run-id';
 const MIN_TIME_LIMIT_MS = 40_000;
 const MAX_TIME_LIMIT_MS = 120 * 24 * 3600 * 1000;
 const DEFAULT_POWER_OFF_AFTER_SECONDS = 600;
+/** Expected flex-start wait for a GPU type the catalog has no figure for (an assumption). */
+const FLEX_START_DEFAULT_WAIT_SECONDS = 1800;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
@@ -241,13 +245,17 @@ export class GceProvider implements ComputeProvider {
         let priced = false;
         for (const model of request.provisioningModels) {
           const spot = model === 'SPOT';
-          const price = prices.pricePerHour({ region, machineType, accelerator: type, count, spot });
+          const flexStart = model === 'FLEX_START';
+          // Flex-start is priced only where it is sold (accelerator-optimized machine types).
+          const price = prices.pricePerHour({ region, machineType, accelerator: type, count, spot, ...(flexStart ? { flexStart } : {}) });
           if (price === undefined || onDemand === undefined) continue;
-          priced = true;
+          if (!flexStart) priced = true;
           const metric = prices.quotaMetric(type);
-          const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
+          // Flex-start VMs consume preemptible quota, as spot VMs do.
+          const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot || flexStart ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
           const quotaAvailable = !quota || (quota.limit ?? 0) - (quota.usage ?? 0) >= count;
-          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable, ...stamp });
+          const wait = flexStart ? { expectedWaitSeconds: FLEX_START_EXPECTED_WAIT_SECONDS[type] ?? FLEX_START_DEFAULT_WAIT_SECONDS } : {};
+          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable, ...stamp, ...wait });
         }
         if (!priced) unpriced.push({ zone, accelerator: type, machineType });
       }
@@ -275,6 +283,7 @@ export class GceProvider implements ComputeProvider {
     const spot = offer.provisioningModel === 'SPOT';
     const limit = { terminationTime: terminationTime(request.releaseBy, Date.now()) };
     return {
+      ...(offer.provisioningModel === 'FLEX_START' ? flexStartFields(request) : {}),
       name: request.name,
       machineType: `zones/${offer.zone}/machineTypes/${offer.machineType}`,
       labels: request.labels,
@@ -284,9 +293,12 @@ export class GceProvider implements ComputeProvider {
       // serves both preemption and the time limit: spot VMs STOP (the ledger reads a
       // preempted VM's lastStopTimestamp; a stopped VM bills only its disk, which the
       // reaper deletes), on-demand VMs are DELETEd at their limit.
-      scheduling: spot
-        ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit }
-        : { provisioningModel: 'STANDARD', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit },
+      scheduling:
+        offer.provisioningModel === 'FLEX_START'
+          ? flexStartScheduling(request)
+          : spot
+            ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit }
+            : { provisioningModel: 'STANDARD', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false, ...limit },
       guestAccelerators: this.options.prices.hasBuiltInAccelerators(offer.machineType)
         ? []
         : [{ acceleratorType: `zones/${offer.zone}/acceleratorTypes/${offer.accelerator}`, acceleratorCount: offer.acceleratorCount }],
@@ -316,7 +328,7 @@ export class GceProvider implements ComputeProvider {
       const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }), this.insertTimeoutMs, signal);
       onProgress('inserting');
       abortIfAsked(signal);
-      await this.waitForOperation(zone, operationName(op), onProgress, signal);
+      await this.waitForOperation(zone, operationName(op), onProgress, signal, request.offer.provisioningModel === 'FLEX_START');
     } catch (err) {
       if (signal?.aborted) throw err;
       // The region's cached quotas said there was room; the next placement reads them again.
@@ -346,7 +358,7 @@ export class GceProvider implements ComputeProvider {
   }
 
   /** Waits for a zone operation and throws its error, translated, if it failed. */
-  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void, signal?: AbortSignal): Promise<IOperation> {
+  private async waitForOperation(zone: string, operation: string, onProgress: (status: string) => void, signal?: AbortSignal, flexStart = false): Promise<IOperation> {
     const { project } = this.options;
     for (;;) {
       abortIfAsked(signal);
@@ -355,7 +367,7 @@ export class GceProvider implements ComputeProvider {
       onProgress(`operation ${String(op.status)}`);
       if (op.status === 'DONE') {
         const errors = op.error?.errors ?? [];
-        if (errors.length > 0) throw translateOperationErrors(zone, errors);
+        if (errors.length > 0) throw translateOperationErrors(zone, errors, flexStart);
         return op;
       }
     }
@@ -493,6 +505,8 @@ export class GceProvider implements ComputeProvider {
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
             createdAt: instance.creationTimestamp ?? undefined,
+            accelerator: instance.guestAccelerators?.[0]?.acceleratorType?.split('/').pop() ?? undefined,
+            provisioningModel: instance.scheduling?.provisioningModel === 'SPOT' ? 'SPOT' : instance.scheduling?.provisioningModel === 'STANDARD' ? 'STANDARD' : undefined,
           });
         }
       }
@@ -538,6 +552,31 @@ export function terminationTime(releaseBy: string | undefined, nowMs: number): s
   return new Date(at).toISOString();
 }
 
+/**
+ * The flex-start VM's scheduling: GCE stops it (STOP, so the ledger reads its
+ * lastStopTimestamp, as for spot) at `maxRunDuration`, which counts from when it starts
+ * running; `maxRunDuration` and `terminationTime` exclude each other, and the run
+ * duration is already bounded by the run's VM-side limit (run/flex-start.ts).
+ */
+function flexStartScheduling(request: ProvisionRequest): NonNullable<IInstance['scheduling']> {
+  const terms = request.flexStart;
+  if (!terms) throw new Error(`flex-start offer for ${request.name} without flex-start terms`);
+  return {
+    provisioningModel: 'FLEX_START',
+    instanceTerminationAction: 'STOP',
+    onHostMaintenance: 'TERMINATE',
+    automaticRestart: false,
+    maxRunDuration: { seconds: String(terms.maxRunDurationSeconds) },
+  };
+}
+
+/** How long the request may wait for capacity, and no reservation: flex-start capacity comes from DWS. */
+function flexStartFields(request: ProvisionRequest): Pick<IInstance, 'params' | 'reservationAffinity'> {
+  const terms = request.flexStart;
+  if (!terms) throw new Error(`flex-start offer for ${request.name} without flex-start terms`);
+  return { params: { requestValidForDuration: { seconds: String(terms.maxWaitSeconds) } }, reservationAffinity: { consumeReservationType: 'NO_RESERVATION' } };
+}
+
 function abortIfAsked(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new Error('provision cancelled');
 }
@@ -548,9 +587,13 @@ function operationName(op: unknown): string {
   return name;
 }
 
-function translateOperationErrors(zone: string, errors: { code?: string | null; message?: string | null }[]): Error {
+function translateOperationErrors(zone: string, errors: { code?: string | null; message?: string | null }[], flexStart: boolean): Error {
   const codes = errors.map((e) => e.code ?? '');
   const message = errors.map((e) => `${e.code}: ${e.message}`).join('; ');
+  // A flex-start insert stays open while its request waits; a capacity error ends the wait.
+  if (flexStart && codes.some((c) => STOCKOUT_CODES.has(c))) {
+    return failure(FailureType.FlexStartWaitExpired, `no flex-start (DWS) capacity in ${zone} within the request's wait: ${message}`, { zone, codes });
+  }
   if (codes.some((c) => STOCKOUT_CODES.has(c))) return failure(FailureType.Stockout, `no capacity in ${zone}: ${message}`, { zone, codes });
   if (codes.some((c) => QUOTA_CODES.has(c))) return failure(FailureType.QuotaExceeded, `quota exceeded for ${zone}: ${message}`, { zone, codes });
   return new Error(`GCE operation failed in ${zone}: ${message}`);

@@ -30,16 +30,29 @@
  * The Job's `podFailurePolicy` ignores DisruptionTarget failures, so a disrupted pod does
  * not fail the Job; the workflow, which owns retries and zone failover, releases the Job
  * and places the next attempt itself.
+ *
+ * Flex-start (queued provisioning, Dynamic Workload Scheduler): an attempt is three
+ * objects of one name: the Job (created suspended), a PodTemplate with the Job's pod
+ * spec, and a ProvisioningRequest (autoscaling.x-k8s.io/v1, class
+ * `queued-provisioning.gke.io`, `maxRunDurationSeconds`) for one such pod. The Job is
+ * admitted (unsuspended) once the request is Provisioned; its pod consumes the request
+ * (annotations), selects the flex-start pool and tolerates its `gke-queued` taint.
+ *   request Failed, BookingExpired, or not Provisioned within the wait -> FlexStartWaitExpired
+ * Release deletes all three. A flex-start node is never preempted: its pod losing its
+ * node is the run duration's end, not a preemption.
  */
 import {
   BatchV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   KubeConfig,
   Watch,
   type V1EnvVar,
   type V1Job,
   type V1Pod,
+  type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
+import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import type { GkeConfig } from '../../config/worker-config';
 import { failure, FailureType } from '../../workflows/failures';
@@ -86,7 +99,7 @@ export interface GkeProviderOptions {
    * pod asks): a pool with no node right now is invisible in the Kubernetes API, so it
    * is declared here (from `gcloud container node-pools list`) to be offered anyway.
    */
-  nodePools?: { name: string; zones: string[]; accelerator: string; gpusPerNode: number; spot: boolean; machineType?: string }[];
+  nodePools?: { name: string; zones: string[]; accelerator: string; gpusPerNode: number; spot: boolean; machineType?: string; flexStart?: boolean }[];
   pollIntervalMs?: number;
   storageUriForVm?: (uri: string) => string;
 }
@@ -112,6 +125,22 @@ const ZONE_LABEL = 'topology.kubernetes.io/zone';
 const ACCELERATOR_LABEL = 'cloud.google.com/gke-accelerator';
 const SPOT_LABEL = 'cloud.google.com/gke-spot';
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
+/** GKE's flex-start node label and queued-provisioning taint, and the ProvisioningRequest API. */
+const FLEX_START_LABEL = 'cloud.google.com/gke-flex-start';
+const QUEUED_TAINT = 'cloud.google.com/gke-queued';
+const QUEUED_CLASS = 'queued-provisioning.gke.io';
+const CONSUME_ANNOTATION = 'autoscaling.x-k8s.io/consume-provisioning-request';
+const CLASS_ANNOTATION = 'autoscaling.x-k8s.io/provisioning-class-name';
+/** On the Job: the attempt's ProvisioningRequest and PodTemplate, which release deletes with it. */
+const REQUEST_ANNOTATION = 'sterna/provisioning-request';
+const PROVISIONING_REQUESTS = { group: 'autoscaling.x-k8s.io', version: 'v1', plural: 'provisioningrequests' } as const;
+/** Expected flex-start wait for a GPU type the catalog has no figure for (an assumption). */
+const FLEX_START_DEFAULT_WAIT_SECONDS = 1800;
+
+interface ProvisioningRequestObject {
+  metadata?: { uid?: string; labels?: Record<string, string> };
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
 
 /** What one node (or one zone of a declared node pool) can hold. */
 interface PoolShape {
@@ -120,6 +149,7 @@ interface PoolShape {
   gpus: number;
   spot: boolean;
   machineType?: string;
+  flexStart?: boolean;
 }
 
 function round6(usd: number): number {
@@ -170,6 +200,7 @@ export class GkeProvider implements ComputeProvider {
   readonly backend = 'gke' as const;
   private readonly core: CoreV1Api;
   private readonly batch: BatchV1Api;
+  private readonly custom: CustomObjectsApi;
   /** The newest state of every Sterna pod, fed by one watch. */
   private readonly pods = new Map<string, V1Pod>();
   private watching?: Promise<unknown>;
@@ -182,6 +213,7 @@ export class GkeProvider implements ComputeProvider {
   constructor(private readonly options: GkeProviderOptions) {
     this.core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.batch = options.kubeConfig.makeApiClient(BatchV1Api);
+    this.custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
     this.pollMs = options.pollIntervalMs ?? 1000;
   }
 
@@ -264,19 +296,20 @@ export class GkeProvider implements ComputeProvider {
       const labels = node.metadata?.labels ?? {};
       const zone = labels[ZONE_LABEL];
       const accelerator = labels[ACCELERATOR_LABEL];
-      if (!zone || !accelerator || node.spec?.unschedulable) continue;
+      // A flex-start node belongs to the request that brought it: it is not capacity to offer.
+      if (!zone || !accelerator || node.spec?.unschedulable || labels[FLEX_START_LABEL] === 'true') continue;
       const gpus = Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? 0);
       pools.push({ zone, accelerator, gpus, spot: labels[SPOT_LABEL] === 'true', machineType: labels[INSTANCE_TYPE_LABEL] });
     }
     for (const pool of this.options.nodePools ?? []) {
-      for (const zone of pool.zones) pools.push({ zone, accelerator: pool.accelerator, gpus: pool.gpusPerNode, spot: pool.spot, machineType: pool.machineType });
+      for (const zone of pool.zones) pools.push({ zone, accelerator: pool.accelerator, gpus: pool.gpusPerNode, spot: pool.spot, machineType: pool.machineType, flexStart: pool.flexStart });
     }
     const best = new Map<string, Offer>();
     const unpriced = new Map<string, UnpricedZone>();
     const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
     for (const pool of pools) {
       const { zone, accelerator, spot } = pool;
-      const model = spot ? 'SPOT' : 'STANDARD';
+      const model = pool.flexStart ? 'FLEX_START' : spot ? 'SPOT' : 'STANDARD';
       const region = regionOf(zone);
       if (!request.provisioningModels.includes(model)) continue;
       if (request.zones?.deny?.includes(zone) || (request.zones?.allow && !request.zones.allow.includes(zone))) continue;
@@ -293,7 +326,8 @@ export class GkeProvider implements ComputeProvider {
         }
         const known = best.get(key);
         if (known && known.pricePerHour <= priced.pricePerHour) continue;
-        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced, ...stamp });
+        const wait = pool.flexStart ? { expectedWaitSeconds: FLEX_START_EXPECTED_WAIT_SECONDS[accelerator] ?? FLEX_START_DEFAULT_WAIT_SECONDS } : {};
+        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced, ...stamp, ...wait });
       }
     }
     for (const key of best.keys()) unpriced.delete(key);
@@ -302,9 +336,10 @@ export class GkeProvider implements ComputeProvider {
 
   private priceShare(prices: PriceBook, wanted: string | undefined, pool: PoolShape, region: string, count: number): Pick<Offer, 'machineType' | 'pricePerHour' | 'onDemandPricePerHour'> | undefined {
     const { accelerator, spot } = pool;
+    const flexStart = pool.flexStart ? { flexStart: true } : {};
     if (pool.machineType && (!wanted || wanted === pool.machineType)) {
       const query = { region, machineType: pool.machineType, accelerator, count: pool.gpus };
-      const price = prices.pricePerHour({ ...query, spot });
+      const price = prices.pricePerHour({ ...query, spot, ...flexStart });
       const onDemand = prices.pricePerHour({ ...query, spot: false });
       if (price !== undefined && onDemand !== undefined) {
         const share = count / pool.gpus;
@@ -314,7 +349,7 @@ export class GkeProvider implements ComputeProvider {
     if (wanted && pool.machineType && wanted !== pool.machineType) return undefined;
     const machineType = wanted ?? prices.machineTypeFor(accelerator, count);
     if (!machineType) return undefined;
-    const price = prices.pricePerHour({ region, machineType, accelerator, count, spot });
+    const price = prices.pricePerHour({ region, machineType, accelerator, count, spot, ...flexStart });
     const onDemand = prices.pricePerHour({ region, machineType, accelerator, count, spot: false });
     if (price === undefined || onDemand === undefined) return undefined;
     return { machineType, pricePerHour: price, onDemandPricePerHour: onDemand };
@@ -332,15 +367,19 @@ export class GkeProvider implements ComputeProvider {
       dataCacheUri: request.agent.dataCacheUri && mapUri(request.agent.dataCacheUri),
     });
     const spot = offer.provisioningModel === 'SPOT';
+    const flex = offer.provisioningModel === 'FLEX_START';
     const gpus = String(offer.acceleratorCount);
     const nodeSelector: Record<string, string> = { [ACCELERATOR_LABEL]: offer.accelerator, [ZONE_LABEL]: offer.zone };
     if (spot) nodeSelector[SPOT_LABEL] = 'true';
+    if (flex) nodeSelector[FLEX_START_LABEL] = 'true';
     const labels = { ...request.labels, 'sterna-managed': 'true' };
     return {
       apiVersion: 'batch/v1',
       kind: 'Job',
-      metadata: { name: request.name, namespace: this.namespace, labels },
+      metadata: { name: request.name, namespace: this.namespace, labels, ...(flex ? { annotations: { [REQUEST_ANNOTATION]: request.name } } : {}) },
       spec: {
+        // A flex-start Job waits, suspended, until its ProvisioningRequest is Provisioned.
+        ...(flex ? { suspend: true } : {}),
         // The workflow owns retries and zone failover; the Job runs its pod once.
         backoffLimit: 0,
         // Bounded even if nothing releases it: the Job controller stops its pod at the
@@ -349,7 +388,7 @@ export class GkeProvider implements ComputeProvider {
         ttlSecondsAfterFinished: FINISHED_JOB_TTL_SECONDS,
         podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] }] },
         template: {
-          metadata: { labels },
+          metadata: { labels, ...(flex ? { annotations: { [CONSUME_ANNOTATION]: request.name, [CLASS_ANNOTATION]: QUEUED_CLASS } } : {}) },
           spec: {
             restartPolicy: 'Never',
             ...(this.options.serviceAccountName ? { serviceAccountName: this.options.serviceAccountName } : {}),
@@ -360,6 +399,7 @@ export class GkeProvider implements ComputeProvider {
             tolerations: [
               { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
               ...(spot ? [{ key: SPOT_LABEL, operator: 'Equal', value: 'true', effect: 'NoSchedule' }] : []),
+              ...(flex ? [{ key: QUEUED_TAINT, operator: 'Exists', effect: 'NoSchedule' }] : []),
             ],
             containers: [
               {
@@ -398,14 +438,17 @@ export class GkeProvider implements ComputeProvider {
     }
     const pendingSeconds = this.options.pendingTimeoutSeconds ?? 300;
     const startupSeconds = this.options.startupTimeoutSeconds ?? 900;
-    const started = Date.now();
-    let scheduledAt: number | undefined;
     const giveUp = async (type: FailureType, message: string): Promise<never> => {
       // Clean up now: the workflow moves on to the next offer (or fails the run).
       await this.release({ ref, owner: request.owner, createMayBeInFlight: false });
       throw failure(type, message);
     };
+    const flex = request.offer.provisioningModel === 'FLEX_START';
+    if (flex) await this.awaitProvisioned(request, onProgress, giveUp);
+    const started = Date.now();
+    let scheduledAt: number | undefined;
     for (;;) {
+      if (flex) await this.checkBooking(request, giveUp);
       const [pod] = await this.podsOf(request.name);
       const phase = pod?.status?.phase;
       const waiting = pod && waitingReason(pod);
@@ -442,6 +485,50 @@ export class GkeProvider implements ComputeProvider {
     }
   }
 
+  /** The PodTemplate and ProvisioningRequest of a flex-start attempt (idempotent), then its Job admitted once Provisioned. */
+  private async awaitProvisioned(request: ProvisionRequest, onProgress: (status: string) => void, giveUp: (type: FailureType, message: string) => Promise<never>): Promise<void> {
+    const terms = request.flexStart;
+    if (!terms) throw new Error(`flex-start offer for ${request.name} without flex-start terms`);
+    const job = this.jobManifest(request);
+    const labels = job.metadata!.labels!;
+    const template: V1PodTemplateSpec = job.spec!.template;
+    await this.core.createNamespacedPodTemplate({ namespace: this.namespace, body: { metadata: { name: request.name, labels }, template } }).catch(ignoreStatus(409));
+    const body = {
+      apiVersion: `${PROVISIONING_REQUESTS.group}/${PROVISIONING_REQUESTS.version}`,
+      kind: 'ProvisioningRequest',
+      metadata: { name: request.name, labels },
+      spec: {
+        provisioningClassName: QUEUED_CLASS,
+        parameters: { maxRunDurationSeconds: String(terms.maxRunDurationSeconds) },
+        podSets: [{ count: 1, podTemplateRef: { name: request.name } }],
+      },
+    };
+    await this.custom.createNamespacedCustomObject({ ...PROVISIONING_REQUESTS, namespace: this.namespace, body }).catch(ignoreStatus(409));
+    const waitUntil = Date.now() + terms.maxWaitSeconds * 1000;
+    for (;;) {
+      const conditions = await this.checkBooking(request, giveUp);
+      if (conditions.some((c) => c.type === 'Provisioned' && c.status === 'True')) break;
+      onProgress(conditions.some((c) => c.type === 'Accepted' && c.status === 'True') ? 'waiting for DWS capacity (Accepted)' : 'waiting for DWS capacity');
+      if (Date.now() > waitUntil) await giveUp(FailureType.FlexStartWaitExpired, `ProvisioningRequest ${request.name} was not Provisioned in ${request.offer.zone} within ${terms.maxWaitSeconds} s`);
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+    const current = await this.batch.readNamespacedJob({ name: request.name, namespace: this.namespace });
+    if (current.spec?.suspend) {
+      current.spec.suspend = false;
+      await this.batch.replaceNamespacedJob({ name: request.name, namespace: this.namespace, body: current });
+    }
+    onProgress('admitted: ProvisioningRequest Provisioned');
+  }
+
+  /** The request's conditions; a Failed request or an expired booking ends the attempt, named. */
+  private async checkBooking(request: ProvisionRequest, giveUp: (type: FailureType, message: string) => Promise<never>): Promise<{ type: string; status: string; reason?: string; message?: string }[]> {
+    const pr = (await this.custom.getNamespacedCustomObject({ ...PROVISIONING_REQUESTS, namespace: this.namespace, name: request.name })) as ProvisioningRequestObject;
+    const conditions = pr.status?.conditions ?? [];
+    const ended = conditions.find((c) => (c.type === 'Failed' || c.type === 'BookingExpired') && c.status === 'True');
+    if (ended) await giveUp(FailureType.FlexStartWaitExpired, `ProvisioningRequest ${request.name} in ${request.offer.zone}: ${ended.type} (${ended.reason ?? ''}: ${ended.message ?? ''})`);
+    return conditions;
+  }
+
   async observe(ref: ResourceRef): Promise<AgentSnapshot> {
     const pods = await this.podsOf(ref.name);
     const pod = pods[0];
@@ -452,7 +539,9 @@ export class GkeProvider implements ComputeProvider {
     const values: Record<string, string> = {};
     for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) if (key.startsWith('sterna/')) values[key.slice('sterna/'.length)] = value;
     const nodeGone = pod.spec?.nodeName ? !(await this.nodeExists(pod.spec.nodeName)) : false;
-    const preempted = podDisrupted(pod) || (nodeGone && pod.status?.phase !== 'Succeeded');
+    // A flex-start node is never preempted: when it goes, its run duration is over.
+    const flex = Boolean(pod.metadata?.annotations?.[CONSUME_ANNOTATION]);
+    const preempted = !flex && (podDisrupted(pod) || (nodeGone && pod.status?.phase !== 'Succeeded'));
     const phase = pod.status?.phase;
     const lifecycle = phase === 'Running' ? (preempted ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
     const { noticed: _gceOnly, ...agent } = parseAgentValues(values);
@@ -485,7 +574,18 @@ export class GkeProvider implements ComputeProvider {
       if (!isStatus(err, 404)) throw err;
     }
     if (result.startedAt) result.stoppedAt = toIso(terminated?.finishedAt) ?? new Date().toISOString();
+    const flexRequest = job.metadata?.annotations?.[REQUEST_ANNOTATION];
+    if (flexRequest) await this.releaseBooking(flexRequest, owner);
     return result;
+  }
+
+  /** Deletes a flex-start attempt's ProvisioningRequest and PodTemplate, each only if ours. */
+  private async releaseBooking(name: string, owner: ReleaseRequest['owner']): Promise<void> {
+    const where = { ...PROVISIONING_REQUESTS, namespace: this.namespace, name };
+    const pr = (await this.custom.getNamespacedCustomObject(where).catch(ignoreStatus(404))) as ProvisioningRequestObject | undefined;
+    if (pr && isOwnedBy(pr.metadata?.labels, owner)) await this.custom.deleteNamespacedCustomObject(where).catch(ignoreStatus(404));
+    const template = await this.core.readNamespacedPodTemplate({ name, namespace: this.namespace }).catch(ignoreStatus(404));
+    if (template && isOwnedBy(template.metadata?.labels, owner)) await this.core.deleteNamespacedPodTemplate({ name, namespace: this.namespace }).catch(ignoreStatus(404));
   }
 
   async listRunResources(runId: string): Promise<ResourceRef[]> {
@@ -530,6 +630,8 @@ export class GkeProvider implements ComputeProvider {
         lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
         // The pod comes seconds after its Job; both are the attempt's.
         createdAt: toIso(pod.metadata?.creationTimestamp),
+        accelerator: pod.spec?.nodeSelector?.[ACCELERATOR_LABEL],
+        provisioningModel: pod.spec?.nodeSelector?.[SPOT_LABEL] === 'true' ? 'SPOT' : 'STANDARD',
       });
     }
     return resources;
@@ -566,6 +668,14 @@ function agentAnnotations(pod: V1Pod): Record<string, string> {
   const values: Record<string, string> = {};
   for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) if (key.startsWith('sterna/')) values[key.slice('sterna/'.length)] = value;
   return values;
+}
+
+/** A catch handler that turns one HTTP status into `undefined` and rethrows anything else. */
+function ignoreStatus(code: number): (err: unknown) => undefined {
+  return (err) => {
+    if (isStatus(err, code)) return undefined;
+    throw err;
+  };
 }
 
 function toIso(value: Date | string | undefined): string | undefined {

@@ -27,6 +27,9 @@ export interface FleetResource {
   lastStopAt?: string;
   /** When the resource was created (the reaper's grace period counts from it). */
   createdAt?: string;
+  /** What it runs on, when the listing says (the zone memory files preemptions by it). */
+  accelerator?: string;
+  provisioningModel?: 'SPOT' | 'STANDARD';
 }
 
 export interface ComputeProvider {

@@ -6,8 +6,9 @@
  * The model, stated so a reader can check it:
  * - Work: `time.expectedDuration` is on the first accelerator choice; another choice
  *   takes it scaled by relative throughput (plan/throughput.ts).
- * - Spot preemptions arrive as a Poisson process of rate λ per hour per zone (the
- *   project's zone memory when given, else PRIOR_PREEMPTIONS_PER_HOUR). Each costs the
+ * - Spot preemptions arrive as a Poisson process of rate λ per hour per zone and
+ *   accelerator (the project's zone memory where it has seen spot hours there, else
+ *   PRIOR_PREEMPTIONS_PER_HOUR). Each costs the
  *   work since the last checkpoint (half an interval on average) plus a restart
  *   (RESTART_SECONDS: provision, stage, resume). Expected hours = work / (1 - λ·loss).
  * - Risk: the chance that more preemptions come than the slack before the deadline
@@ -20,6 +21,7 @@ import { nextCandidate } from '../run/machine';
 import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
+import { zonePrior, type ZoneMemory } from '../zones/memory';
 import { throughputOf, type ThroughputSource } from './throughput';
 import { checkpointInterval } from '../run/checkpoint-interval';
 
@@ -32,8 +34,8 @@ export interface PlanInputs {
   spec: RunSpec;
   offers: readonly Offer[];
   nowMs: number;
-  /** Spot preemptions per hour by zone, from what the project has seen; other zones get the prior. */
-  preemptionsPerHour?: Readonly<Record<string, number>>;
+  /** What the project has seen (its zone memory): observed preemption rates, and placement's own prior. */
+  memory?: ZoneMemory;
 }
 
 export interface PlanRow {
@@ -70,7 +72,7 @@ export interface Plan {
   deadline?: string;
 }
 
-export function predictPlan({ spec, offers, nowMs, preemptionsPerHour = {} }: PlanInputs): Plan {
+export function predictPlan({ spec, offers, nowMs, memory }: PlanInputs): Plan {
   const expected = spec.time.expectedDuration;
   const reference = spec.resources.accelerators[0];
   const own = spec.time.relativeThroughput;
@@ -79,7 +81,7 @@ export function predictPlan({ spec, offers, nowMs, preemptionsPerHour = {} }: Pl
   // The interval each attempt would get in that zone (a pinned one, or the policy's).
   const lossHoursAt = (rate: number) =>
     (checkpointInterval({ preemptionsPerHour: rate, pinnedSeconds: spec.checkpoint.interval, capSeconds: spec.checkpoint.maxInterval }).seconds / 2 + RESTART_SECONDS) / 3600;
-  const pick = firstChoice(spec, offers, nowMs);
+  const pick = firstChoice(spec, offers, nowMs, memory);
   const rows: PlanRow[] = [];
   const unpredictable = new Set<string>();
   for (const offer of offers) {
@@ -90,7 +92,7 @@ export function predictPlan({ spec, offers, nowMs, preemptionsPerHour = {} }: Pl
     }
     const workHours = ((expected / 3600) * referenceThroughput.value) / throughput.value;
     const spot = offer.provisioningModel === 'SPOT';
-    const observed = preemptionsPerHour[offer.zone];
+    const observed = memory ? zonePrior(memory, { zone: offer.zone, accelerator: offer.accelerator, model: offer.provisioningModel }, nowMs).preemptionsPerHour : undefined;
     const rate = spot ? (observed ?? PRIOR_PREEMPTIONS_PER_HOUR) : 0;
     const lossHours = lossHoursAt(rate);
     const lostShare = rate * lossHours;
@@ -140,9 +142,10 @@ export function missRisk(slackHours: number, meanPreemptions: number, lossHours:
 }
 
 /** What the run would try first with these offers: the machine's own choice, on a fresh state. */
-function firstChoice(spec: RunSpec, offers: readonly Offer[], nowMs: number): Offer | undefined {
+function firstChoice(spec: RunSpec, offers: readonly Offer[], nowMs: number, memory: ZoneMemory | undefined): Offer | undefined {
   const state = startingState(spec, 'plan', nowMs);
   state.placement = { offers: [...offers], tried: [] };
+  state.zoneMemory = memory;
   return nextCandidate(state, spec, nowMs);
 }
 

@@ -10,6 +10,7 @@ import { nonRetryableFailureTypes } from '../failures';
 import type { PriceStamp } from '../pricing-book/contract';
 import { capacityRequest } from '../run/requests';
 import { parseSpec } from '../spec';
+import type { ZoneActivities } from '../zones/contract';
 import { predictPlan, type Plan } from './predict';
 
 export interface PlanResult extends Plan {
@@ -19,14 +20,18 @@ export interface PlanResult extends Plan {
   unpriced: UnpricedZone[];
 }
 
-const { findCapacity } = proxyActivities<SternaActivities>({
+const { findCapacity, readZoneMemory } = proxyActivities<SternaActivities & ZoneActivities>({
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [...nonRetryableFailureTypes] },
 });
 
 export async function planRun(input: unknown): Promise<PlanResult> {
   const spec = parseSpec(input, { nowMs: Date.now() });
-  const found = await findCapacity(capacityRequest(spec));
+  // The memory is a prior, not a requirement: a worker that keeps none plans without it.
+  const [found, memory] = await Promise.all([
+    findCapacity(capacityRequest(spec)),
+    readZoneMemory({ backend: spec.backend, accelerators: spec.resources.accelerators.map((a) => a.type) }).catch(() => undefined),
+  ]);
   const nowMs = Date.now();
-  return { ...predictPlan({ spec, offers: found.offers, nowMs }), at: new Date(nowMs).toISOString(), prices: found.prices, unpriced: found.unpriced };
+  return { ...predictPlan({ spec, offers: found.offers, nowMs, memory }), at: new Date(nowMs).toISOString(), prices: found.prices, unpriced: found.unpriced };
 }

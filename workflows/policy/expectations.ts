@@ -4,7 +4,7 @@
  * seen now will go on. All in hours.
  */
 import type { Observation } from './types';
-import { type StatsTable, expectedRemainingHours, expectedUptimeHours, medianRemainingHours, runAgeHours } from './zone-stats';
+import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, medianRemainingHours, runAgeHours, survivalHours, upFraction } from './zone-stats';
 
 /** Mean spot run length in `zone` (pooled when `zone` is unseen), one preemption per horizon as the prior. */
 export function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
@@ -36,10 +36,42 @@ export function likelyRemainingUptimeHours(stats: StatsTable, obs: Observation, 
 /** Hours until `zone` has capacity again; with no longer outage on record, as long again as this one (Lindy). */
 export function remainingDowntimeHours(stats: StatsTable, obs: Observation, zone: string): number {
   const age = runAgeHours(stats, zone, obs.nowHours);
+  // An outage that has only just begun, with no outage on record, says nothing of its length.
+  if (stats.downRuns.length === 0 && age < obs.stepHours) return Infinity;
   return Math.max(obs.stepHours, expectedRemainingHours(stats.downRuns, age) ?? age);
 }
 
-/** Hours until some zone has capacity again. */
+/** Hours until some zone seen without capacity has it again (a zone not seen now tells nothing: Infinity). */
 export function remainingOutageHours(stats: StatsTable, obs: Observation): number {
-  return Math.min(...obs.zones.map((z) => remainingDowntimeHours(stats, obs, z.zone)));
+  return Math.min(...obs.zones.map((z) => (z.spotAvailable === false ? remainingDowntimeHours(stats, obs, z.zone) : Infinity)));
+}
+
+/**
+ * Chance that a zone not seen at this decision has spot capacity now: the run last seen
+ * there still going (from the pooled runs that lasted as long, or as long again with no
+ * such run on record), else the zones' share of time with capacity.
+ */
+export function availabilityChance(stats: StatsTable, obs: Observation, zone: string): number {
+  const share = upFraction(stats, obs.stepHours);
+  const s = stats.zones[zone];
+  if (s === undefined || s.last === null) return share;
+  const age = s.lastSeenHours - s.runStartHours + obs.stepHours;
+  const stale = Math.max(0, obs.nowHours - s.lastSeenHours);
+  const runs = s.last ? stats.upRuns : stats.downRuns;
+  const holds = survivalHours(runs, age, age + stale) ?? age / (age + stale);
+  return s.last ? holds + (1 - holds) * share : (1 - holds) * share;
+}
+
+/** Hours capacity found by a launch into an unwatched zone is expected (or, with `likely`, as likely as not) to last. */
+export function foundUptimeHours(stats: StatsTable, obs: Observation, zone: string, likely: boolean): number {
+  // Last seen without capacity: a run found now began since then, on average half that
+  // time ago, and a young run in a bursty market is most likely a blip.
+  const s = stats.zones[zone];
+  // With no run on record that lasted as long, as long again (Lindy).
+  if (likely && s?.last === false) {
+    const age = (obs.nowHours - s.lastSeenHours) / 2;
+    return Math.max(obs.stepHours, medianRemainingHours(stats.upRuns, age) ?? age);
+  }
+  const found = foundRemainingHours(stats, likely);
+  return Math.max(obs.stepHours, found ?? meanUptimeHours(stats, obs, zone));
 }

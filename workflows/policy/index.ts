@@ -14,6 +14,7 @@ import type { OnlinePolicy } from './types';
 import { type PolicyState, decide, initialState } from './sterna';
 
 export * from './types';
+export { type Sighting, type ZoneQuote, liveZones } from './live-view';
 export { type PolicyState, decide, initialState } from './sterna';
 
 export const sternaPolicy: OnlinePolicy<PolicyState> = { name: 'sterna', initialState, decide };

@@ -16,7 +16,7 @@
  * estimate from what this run has observed.
  */
 import { EPS_HOURS, cheapestOnDemand, isAvailable, onDemandAction, slackHours, withSafetyNet } from './deadline';
-import { likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
+import { availabilityChance, foundUptimeHours, likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
 import { type StatsTable, emptyStats, observe, runAgeHours } from './zone-stats';
@@ -29,16 +29,21 @@ export interface PolicyState {
   start: RunStart | null;
 }
 
-export function initialState(): PolicyState {
-  return { version: 1, stats: emptyStats(), start: null };
+/** `memory`: zone statistics from before this run, in the same shape (warm start); none for a cold one. */
+export function initialState(memory?: StatsTable): PolicyState {
+  return { version: 1, stats: memory ?? emptyStats(), start: null };
 }
 
 interface Candidate {
   zone: ZoneObservation;
   /** Expected hours the instance would run before a preemption. */
   uptimeHours: number;
-  /** Expected USD per hour of progress, the changeover and its slack included. */
+  /** Expected USD per hour of progress, the changeover and its slack included (a probe's divided by its chance). */
   score: number;
+  /** A zone not seen at this decision: launching there is a probe that may fail. */
+  probe: boolean;
+  /** Chance the launch finds capacity (1 for a zone seen with capacity). */
+  chance: number;
 }
 
 interface Context {
@@ -50,17 +55,25 @@ interface Context {
 }
 
 function candidateFor(stats: StatsTable, obs: Observation, zone: ZoneObservation, slackPrice: number): Candidate {
-  const uptimeHours = remainingUptimeHours(stats, obs, zone.zone);
+  const probe = zone.spotAvailable !== true;
+  const uptimeHours = probe ? foundUptimeHours(stats, obs, zone.zone, false) : remainingUptimeHours(stats, obs, zone.zone);
+  const chance = probe ? availabilityChance(stats, obs, zone.zone) : 1;
   const d = obs.changeoverHours;
-  const score = (zone.spotPrice * (uptimeHours + d) + slackPrice * d) / uptimeHours;
-  return { zone, uptimeHours, score };
+  const score = (zone.spotPrice * (uptimeHours + d) + slackPrice * d) / uptimeHours / Math.max(chance, EPS_HOURS);
+  return { zone, uptimeHours, score, probe, chance };
+}
+
+/** A zone whose launch failed at this very decision point is not worth a second try now. */
+function failedJustNow(stats: StatsTable, obs: Observation, zone: string): boolean {
+  const s = stats.zones[zone];
+  return s !== undefined && s.last === false && s.lastSeenHours >= obs.nowHours - EPS_HOURS;
 }
 
 function bestCandidate(stats: StatsTable, obs: Observation, slackPrice: number): Candidate | undefined {
-  // Zones not probed lately are worth trying only when no probed zone has capacity.
+  // Zones not seen now are worth a launch (a probe) only when no seen zone has capacity.
   const known = obs.zones.filter(isAvailable);
-  const pool = known.length > 0 ? known : obs.zones.filter((z) => z.spotAvailable === 'unknown' && stats.zones[z.zone]?.last !== false);
-  const scored = pool.map((z) => candidateFor(stats, obs, z, slackPrice));
+  const pool = known.length > 0 ? known : obs.zones.filter((z) => z.spotAvailable === 'unknown' && !failedJustNow(stats, obs, z.zone));
+  const scored = pool.map((z) => candidateFor(stats, obs, z, slackPrice)).filter((c) => c.chance > 0);
   return scored.reduce<Candidate | undefined>((best, c) => (best === undefined || c.score < best.score ? c : best), undefined);
 }
 
@@ -88,7 +101,7 @@ function fromSpot(ctx: Context, zone: string): Action {
   const here = ctx.obs.zones.find((z) => z.zone === zone);
   const stay: Action = { kind: ActionKind.Spot, zone };
   const c = ctx.best;
-  if (here === undefined || c === undefined || c.zone.zone === zone) return stay;
+  if (here === undefined || c === undefined || c.probe || c.zone.zone === zone) return stay;
   const overlap = Math.min(usefulHours(ctx, c), remainingUptimeHours(ctx.stats, ctx.obs, zone));
   const saving = (here.spotPrice - c.zone.spotPrice) * overlap;
   const changeover = ctx.obs.changeoverHours * (c.zone.spotPrice + ctx.budget.slackPrice);
@@ -102,11 +115,14 @@ function fromSpot(ctx: Context, zone: string): Action {
  */
 function fromOnDemand(ctx: Context, current: Action): Action {
   const c = ctx.best;
+  if (c === undefined) return current;
   // Capacity that has just appeared is most often a blip: wait to see it hold one step.
-  if (c === undefined || runAgeHours(ctx.stats, c.zone.zone, ctx.obs.nowHours) < ctx.obs.stepHours - EPS_HOURS) return current;
+  // Capacity a probe would find has no known age: count on what such finds have given.
+  if (!c.probe && runAgeHours(ctx.stats, c.zone.zone, ctx.obs.nowHours) < ctx.obs.stepHours - EPS_HOURS) return current;
   const d = ctx.obs.changeoverHours;
   const od = ctx.onDemand.onDemandPrice;
-  const likely = Math.min(likelyRemainingUptimeHours(ctx.stats, ctx.obs, c.zone.zone), ctx.obs.remainingWorkHours);
+  const run = c.probe ? foundUptimeHours(ctx.stats, ctx.obs, c.zone.zone, true) : likelyRemainingUptimeHours(ctx.stats, ctx.obs, c.zone.zone);
+  const likely = Math.min(run, ctx.obs.remainingWorkHours);
   const gain = (od - c.zone.spotPrice) * likely - 2 * od * d - 2 * d * ctx.budget.slackPrice;
   return gain > 0 ? spot(c) : current;
 }
@@ -133,10 +149,13 @@ function worthWaiting(ctx: Context, now: Candidate): boolean {
  * out its length plus one); otherwise cover it with on-demand.
  */
 function fromIdle(ctx: Context): Action {
-  const { obs, budget } = ctx;
-  if (ctx.best !== undefined) return budget.freeAfterPacedWait >= 0 && worthWaiting(ctx, ctx.best) ? idle : spot(ctx.best);
-  if (budget.freeAfterWaiting >= 0 || remainingOutageHours(ctx.stats, obs) <= obs.changeoverHours + EPS_HOURS) return idle;
-  return onDemandAction(obs, ctx.onDemand.zone);
+  const { obs, budget, best } = ctx;
+  if (best !== undefined && !best.probe) return budget.freeAfterPacedWait >= 0 && worthWaiting(ctx, best) ? idle : spot(best);
+  const wait = budget.freeAfterWaiting >= 0 || remainingOutageHours(ctx.stats, obs) <= obs.changeoverHours + EPS_HOURS;
+  // A failed launch costs at most the step a wait would, so a wait is spent probing;
+  // instead of on-demand, a probe is worth it when it more likely than not finds capacity.
+  if (best !== undefined && (wait || best.chance >= 0.5)) return spot(best);
+  return wait ? idle : onDemandAction(obs, ctx.onDemand.zone);
 }
 
 function choose(ctx: Context): Action {

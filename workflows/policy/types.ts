@@ -3,6 +3,7 @@
  * benchmark. Everything is JSON-plain so it can cross Temporal payloads and be carried
  * through continue-as-new.
  */
+import type { StatsTable } from './zone-stats';
 
 export const ActionKind = { Idle: 'idle', Spot: 'spot', OnDemand: 'on-demand' } as const;
 export type ActionKind = (typeof ActionKind)[keyof typeof ActionKind];
@@ -50,7 +51,8 @@ export interface Decision<S> {
 /** An online policy: a pure function of its own JSON-plain state and what it can see now. */
 export interface OnlinePolicy<S> {
   name: string;
-  initialState(): S;
+  /** `memory`: zone statistics from before the run (the project's earlier observations), for policies that use them. */
+  initialState(memory?: StatsTable): S;
   decide(state: S, obs: Observation): Decision<S>;
 }
 

@@ -25,27 +25,42 @@ export interface ZoneStats {
 
 export interface StatsTable {
   zones: Record<string, ZoneStats>;
-  /** Hours during which no observed zone had spot capacity, and hours observed at all. */
+  /** Hours during which every zone was seen and none had spot capacity, and hours in which every zone was seen. */
   allDownHours: number;
   observedHours: number;
-  /** Whether every known zone was down at the previous decision. */
+  /** Whether every zone was seen, and all down, at the previous decision. */
   allDownBefore: boolean;
+  allSeenBefore?: boolean;
   lastNowHours: number | null;
   /** Lengths (hours) of completed runs of capacity and of its absence, pooled over zones, most recent last. */
   upRuns: number[];
   downRuns: number[];
+  /**
+   * Hours capacity lasted from when it was first seen (not its start) to its end: what a
+   * launch into capacity found at an arbitrary moment - a probe - gets. A live run learns
+   * most of its uptime this way. Absent in states written before it existed.
+   */
+  upResiduals?: number[];
 }
 
 /** A memory bound for the state carried through continue-as-new, not a model parameter. */
 const MAX_RUNS = 256;
 
 export function emptyStats(): StatsTable {
-  return { zones: {}, allDownHours: 0, observedHours: 0, allDownBefore: false, lastNowHours: null, upRuns: [], downRuns: [] };
+  return { zones: {}, allDownHours: 0, observedHours: 0, allDownBefore: false, allSeenBefore: false, lastNowHours: null, upRuns: [], downRuns: [], upResiduals: [] };
 }
 
-function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number): ZoneStats {
-  const s: ZoneStats = previous ?? { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
+/**
+ * Folds one sighting into a zone's record. Only a zone also seen at the previous
+ * decision gives exposure and transitions: across a gap (a live run sees most zones only
+ * when it tries them) the change happened at an unknown time, so the record restarts.
+ */
+function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number, previousDecision: number | null): ZoneStats {
+  const fresh: ZoneStats = { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
+  const s: ZoneStats = previous ?? fresh;
   if (z.spotAvailable === 'unknown') return s;
+  const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;
+  if (!contiguous) return { ...s, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
   // The interval since the last look is credited to the state seen then: the change
   // happened somewhere inside it, and this is the unbiased choice for a step-wise probe.
@@ -55,37 +70,43 @@ function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHou
   const recoveries = s.recoveries + (s.last === false && z.spotAvailable ? 1 : 0);
   const same = s.last === z.spotAvailable;
   const runStartHours = same ? s.runStartHours : nowHours;
-  const sawRunStart = same ? s.sawRunStart : s.last !== null;
+  const sawRunStart = same ? s.sawRunStart : true;
   return { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours, sawRunStart };
 }
 
-function pushRun(runs: number[], hours: number): number[] {
+function pushRun(runs: readonly number[], hours: number): number[] {
   return [...runs, hours].slice(-MAX_RUNS);
 }
 
 export function observe(table: StatsTable, obs: Observation): StatsTable {
   const zones = { ...table.zones };
   let { upRuns, downRuns } = table;
+  let upResiduals = table.upResiduals ?? [];
   for (const z of obs.zones) {
     const before = zones[z.zone];
-    const after = observeZone(before, z, obs.nowHours);
-    // A run is complete only when it was seen starting; the first one began before we looked.
-    const ended = before !== undefined && before.sawRunStart && after.last !== before.last;
-    if (ended && before.last === true) upRuns = pushRun(upRuns, obs.nowHours - before.runStartHours);
-    if (ended && before.last === false) downRuns = pushRun(downRuns, obs.nowHours - before.runStartHours);
+    const after = observeZone(before, z, obs.nowHours, table.lastNowHours);
+    // A run is complete when it was seen to its end; its length is known only if it was also seen starting.
+    const ended = before !== undefined && before.last !== null && after.last !== before.last && after.sawRunStart;
+    if (ended && before.sawRunStart && before.last === true) upRuns = pushRun(upRuns, obs.nowHours - before.runStartHours);
+    if (ended && before.sawRunStart && before.last === false) downRuns = pushRun(downRuns, obs.nowHours - before.runStartHours);
+    if (ended && !before.sawRunStart && before.last === true) upResiduals = pushRun(upResiduals, obs.nowHours - before.runStartHours);
     zones[z.zone] = after;
   }
   const elapsed = table.lastNowHours === null ? 0 : Math.max(0, obs.nowHours - table.lastNowHours);
-  const known = obs.zones.filter((z) => z.spotAvailable !== 'unknown');
-  const allDown = known.length > 0 && known.every((z) => z.spotAvailable === false);
+  // Whether no zone had capacity is known only when every zone was seen.
+  const allSeen = obs.zones.length > 0 && obs.zones.every((z) => z.spotAvailable !== 'unknown');
+  const allDown = allSeen && obs.zones.every((z) => z.spotAvailable === false);
+  const allSeenBefore = table.allSeenBefore ?? true;
   return {
     zones,
     allDownHours: table.allDownHours + (table.allDownBefore ? elapsed : 0),
-    observedHours: table.observedHours + elapsed,
+    observedHours: table.observedHours + (allSeenBefore ? elapsed : 0),
     allDownBefore: allDown,
+    allSeenBefore: allSeen,
     lastNowHours: obs.nowHours,
     upRuns,
     downRuns,
+    upResiduals,
   };
 }
 
@@ -154,4 +175,45 @@ export function runAgeHours(table: StatsTable, zone: string, nowHours: number): 
 export function medianRemainingHours(runs: readonly number[], ageHours: number): number | undefined {
   const left = runs.filter((r) => r > ageHours).map((r) => r - ageHours).sort((a, b) => a - b);
   return left.length === 0 ? undefined : left[Math.floor((left.length - 1) / 2)];
+}
+
+/** Share of a run that outlasts `fromHours` among those that outlast `sinceHours`; undefined without such runs. */
+export function survivalHours(runs: readonly number[], sinceHours: number, fromHours: number): number | undefined {
+  const alive = runs.filter((r) => r > sinceHours);
+  return alive.length === 0 ? undefined : alive.filter((r) => r > fromHours).length / alive.length;
+}
+
+/** Share of observed hours with spot capacity, over all zones, with one step of each as a prior. */
+export function upFraction(table: StatsTable, priorHours: number): number {
+  const t = totals(table);
+  return (t.up + priorHours) / (t.up + t.down + 2 * priorHours);
+}
+
+/**
+ * Hours left of capacity found at an arbitrary moment (a launch into a zone not watched):
+ * the runs this table saw from first sight to their end, else the length-biased
+ * remainder of the complete runs (a moment falls in a run in proportion to its length).
+ * `median` picks the likely value instead of the mean. Undefined without evidence.
+ */
+export function foundRemainingHours(table: StatsTable, median: boolean): number | undefined {
+  const residuals = table.upResiduals ?? [];
+  if (residuals.length > 0) {
+    const sorted = [...residuals].sort((a, b) => a - b);
+    return median ? sorted[Math.floor((sorted.length - 1) / 2)] : sorted.reduce((a, b) => a + b, 0) / sorted.length;
+  }
+  const runs = table.upRuns;
+  const total = runs.reduce((a, b) => a + b, 0);
+  if (total <= 0) return undefined;
+  if (!median) return runs.reduce((a, r) => a + r * r, 0) / (2 * total);
+  // P(remainder > x) = sum over runs of max(0, r - x) / total: find where it is one half.
+  const sorted = [...runs].sort((a, b) => a - b);
+  let lo = 0;
+  let hi = sorted[sorted.length - 1];
+  for (let i = 0; i < 50; i++) {
+    const mid = (lo + hi) / 2;
+    const tail = sorted.reduce((a, r) => a + Math.max(0, r - mid), 0) / total;
+    if (tail > 0.5) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
 }

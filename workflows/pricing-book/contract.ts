@@ -20,7 +20,7 @@ export interface PriceBookData {
    * region sells no such thing.
    */
   regions: Record<string, (number | null)[]>;
-  /** Region -> one number per key: flex-start (DWS) rates, where the catalog has any. Read, not offered. */
+  /** Region -> one number per key: flex-start (DWS) rates, where the catalog has any; they price FLEX_START offers. */
   flex?: Record<string, (number | null)[]>;
   /** How many SKUs were read, mapped to a rate, and skipped (see config/billing-skus.ts). */
   skus?: { read: number; used: number; skipped: number };

@@ -14,6 +14,8 @@ export const Next = {
   NextOffer: 'next-offer',
   /** Count a preemption and place again, resuming from the last checkpoint. */
   Resume: 'resume',
+  /** Place again, resuming from the last checkpoint; nothing is counted (a planned end, not a loss). */
+  Move: 'move',
   /** Count a restart (or fail, per recovery) and place again. */
   Restart: 'restart',
   /** Place again now (the policy asked for it). */
@@ -35,6 +37,9 @@ export const ENDINGS: Record<Ending, EndingRule> = {
   [AttemptOutcome.Preempted]: { zoneEvent: ZoneEventKind.Preempted, next: Next.Resume, timeline: TimelineKind.Preempted },
   [AttemptOutcome.Failed]: { next: Next.Restart, timeline: TimelineKind.AttemptFailed },
   [AttemptOutcome.Stockout]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
+  // The zone's flex-start pool had nothing within the wait: it cools down for flex-start only.
+  [AttemptOutcome.WaitExpired]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
+  [AttemptOutcome.RunDurationReached]: { next: Next.Move, timeline: TimelineKind.RunDurationReached },
   [AttemptOutcome.QuotaExceeded]: { zoneEvent: ZoneEventKind.Quota, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
   [AttemptOutcome.Conflict]: { next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
   [AttemptOutcome.Switched]: { next: Next.Place, timeline: TimelineKind.Switching },
@@ -44,6 +49,7 @@ export const ENDINGS: Record<Ending, EndingRule> = {
 /** A provision that failed with one of these named failures ended its attempt so. */
 export const PROVISION_FAILURES: Partial<Record<FailureType, Ending>> = {
   [FailureType.Stockout]: AttemptOutcome.Stockout,
+  [FailureType.FlexStartWaitExpired]: AttemptOutcome.WaitExpired,
   [FailureType.QuotaExceeded]: AttemptOutcome.QuotaExceeded,
   [FailureType.Preempted]: AttemptOutcome.Preempted,
   [FailureType.ResourceConflict]: AttemptOutcome.Conflict,

@@ -16,14 +16,18 @@ import type { ResourceObservation } from '../messages';
 import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
-import { chooseModels } from '../pricing';
+import { flexStartMaxWaitSeconds, modelsOf } from '../pricing';
 import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
+import type { ZoneMemory } from '../zones/memory';
+import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
+import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
+import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
@@ -31,7 +35,8 @@ import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attem
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
   | { kind: 'start' }
-  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp }
+  /** `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones). */
+  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory }
   | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
@@ -91,6 +96,8 @@ export const NO_CAPACITY_BACKOFF_MS = 30_000;
  * never loses it. A run that has not heard the observer yet looks every `pollSeconds`.
  */
 export const FALLBACK_LOOK_SECONDS = 60;
+/** How long after a flex-start VM's cut the run looks at it (GCE's stop takes a moment to begin). */
+export const CUT_LOOK_DELAY_MS = 5_000;
 /** A run that meets this many resources squatting on its names stops with ResourceConflict. */
 export const MAX_CONFLICTS = 3;
 
@@ -116,6 +123,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return undefined;
     case 'offers':
       absorbPrices(state, event);
+      if (event.zoneMemory) state.zoneMemory = memoryFor(event.zoneMemory, event.offers);
       return absorbOffers(state, spec, event.offers);
     case 'provisioned': {
       const attempt = state.attempts[event.attempt - 1];
@@ -229,6 +237,8 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     state.notice = live.ref.name;
     record(state, now, { kind: TimelineKind.PreemptionNotice, event: `preemption notice for ${live.ref.name}: from the provider`, attempt: live.attempt, zone: live.offer.zone });
   }
+  // GCE never preempts a flex-start VM: one that stops reached its run duration.
+  if (reachedRunDuration(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `maximum run duration (${live.runDurationSeconds ?? '?'} s) reached`);
   const ending = endingOf(s, state.phase === Phase.Staging);
   if (ending) {
     if (ending.exitCode !== undefined) live.exitCode = ending.exitCode;
@@ -292,6 +302,11 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
       const decision = afterPreemption(state, spec);
       return decision.retry ? undefined : { kind: 'fail', failure: decision.failure, message: decision.message };
     }
+    case Next.Move:
+      state.phase = Phase.Recovering;
+      state.placement = undefined;
+      record(state, now, { ...where, kind: rule.timeline, event: `flex-start run duration reached in ${zone}; resuming from step ${state.lastCheckpoint?.step ?? 0}`, step: state.lastCheckpoint?.step ?? 0 });
+      return undefined;
     case Next.Restart: {
       state.phase = Phase.Recovering;
       state.placement = undefined;
@@ -368,7 +383,9 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
       }
     }
   }
-  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt].filter((t): t is number => t !== undefined);
+  // A flex-start VM is cut at its run duration: look right after, not at the next poll.
+  const cut = cutAtMs(live);
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
 
@@ -392,6 +409,17 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
   }
   state.placement.tried.push(triedKey(offer));
   const attempt = beginAttempt(state, offer, context);
+  if (isFlexStart(offer)) {
+    attempt.requestedAt = new Date(now).toISOString();
+    attempt.runDurationSeconds = flexRunDurationSeconds(resourceReleaseByMs(state, spec, now), now);
+    record(state, now, {
+      kind: TimelineKind.Placing,
+      event: `flex-start request in ${offer.zone}: waiting for DWS capacity for up to ${flexStartMaxWaitSeconds(spec)} s, then running at most ${attempt.runDurationSeconds} s`,
+      attempt: attempt.attempt,
+      zone: offer.zone,
+      model: offer.provisioningModel,
+    });
+  }
   return { kind: 'provision', attempt: attempt.attempt };
 }
 
@@ -429,21 +457,57 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Of
     const both = [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
     const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, both, nowMs));
     const decision = askPolicy(state, spec, round.offers, idle, nowMs);
+    const usable = (o: Offer) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs));
+    const chosen = offersFor(decision, ranked).find(usable);
+    const flex = decision.kind !== ActionKind.Spot ? flexTierChoice(state, spec, round.offers, chosen ?? cheapestOnDemand(ranked), usable, decision.kind === ActionKind.Idle, nowMs) : undefined;
+    if (flex) {
+      record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: flex-start in ${flex.zone} rather than ${decision.kind === ActionKind.Idle ? 'waiting for spot' : 'on-demand'} (cheaper, and the deadline holds after a full wait)`, zone: flex.zone, model: flex.provisioningModel });
+      return flex;
+    }
     if (decision.kind === ActionKind.Idle) {
       record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
       return undefined;
     }
-    const chosen = offersFor(decision, ranked).find((o) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs)));
     if (chosen) record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: ${decision.kind} in ${decision.zone}`, zone: decision.zone, model: chosen.provisioningModel });
     return chosen;
   }
-  const models = chooseModels(spec.pricing.mode);
-  const ranked = rankOffers(round.offers, state.zoneEvents, placementPolicy(state, spec, models, nowMs)).filter(untried);
+  const models = modelsOf(spec);
+  // Offers another run saw stock out lately go last (the project's zone memory).
+  const policy = placementPolicy(state, spec, models, nowMs);
+  const ranked = rankWithMemory(rankOffers(round.offers, state.zoneEvents, policy), state.zoneMemory, policy).filter(untried);
   ranked.sort((a, b) => models.indexOf(a.provisioningModel) - models.indexOf(b.provisioningModel));
   if (ranked.length === 0 && round.tried.length === 0) {
     record(state, nowMs, { kind: TimelineKind.NoAcceptableOffer, event: `no acceptable offer now (${round.offers.length} offers, all over price, out of quota or cooling down); waiting` });
   }
   return ranked[0];
+}
+
+/**
+ * The flex-start tier of `auto` (a spec with `pricing.flexStart`): where the deadline
+ * policy moves to on-demand, or waits for spot until the last moment a flex-start request
+ * can still fail and leave on-demand time, the cheapest usable flex-start offer goes
+ * instead when run/flex-start.ts says it beats on-demand under the deadline.
+ */
+function flexTierChoice(state: RunState, spec: RunSpec, offers: readonly Offer[], onDemand: Offer | undefined, usable: (o: Offer) => boolean, waitingForSpot: boolean, nowMs: number): Offer | undefined {
+  if (!spec.pricing.flexStart || !onDemand) return undefined;
+  const flex = rankOffers(offers, state.zoneEvents, placementPolicy(state, spec, [ProvisioningModel.FlexStart], nowMs)).find(usable);
+  if (!flex) return undefined;
+  const inputs = {
+    flex,
+    onDemand,
+    nowMs,
+    deadlineMs: Date.parse(state.deadline!),
+    remainingWorkSeconds: remainingWorkSeconds(state, spec) ?? 0,
+    changeoverSeconds: CHANGEOVER_SECONDS,
+    maxWaitSeconds: flexStartMaxWaitSeconds(spec),
+  };
+  const wins = waitingForSpot ? flexDueWhileWaiting(inputs, POLICY_CHECK_SECONDS) : flexBeatsOnDemand(inputs);
+  return wins ? flex : undefined;
+}
+
+/** The on-demand price flex-start is weighed against: the cheapest acceptable on-demand offer. */
+function cheapestOnDemand(ranked: readonly Offer[]): Offer | undefined {
+  return ranked.find((o) => o.provisioningModel === ProvisioningModel.OnDemand);
 }
 
 function autoPolicyApplies(state: RunState, spec: RunSpec): boolean {
@@ -462,9 +526,12 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
 }
 
 function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
+  // A run that read the zone memory starts the policy from it, and sees its stockouts.
   const { action, state: policyState } = decideAuto(state.policyState, {
+    memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
     offers,
     events: state.zoneEvents,
+    others: rememberedEvents(state.zoneMemory),
     placement: placementPolicy(state, spec, [ProvisioningModel.Spot, ProvisioningModel.OnDemand], nowMs),
     nowMs,
     runStartMs: Date.parse(state.startedAt),

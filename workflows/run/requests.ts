@@ -5,9 +5,9 @@
  */
 import type { CapacityRequest, ProvisionRequest } from '../activity-contract';
 import { resourceLabels, runKey, type Owner } from '../naming';
-import { deadlineMs } from '../pricing';
+import { deadlineMs, flexStartMaxWaitSeconds, modelsOf } from '../pricing';
 import { specWarnings, type RunSpec } from '../spec';
-import type { Backend, Offer } from '../types';
+import { ProvisioningModel, type Backend, type Offer } from '../types';
 import { intervalForZone } from './checkpoint-interval';
 import { dataCacheUri } from './data-placement';
 import { resourceReleaseByMs } from './resource-limit';
@@ -17,7 +17,14 @@ export function capacityRequest(spec: RunSpec): { backend: Backend; request: Cap
   const { backend, resources, placement } = spec;
   return {
     backend,
-    request: { accelerators: resources.accelerators, machineType: resources.machineType, regions: placement.regions, zones: placement.zones, provisioningModels: ['SPOT', 'STANDARD'] },
+    request: {
+      accelerators: resources.accelerators,
+      machineType: resources.machineType,
+      regions: placement.regions,
+      zones: placement.zones,
+      // Flex-start offers only for a spec that may use them; every other run asks as it always did.
+      provisioningModels: modelsOf(spec).includes(ProvisioningModel.FlexStart) ? ['SPOT', 'STANDARD', 'FLEX_START'] : ['SPOT', 'STANDARD'],
+    },
   };
 }
 
@@ -31,6 +38,7 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
     diskSizeGb: spec.resources.diskSizeGb,
     image: spec.image,
     releaseBy: new Date(resourceReleaseByMs(state, spec, nowMs)).toISOString(),
+    ...(attempt.runDurationSeconds !== undefined ? { flexStart: { maxWaitSeconds: flexStartMaxWaitSeconds(spec), maxRunDurationSeconds: attempt.runDurationSeconds } } : {}),
     agent: {
       runId: state.runId,
       attempt: attempt.attempt,
@@ -49,7 +57,8 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
 
 /** The activity's summary in the web UI. */
 export function provisionSummary(offer: Offer): string {
-  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} in ${offer.zone}`;
+  const model = { SPOT: 'spot', STANDARD: 'on-demand', FLEX_START: 'flex-start' }[offer.provisioningModel];
+  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${model} in ${offer.zone}`;
 }
 
 /** A fresh run's state: limits from the spec at `nowMs`, and the spec's warnings on its timeline. */

@@ -6,6 +6,7 @@ import type { ZoneEvent } from '../placement';
 import type { StagingProgress } from './data-placement';
 import type { NotifyMemory } from './notify';
 import type { RunPrices } from './prices';
+import type { ZoneMemory } from '../zones/memory';
 import type { CheckpointRef, Offer, ProvisioningModel, ResourceRef } from '../types';
 
 export const Phase = {
@@ -32,6 +33,10 @@ export const AttemptOutcome = {
   Preempted: 'preempted',
   Failed: 'failed',
   Stockout: 'stockout',
+  /** A flex-start request's wait window ended without capacity (FlexStartWaitExpired). */
+  WaitExpired: 'wait-expired',
+  /** A flex-start VM reached its maxRunDuration: GCE stopped it; the run moves on from its last checkpoint. */
+  RunDurationReached: 'run-duration-reached',
   QuotaExceeded: 'quota-exceeded',
   /** A resource that is not ours already had the attempt's name; it was left alone. */
   Conflict: 'conflict',
@@ -62,6 +67,10 @@ export interface Attempt {
    * Until then a release must allow for a create still in flight landing late.
    */
   createSettled?: boolean;
+  /** FLEX_START: the VM's `scheduling.maxRunDuration` (seconds), counted from when it starts running. */
+  runDurationSeconds?: number;
+  /** FLEX_START: when the request for capacity was made (ISO); it waits from then. */
+  requestedAt?: string;
 }
 
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
@@ -79,6 +88,8 @@ export const TimelineKind = {
   Checkpoint: 'checkpoint',
   PreemptionNotice: 'preemption-notice',
   Preempted: 'preempted',
+  /** A flex-start VM reached its maximum run duration (GCE's 7-day cap, or the run's deadline). */
+  RunDurationReached: 'run-duration-reached',
   Restarting: 'restarting',
   Switching: 'switching',
   Completed: 'completed',
@@ -152,6 +163,8 @@ export interface RunState {
   checkpointSeconds?: number;
   /** The notifications handed to delivery (run/notify.ts); absent in older runs. */
   notify?: NotifyMemory;
+  /** The project's zone memory for the last round's zones, as read then (absent in older runs; workflows/zones). */
+  zoneMemory?: ZoneMemory;
 }
 
 /** The workflow keeps only the most recent events; the full story is in the history. */

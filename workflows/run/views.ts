@@ -9,6 +9,7 @@ import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
+import { waitingFor } from './flex-start';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -80,6 +81,8 @@ export interface RunStatus {
   prices?: RunPrices;
   /** The latest attempt's staging: bytes staged, rate and ETA. */
   staging?: StagingView;
+  /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
+  waiting?: string;
   timeline: TimelineEvent[];
 }
 
@@ -103,8 +106,14 @@ export function statusOf(state: RunState, nowMs: number): RunStatus {
     ledger: costs.lines,
     ...(state.prices ? { prices: state.prices } : {}),
     ...(state.staging ? { staging: stagingView(state.staging) } : {}),
+    ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };
+}
+
+function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
+  const waiting = waitingFor(current, phase === 'provisioning' && current?.outcome === 'running');
+  return waiting ? { waiting } : {};
 }
 
 /** What a finished run returns. */

@@ -3,6 +3,8 @@
  * single zone whose spot price is lowest when the run starts. Its rules:
  * spot whenever available; when idle and behind the uniform-progress line ep(t) = C t / R,
  * on-demand; once on on-demand, stay until progress reaches ep(t + 2d); safety net.
+ * Where its zone's capacity is not seen (the live view) it launches to find out whenever
+ * it would take spot that was seen, except when idle and behind the line.
  */
 import { withSafetyNet } from '../deadline';
 import { type Action, ActionKind, type Observation, type OnlinePolicy, idle } from '../types';
@@ -33,7 +35,10 @@ function choose(s: UniformProgressState, obs: Observation, zone: string): Action
   if (obs.current.kind === ActionKind.OnDemand && !aheadOfLine(s, obs, 2 * obs.changeoverHours)) return onDemand;
   const here = obs.zones.find((z) => z.zone === zone);
   if (here?.spotAvailable === true) return { kind: ActionKind.Spot, zone };
-  return aheadOfLine(s, obs, 0) ? idle : onDemand;
+  const ahead = aheadOfLine(s, obs, 0);
+  // Not seen (the live view): a launch finds out; a failure costs what a wait would.
+  if (here?.spotAvailable === 'unknown' && (ahead || obs.current.kind === ActionKind.OnDemand)) return { kind: ActionKind.Spot, zone };
+  return ahead ? idle : onDemand;
 }
 
 export const uniformProgressPolicy: OnlinePolicy<UniformProgressState> = {

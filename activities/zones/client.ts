@@ -1,0 +1,49 @@
+/**
+ * The zone memory from outside its workflow: tell it (signal-with-start, so the first
+ * outcome starts it), read it (a query; an empty memory when it is not running), and
+ * find every memory of a namespace (for `sterna zones`).
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { parseZoneMemoryWorkflowId } from '../../workflows/zones/contract';
+import { emptyMemory, isZoneMemory, type ZoneMemory, type ZoneOutcome } from '../../workflows/zones/memory';
+import { zoneMemoryQuery, zoneOutcomesSignal } from '../../workflows/zones/messages';
+import type { zoneMemory } from '../../workflows/zones/zone-memory';
+import type { Backend } from '../../workflows/types';
+
+export async function tellZoneMemory(client: Client, request: { workflowId: string; taskQueue: string; outcomes: ZoneOutcome[] }): Promise<void> {
+  await client.workflow.signalWithStart('zoneMemory', {
+    workflowId: request.workflowId,
+    taskQueue: request.taskQueue,
+    args: [{}] as Parameters<typeof zoneMemory>,
+    signal: zoneOutcomesSignal,
+    signalArgs: [request.outcomes],
+  });
+}
+
+export async function readZoneMemory(client: Client, workflowId: string): Promise<ZoneMemory> {
+  try {
+    const memory = await client.workflow.getHandle(workflowId).query(zoneMemoryQuery);
+    if (!isZoneMemory(memory)) throw new Error(`the zone memory ${workflowId} answered with something that is not a zone memory`);
+    return memory;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return emptyMemory();
+    throw err;
+  }
+}
+
+export interface ZoneMemoryRef {
+  workflowId: string;
+  taskQueue: string;
+  backend: Backend;
+  scope: string;
+}
+
+/** The running zone memories of the client's namespace (from visibility). */
+export async function listZoneMemories(client: Client): Promise<ZoneMemoryRef[]> {
+  const refs: ZoneMemoryRef[] = [];
+  for await (const execution of client.workflow.list({ query: `WorkflowType = 'zoneMemory' AND ExecutionStatus = 'Running'` })) {
+    const parsed = parseZoneMemoryWorkflowId(execution.workflowId);
+    if (parsed) refs.push({ workflowId: execution.workflowId, ...parsed });
+  }
+  return refs.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+}

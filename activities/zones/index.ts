@@ -1,0 +1,40 @@
+/**
+ * The zone memory's activities: runs tell it how their attempts ended and read it when
+ * they place; the fleet observer tells it of preemptions. Both only talk to Temporal
+ * (signal-with-start, query): reading the memory costs no cloud API call.
+ *
+ *   activities: { ...createZoneActivities({ providers, client }) }
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import type { Providers } from '../index';
+import type { Backend } from '../../workflows/types';
+import { zoneMemoryWorkflowId, type ZoneActivities } from '../../workflows/zones/contract';
+import { sliceFor } from '../../workflows/zones/memory';
+import { readZoneMemory, tellZoneMemory } from './client';
+
+export { readZoneMemory, tellZoneMemory, listZoneMemories } from './client';
+
+export interface ZoneActivityOptions {
+  providers: Providers;
+  client: Client;
+}
+
+export function createZoneActivities(options: ZoneActivityOptions): ZoneActivities {
+  const workflowIdFor = (backend: Backend): string => {
+    const provider = options.providers[backend];
+    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
+    return zoneMemoryWorkflowId(Context.current().info.taskQueue, backend, provider.fleetScope());
+  };
+  return {
+    async recordZoneOutcomes({ backend, outcomes }) {
+      if (outcomes.length === 0) return true;
+      await tellZoneMemory(options.client, { workflowId: workflowIdFor(backend), taskQueue: Context.current().info.taskQueue, outcomes });
+      return true;
+    },
+
+    async readZoneMemory({ backend, accelerators }) {
+      return sliceFor(await readZoneMemory(options.client, workflowIdFor(backend)), accelerators);
+    },
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * `node build/bench/robustness.js [--windows 30] [--out file.json]`: the robustness table
+ * of bench/README.md. Every trace and instance group in ../shared/traces, seeds 1-3, the
+ * native grid and one 3x coarser, R in {52, 70} h, d in {0.05, 0.2} h, C = 48 h, under
+ * each view and memory. Windows of the three seeds are pooled in a row; the optimum of a
+ * window is computed once and shared by every view.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { OPTIMAL, onlinePolicies } from './policies';
+import { type BenchOptions, type BenchResult, Memory, type Variant, runBenchVariants } from './run';
+import { View } from './simulate';
+import { type Trace, loadTrace, resample } from './trace';
+
+export interface RobustnessCase {
+  trace: Trace;
+  deadlineHours: number;
+  changeoverHours: number;
+}
+
+export interface RobustnessRow {
+  trace: string;
+  group: string;
+  gridSeconds: number;
+  deadlineHours: number;
+  changeoverHours: number;
+  view: View;
+  memory: Memory;
+  windows: number;
+  /** Per online policy: mean and p95 of cost / optimum over the pooled windows, and deadlines met. */
+  policies: Record<string, { mean: number; p95: number; deadlinesMet: number }>;
+  /** sterna's mean is strictly below every other online policy's. */
+  sternaCheapest: boolean;
+  /** sterna's mean in this view minus its mean in the full view (same memory). */
+  gapToFull: number;
+}
+
+const ONLINE = onlinePolicies.map((p) => p.name);
+
+function percentile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+}
+
+/** One row per variant for one case, pooling the seeds' windows. */
+export function robustnessRows(c: RobustnessCase, seeds: readonly number[], windows: number, variants: readonly Variant[]): RobustnessRow[] {
+  const options = (seed: number): BenchOptions => ({ jobHours: 48, deadlineHours: c.deadlineHours, changeoverHours: c.changeoverHours, windows, seed });
+  const perSeed: BenchResult[][] = seeds.map((seed) => runBenchVariants(c.trace, options(seed), variants));
+  const rows = variants.map((v, i) => {
+    const ws = perSeed.flatMap((results) => results[i].windows);
+    const policies = Object.fromEntries(
+      ONLINE.map((name) => {
+        const ratios = ws.map((w) => w.policies[name].cost / w.optimalCost);
+        return [name, { mean: ratios.reduce((a, b) => a + b, 0) / ratios.length, p95: percentile(ratios, 0.95), deadlinesMet: ws.filter((w) => w.policies[name].deadlineMet).length }];
+      }),
+    );
+    const sterna = policies.sterna.mean;
+    return {
+      trace: c.trace.name,
+      group: c.trace.group,
+      gridSeconds: c.trace.gapSeconds,
+      deadlineHours: c.deadlineHours,
+      changeoverHours: c.changeoverHours,
+      view: v.view,
+      memory: v.memory,
+      windows: ws.length,
+      policies,
+      sternaCheapest: ONLINE.every((n) => n === 'sterna' || policies[n].mean > sterna),
+      gapToFull: 0,
+    };
+  });
+  for (const r of rows) {
+    const full = rows.find((f) => f.view === View.Full && f.memory === r.memory);
+    r.gapToFull = full === undefined ? NaN : r.policies.sterna.mean - full.policies.sterna.mean;
+  }
+  return rows;
+}
+
+const f3 = (x: number) => x.toFixed(3);
+
+export function formatRows(rows: readonly RobustnessRow[]): string {
+  const names = ONLINE.filter((n) => n !== 'on-demand');
+  const head = ['trace (instances)', 'grid s', 'R h', 'd h', 'view', 'memory', ...names.map((n) => `${n} mean / p95`), 'deadlines (all policies)', 'sterna cheapest', 'sterna - full'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const r of rows) {
+    const met = ONLINE.map((n) => r.policies[n].deadlinesMet);
+    const cells = [
+      `${r.trace} (${r.group})`,
+      String(r.gridSeconds),
+      String(r.deadlineHours),
+      String(r.changeoverHours),
+      r.view,
+      r.memory,
+      ...names.map((n) => `${f3(r.policies[n].mean)} / ${f3(r.policies[n].p95)}`),
+      met.every((m) => m === r.windows) ? `${r.windows}/${r.windows}` : met.map((m, i) => `${ONLINE[i]} ${m}/${r.windows}`).join(', '),
+      r.sternaCheapest ? 'yes' : '**no**',
+      r.view === View.Full ? '-' : (r.gapToFull >= 0 ? '+' : '') + f3(r.gapToFull),
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** Every instance group of every trace file in `dir`, on the native grid and one `coarse` times coarser. */
+export function robustnessTraces(dir: string, files: readonly string[], coarse: number): Trace[] {
+  const traces: Trace[] = [];
+  for (const file of files) {
+    const first = loadTrace(join(dir, file));
+    for (const group of first.groups) {
+      const trace = loadTrace(join(dir, file), group);
+      traces.push(trace, resample(trace, trace.gapSeconds * coarse));
+    }
+  }
+  return traces;
+}
+
+function main(): void {
+  const count = (v: string) => {
+    const x = Number(v);
+    if (!Number.isInteger(x) || x < 1) throw new InvalidArgumentError('expected a whole number >= 1');
+    return x;
+  };
+  const list = (v: string) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const o = new Command('bench:robustness')
+    .description('The robustness table: every trace group, seeds, two grids, R, d, views and memories')
+    .option('--traces <dir>', 'trace directory', '../shared/traces')
+    .option('--files <list>', 'trace files', list, ['aws-v100-9zone-2023-02.json', 'aws-gpu-2zone-2022-10.json'])
+    .option('--windows <n>', 'windows per seed', count, 30)
+    .option('--seeds <list>', 'seeds', (v) => list(v).map(Number), [1, 2, 3])
+    .option('--coarse <k>', 'the coarser grid, in native ticks', count, 3)
+    .option('--views <list>', 'views', list, [View.Full, View.Live, View.Fleet])
+    .option('--memories <list>', 'memories', list, [Memory.Cold, Memory.Warm])
+    .option('--out <file>', 'write the rows as JSON')
+    .parse()
+    .opts<{ traces: string; files: string[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string }>();
+  for (const v of o.views) if (!Object.values(View).includes(v)) throw new Error(`--views: ${v} is not one of ${Object.values(View).join(', ')}`);
+  for (const m of o.memories) if (!Object.values(Memory).includes(m)) throw new Error(`--memories: ${m} is not one of ${Object.values(Memory).join(', ')}`);
+  const variants = o.views.flatMap((view) => o.memories.map((memory) => ({ view, memory })));
+  const rows: RobustnessRow[] = [];
+  for (const trace of robustnessTraces(o.traces, o.files, o.coarse)) {
+    for (const deadlineHours of [52, 70]) {
+      for (const changeoverHours of [0.05, 0.2]) {
+        const started = performance.now();
+        const batch = robustnessRows({ trace, deadlineHours, changeoverHours }, o.seeds, o.windows, variants);
+        rows.push(...batch);
+        console.error(`${trace.name} ${trace.group} ${trace.gapSeconds}s R${deadlineHours} d${changeoverHours}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(rows)}\n`);
+      }
+    }
+  }
+  console.log(formatRows(rows));
+  const cheapest = rows.filter((r) => r.sternaCheapest).length;
+  console.log(`\nsterna strictly cheapest online policy in ${cheapest} of ${rows.length} rows; ${OPTIMAL} is the omniscient optimum in every view.`);
+}
+
+if (require.main === module) {
+  try {
+    main();
+  } catch (err) {
+    console.error(`bench:robustness: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 2;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * `sterna zones`: what the project's zone memory says about each zone x accelerator x
+ * model — the last stockout, preemptions per hour of spot time, the median spot
+ * lifetime, and whether placement skips it now (in cooldown).
+ *
+ *   sterna zones
+ *   sterna zones --project my-project --json
+ *   sterna zones --cooldown 600        # as a run with recovery.zoneCooldown 600 sees it
+ *
+ * Reads only Temporal (a query per memory): no cloud API call.
+ */
+import type { Client } from '@temporalio/client';
+import { type Command, InvalidArgumentError } from 'commander';
+import { listZoneMemories, readZoneMemory, type ZoneMemoryRef } from '../activities/zones/client';
+import { zoneMemoryWorkflowId } from '../workflows/zones/contract';
+import { DEFAULT_COOLDOWN_SECONDS, zonePriors, type ZonePrior } from '../workflows/zones/memory';
+import type { Backend } from '../workflows/types';
+import { secondsOption } from './args';
+
+/** One line of `sterna zones --json`: exactly these keys; null where the memory has no figure. */
+export interface ZoneRow {
+  zone: string;
+  accelerator: string;
+  model: string;
+  lastStockout: string | null;
+  preemptionsPerHour: number | null;
+  medianSpotLifetimeHours: number | null;
+  inCooldown: boolean;
+}
+
+export function zoneRow(p: ZonePrior): ZoneRow {
+  return {
+    zone: p.zone,
+    accelerator: p.accelerator,
+    model: p.model,
+    lastStockout: p.lastStockoutAt ?? null,
+    preemptionsPerHour: p.preemptionsPerHour ?? null,
+    medianSpotLifetimeHours: p.medianSpotLifetimeHours ?? null,
+    inCooldown: p.inCooldown,
+  };
+}
+
+function hours(h: number | null): string {
+  if (h === null) return '-';
+  return h < 1 ? `${Math.round(h * 60)} min` : `${h.toFixed(1)} h`;
+}
+
+/** The rows as an aligned table, with a header. */
+export function zoneTable(rows: readonly ZoneRow[]): string[] {
+  const cells = [
+    ['ZONE', 'ACCELERATOR', 'MODEL', 'LAST STOCKOUT', 'PREEMPTIONS/H', 'MEDIAN SPOT LIFETIME', 'COOLDOWN'],
+    ...rows.map((r) => [r.zone, r.accelerator, r.model, r.lastStockout ?? '-', r.preemptionsPerHour === null ? '-' : r.preemptionsPerHour.toFixed(2), hours(r.medianSpotLifetimeHours), r.inCooldown ? 'yes' : 'no']),
+  ];
+  const widths = cells[0].map((_, i) => Math.max(...cells.map((c) => c[i].length)));
+  return cells.map((c) => c.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd());
+}
+
+function backendOption(value: string): Backend {
+  if (value !== 'gce' && value !== 'gke') throw new InvalidArgumentError(`gce or gke; got ${JSON.stringify(value)}`);
+  return value;
+}
+
+interface ZonesOptions {
+  project?: string;
+  backend: Backend;
+  taskQueue: string;
+  cooldown: number;
+  json?: boolean;
+}
+
+async function memoriesToShow(client: Client, opts: ZonesOptions): Promise<ZoneMemoryRef[]> {
+  // A named project is read directly (a memory started a moment ago may not be listed yet).
+  if (opts.project) return [{ workflowId: zoneMemoryWorkflowId(opts.taskQueue, opts.backend, opts.project), taskQueue: opts.taskQueue, backend: opts.backend, scope: opts.project }];
+  return listZoneMemories(client);
+}
+
+export function addZonesCommand(program: Command, connect: () => Promise<Client>): void {
+  program
+    .command('zones')
+    .description('what the zone memory says: last stockout, preemptions per hour, median spot lifetime, cooldown, per zone x accelerator x model')
+    .option('--project <scope>', 'only this project (GKE: cluster/namespace); by default every zone memory of the namespace')
+    .option('--backend <backend>', 'with --project: gce or gke', backendOption, 'gce')
+    .option('--task-queue <queue>', 'with --project: task queue of the Sterna workers', 'sterna')
+    .option('--cooldown <seconds>', 'cooldown after a stockout, as a run\'s recovery.zoneCooldown', secondsOption, DEFAULT_COOLDOWN_SECONDS)
+    .option('--json', 'print a JSON array of {zone, accelerator, model, lastStockout, preemptionsPerHour, medianSpotLifetimeHours, inCooldown}')
+    .action(async (opts: ZonesOptions) => {
+      const client = await connect();
+      const now = Date.now();
+      const groups: { ref: ZoneMemoryRef; rows: ZoneRow[] }[] = [];
+      for (const ref of await memoriesToShow(client, opts)) {
+        groups.push({ ref, rows: zonePriors(await readZoneMemory(client, ref.workflowId), now, opts.cooldown).map(zoneRow) });
+      }
+      if (opts.json) {
+        console.log(JSON.stringify(groups.flatMap((g) => g.rows)));
+        return;
+      }
+      if (groups.every((g) => g.rows.length === 0)) {
+        console.log('the zone memory is empty: no run has told it of a stockout, preemption or spot lifetime yet');
+        return;
+      }
+      for (const g of groups.filter((x) => x.rows.length > 0)) {
+        if (groups.length > 1) console.log(`${g.ref.backend} ${g.ref.scope} (task queue ${g.ref.taskQueue})`);
+        for (const line of zoneTable(g.rows)) console.log(line);
+      }
+    });
+}

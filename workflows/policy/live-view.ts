@@ -1,0 +1,37 @@
+/**
+ * What a live run can know about spot capacity at a decision point, as the policy's
+ * zone observations. One rule, used by both the trace benchmark's live and fleet views
+ * (bench/simulate.ts) and the trainingRun workflow's `auto` mode (workflows/auto-policy.ts):
+ *
+ * - the zone of the spot instance running now has capacity (`true`);
+ * - a zone in which something was seen since the last decision - this run's failed
+ *   launch (a stockout), this run's preemption, or another run's look (the fleet
+ *   observer) - has what was seen last (`true` / `false`);
+ * - every other zone is `unknown`. Each sighting is reported once; remembering it is
+ *   the policy's business (its zone statistics), not the view's.
+ */
+import { type Action, ActionKind, type ZoneObservation } from './types';
+
+/** A zone's prices, which a run can always look up. */
+export interface ZoneQuote {
+  zone: string;
+  spotPrice: number;
+  onDemandPrice: number;
+}
+
+/** Spot capacity seen in a zone: a failed launch or a preemption (false), another run's look (either). */
+export interface Sighting {
+  zone: string;
+  available: boolean;
+}
+
+export function liveZones(quotes: readonly ZoneQuote[], current: Action, sightingsSinceLastDecision: readonly Sighting[]): ZoneObservation[] {
+  const seen = new Map<string, boolean>();
+  for (const s of sightingsSinceLastDecision) seen.set(s.zone, s.available);
+  return quotes.map((q) => ({
+    zone: q.zone,
+    spotPrice: q.spotPrice,
+    onDemandPrice: q.onDemandPrice,
+    spotAvailable: current.kind === ActionKind.Spot && current.zone === q.zone ? true : (seen.get(q.zone) ?? 'unknown'),
+  }));
+}
