@@ -11,6 +11,7 @@ import { provisionRequest } from '../workflows/run/requests';
 import { initialState, type RunState } from '../workflows/run/state';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import type { AgentSnapshot, Offer } from '../workflows/types';
+import { emptyMemory, OutcomeKind, record, ZoneModel, zonePrior } from '../workflows/zones/memory';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-ckpt';
@@ -110,6 +111,20 @@ describe('checkpoint interval by policy (pure, no server)', () => {
     assert.equal(a3.zone, 'us-central1-a');
     assert.ok(a3.interval < a2.interval, `moved to the zone that preempts more: ${a2.interval} s -> ${a3.interval} s`);
     assert.equal(a3.interval, Math.round(Math.sqrt(2 * 20 * (HOUR / 1.125))));
+  });
+
+  it("gives a spot attempt the interval for the project's zone memory rate, when the memory has one", () => {
+    const run = new Run();
+    let memory = emptyMemory();
+    // Four preemptions in four hours of running: about one an hour in us-central1-a.
+    for (let i = 0; i < 4; i++) memory = record(memory, { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: ZoneModel.Spot, kind: OutcomeKind.Preempted, at: T0, lifetimeHours: 1, resource: `vm-${i}` }, T0);
+    run.state.zoneMemory = memory;
+    const rate = zonePrior(memory, { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: ZoneModel.Spot }, T0).preemptionsPerHour!;
+    assert.ok(rate > PRIOR_PREEMPTIONS_PER_HOUR, `remembered ${rate}/h`);
+    run.send({ kind: 'start' });
+    const a1 = run.provision([offer('us-central1-a', 0.2)]);
+    assert.equal(a1.interval, checkpointInterval({ preemptionsPerHour: rate }).seconds);
+    assert.ok(a1.interval < checkpointInterval({}).seconds, 'tighter than the prior');
   });
 
   it('takes the zone rate as an input when one is known (zone memory), and a pin in the spec', () => {

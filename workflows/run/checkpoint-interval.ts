@@ -10,8 +10,8 @@
  * "at most 30 minutes").
  *
  * Inputs, and the priors used while they are unknown:
- * - `preemptionsPerHour` of the attempt's zone: given (zone memory, when wired), or the
- *   run's own record there (`ownZoneRate`); PRIOR_PREEMPTIONS_PER_HOUR before anything is
+ * - `preemptionsPerHour` of the attempt's zone: the project's zone memory (requests.ts
+ *   reads it for spot attempts), or the run's own record there (`ownZoneRate`); PRIOR_PREEMPTIONS_PER_HOUR before anything is
  *   known: one preemption every two hours, rounded up from the mean across the zones of
  *   the traces in /work/shared/traces (0.44 and 0.31 per hour of uptime; `npm run
  *   bench:checkpoint` prints it).
