@@ -11,16 +11,82 @@
  * Prices: STERNA_PRICES (billing | catalog), STERNA_PRICE_REFRESH_HOURS (0 = no scheduled
  * refresh), STERNA_BILLING_API_KEY, STERNA_BILLING_ENDPOINT (default: the emulator's when
  * STERNA_GCE_ENDPOINT is set, cloudbilling.googleapis.com otherwise).
+ * GKE: STERNA_GKE_KUBECONFIG, STERNA_GKE_NAMESPACE, and the cluster's GPU pools that the
+ * Kubernetes API cannot show while they have no node: STERNA_GKE_NODE_POOLS (JSON, one entry
+ * per pool from `gcloud container node-pools list`, scale-from-zero pools included) and
+ * STERNA_GKE_AUTOPROVISIONING (JSON: the accelerators node auto-provisioning may create, and
+ * where); STERNA_GKE_SERVICE_ACCOUNT (the pods'), STERNA_GKE_IMAGE, STERNA_GKE_PENDING_TIMEOUT_SECONDS
+ * (an unschedulable pod is a stockout after this; give scale-from-zero time: default 300),
+ * STERNA_GKE_STARTUP_TIMEOUT_SECONDS (900), STERNA_GKE_TERMINATION_GRACE_SECONDS (15).
+ * Notifications: STERNA_NOTIFY_TEAMS (JSON: team -> webhooks, as a spec's `notify.webhooks`;
+ * plain URLs here may carry secrets, this is not stored in history), STERNA_NOTIFY_UI_URL
+ * (the web UI events link to; default http://localhost:8233), and the STERNA_WEBHOOK_*
+ * variables that `env://` refs name.
  * Metrics: STERNA_METRICS_PORT serves Prometheus metrics at /metrics (Sterna's and the
  * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
  * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
+import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
 
 /** Activity slots of a worker when STERNA_MAX_CONCURRENT_ACTIVITIES is not set. */
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 1000;
+
+/** A variable holding JSON that `schema` checks; `example` is shown when it is not JSON. */
+function jsonOf<T extends z.ZodType>(schema: T, example: string) {
+  return z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: `JSON such as ${example}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+}
+
+const gkeName = () => z.string().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a name such as us-central1-a, nvidia-l4 or g2-standard-8');
+
+/** A GPU node pool as `gcloud container node-pools list` describes it. */
+function gkePoolsSchema() {
+  return z.array(
+    z.strictObject({
+      name: gkeName(),
+      zones: z.array(gkeName()).min(1),
+      accelerator: gkeName(),
+      gpusPerNode: z.int().min(1).max(16),
+      spot: z.boolean(),
+      machineType: gkeName().optional(),
+    }),
+  );
+}
+
+/** What node auto-provisioning may create: each accelerator in each zone, spot and/or on-demand. */
+function gkeAutoprovisioningSchema() {
+  return z.strictObject({
+    zones: z.array(gkeName()).min(1),
+    accelerators: z.array(z.strictObject({ type: gkeName(), gpusPerNode: z.int().min(1).max(16), machineType: gkeName().optional() })).min(1),
+    spot: z.union([z.boolean(), z.literal('both')]).default('both'),
+  });
+}
+
+export type GkeNodePool = z.output<ReturnType<typeof gkePoolsSchema>>[number];
+
+export interface GkeConfig {
+  kubeconfig?: string;
+  namespace: string;
+  /** Declared pools (and node auto-provisioning's, expanded into pools): offered even at zero nodes. */
+  nodePools: GkeNodePool[];
+  serviceAccountName?: string;
+  image?: string;
+  pendingTimeoutSeconds?: number;
+  startupTimeoutSeconds?: number;
+  terminationGracePeriodSeconds?: number;
+}
 
 const EnvSchema = z.object({
   STERNA_TASK_QUEUE: z.string().min(1).default('sterna'),
@@ -45,6 +111,13 @@ const EnvSchema = z.object({
   STERNA_GCE_SECURE_BOOT: z.enum(['true', 'false'], 'true or false').default('false'),
   STERNA_GKE_KUBECONFIG: z.string().optional(),
   STERNA_GKE_NAMESPACE: z.string().default('default'),
+  STERNA_GKE_NODE_POOLS: jsonOf(gkePoolsSchema(), '[{"name": "spot-l4", "zones": ["us-central1-a"], "accelerator": "nvidia-l4", "gpusPerNode": 1, "spot": true, "machineType": "g2-standard-8"}]').optional(),
+  STERNA_GKE_AUTOPROVISIONING: jsonOf(gkeAutoprovisioningSchema(), '{"zones": ["us-central1-a"], "accelerators": [{"type": "nvidia-l4", "gpusPerNode": 1}], "spot": true}').optional(),
+  STERNA_GKE_SERVICE_ACCOUNT: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/, 'a Kubernetes service account name').optional(),
+  STERNA_GKE_IMAGE: z.string().min(1).optional(),
+  STERNA_GKE_PENDING_TIMEOUT_SECONDS: z.coerce.number().int('whole seconds').min(1).max(86_400).optional(),
+  STERNA_GKE_STARTUP_TIMEOUT_SECONDS: z.coerce.number().int('whole seconds').min(1).max(86_400).optional(),
+  STERNA_GKE_TERMINATION_GRACE_SECONDS: z.coerce.number().int('whole seconds').min(0).max(3600).optional(),
   // Every long activity is a long poll (GCE's operations.wait, Kubernetes watches): a slot
   // costs a socket and a promise, not a thread. 200 slots ran out at 2,000 runs, each
   // release holding one through a VM's shutdown (bench/README.md, bench:scale row C).
@@ -63,6 +136,8 @@ const EnvSchema = z.object({
   STERNA_METRICS_PORT: z.coerce.number().int('a TCP port').min(1, 'a TCP port for /metrics, e.g. 9464').max(65535, 'a TCP port for /metrics, e.g. 9464').optional(),
   STERNA_METRICS_HOST: z.string().min(1, 'an address to listen on, e.g. 0.0.0.0 or 127.0.0.1').default('0.0.0.0'),
   STERNA_SDK_METRICS_PORT: z.coerce.number().int('a TCP port').min(1, "a free TCP port for the Temporal SDK's exporter (loopback only)").max(65535, "a free TCP port for the Temporal SDK's exporter (loopback only)").optional(),
+  STERNA_NOTIFY_TEAMS: jsonOf(teamWebhooksSchema(), '{"ml": [{"ref": "env://STERNA_WEBHOOK_ML", "format": "slack"}]}').optional(),
+  STERNA_NOTIFY_UI_URL: z.url({ protocol: /^https?$/ }).optional(),
   STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
 });
 
@@ -107,7 +182,7 @@ export interface MetricsConfig {
 export interface WorkerConfig {
   taskQueue: string;
   gce?: GceConfig;
-  gke?: { kubeconfig?: string; namespace: string };
+  gke?: GkeConfig;
   maxConcurrentActivities: number;
   observer: {
     intervalSeconds: number;
@@ -123,6 +198,8 @@ export interface WorkerConfig {
   reaper?: { intervalSeconds: number; graceSeconds: number };
   /** Set: the worker serves Prometheus metrics (workers/metrics.ts). */
   metrics?: MetricsConfig;
+  /** Per-team webhooks and the web UI notifications link to. */
+  notify: { teams?: TeamWebhooks; uiBaseUrl?: string };
 }
 
 export class WorkerConfigError extends Error {
@@ -161,7 +238,18 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   } else if (e.STERNA_GCE_PROJECT) {
     gce = { project: e.STERNA_GCE_PROJECT, sourceImage: e.STERNA_GCE_IMAGE, serviceAccountEmail: e.STERNA_GCE_SERVICE_ACCOUNT, vmAccess, powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS };
   }
-  const gke = e.STERNA_GKE_KUBECONFIG ? { kubeconfig: e.STERNA_GKE_KUBECONFIG, namespace: e.STERNA_GKE_NAMESPACE } : undefined;
+  const gke: GkeConfig | undefined = e.STERNA_GKE_KUBECONFIG
+    ? {
+        kubeconfig: e.STERNA_GKE_KUBECONFIG,
+        namespace: e.STERNA_GKE_NAMESPACE,
+        nodePools: [...(e.STERNA_GKE_NODE_POOLS ?? []), ...autoprovisionedPools(e.STERNA_GKE_AUTOPROVISIONING)],
+        serviceAccountName: e.STERNA_GKE_SERVICE_ACCOUNT,
+        image: e.STERNA_GKE_IMAGE,
+        pendingTimeoutSeconds: e.STERNA_GKE_PENDING_TIMEOUT_SECONDS,
+        startupTimeoutSeconds: e.STERNA_GKE_STARTUP_TIMEOUT_SECONDS,
+        terminationGracePeriodSeconds: e.STERNA_GKE_TERMINATION_GRACE_SECONDS,
+      }
+    : undefined;
   if (!gce && !gke) {
     throw new WorkerConfigError(
       'no compute backend configured: set STERNA_GCE_ENDPOINT=http://127.0.0.1:<port> for the local emulator (npm run emulator), ' +
@@ -190,7 +278,15 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     }
     metrics = { host: e.STERNA_METRICS_HOST, port: e.STERNA_METRICS_PORT, sdkPort };
   }
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, metrics };
+  const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, metrics, notify };
+}
+
+/** Node auto-provisioning as pools: it creates a node of any listed accelerator in any listed zone. */
+function autoprovisionedPools(auto: z.output<ReturnType<typeof gkeAutoprovisioningSchema>> | undefined): GkeNodePool[] {
+  if (!auto) return [];
+  const models = auto.spot === 'both' ? [true, false] : [auto.spot];
+  return auto.accelerators.flatMap((a) => models.map((spot) => ({ name: `auto-${a.type}-${spot ? 'spot' : 'standard'}`, zones: auto.zones, accelerator: a.type, gpusPerNode: a.gpusPerNode, spot, machineType: a.machineType })));
 }
 
 function endpointOf(text: string): Endpoint {

@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
     dataConverter,
     metrics: config.metrics ? sternaMetrics() : undefined,
+    notify: config.notify,
   });
   const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
   if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);

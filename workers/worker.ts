@@ -17,6 +17,7 @@ import { createReaperActivities } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
 import { meteredProviders } from '../activities/metrics/metered-provider';
 import type { SternaMetrics } from '../activities/metrics/registry';
+import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities } from '../activities/zones';
 
 export interface SternaWorkerOptions {
@@ -39,6 +40,8 @@ export interface SternaWorkerOptions {
   dataConverter?: DataConverter;
   /** Feed these Prometheus metrics from the activities (their providers are metered). */
   metrics?: SternaMetrics;
+  /** Team webhooks and the web UI link for notifications (the client is this worker's). */
+  notify?: Omit<NotifyOptions, 'client'>;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -58,6 +61,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers, client }),
       ...createTeamActivities({ client }),
+      ...createNotifyActivities({ ...options.notify, client }),
       ...createZoneActivities({ providers, client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.

@@ -19,6 +19,8 @@ export interface AgentInputs {
   checkpointUri: string;
   resumeFrom?: CheckpointRef;
   pollSeconds: number;
+  /** This run's data cache in the attempt's region: staged datasets are kept there and reused. */
+  dataCacheUri?: string;
 }
 
 /** What a run needs, from its spec: used to list offers. */

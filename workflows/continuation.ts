@@ -150,6 +150,19 @@ function buildRunStateSchema() {
       })
       .optional(),
     zoneMemory: ZoneMemorySchema.optional(),
+    dataCachedRegions: z.array(z.string().min(1)).optional(),
+    staging: z
+      .strictObject({
+        attempt: z.int().min(1),
+        stagedBytes: z.number().nonnegative().finite(),
+        reusedBytes: z.number().nonnegative().finite().optional(),
+        totalBytes: z.number().nonnegative().finite().optional(),
+        firstAt: z.number().finite(),
+        at: z.number().finite(),
+      })
+      .optional(),
+    checkpointSeconds: z.number().nonnegative().finite().optional(),
+    notify: z.strictObject({ sent: z.array(z.string()) }).optional(),
     gpu: z
       .strictObject({
         utilisation: z.number().min(0).max(100),

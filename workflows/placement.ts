@@ -34,6 +34,8 @@ export interface PlacementPolicy {
   expectedHours: number;
   maxPricePerHour?: number;
   models: readonly ProvisioningModel[];
+  /** USD an attempt on this offer pays to bring the run's data to it (egress + staging time; data-cost.ts). */
+  dataCostUsd?: (offer: Offer) => number;
 }
 
 /** How much a recent failure in a zone adds, as a share of that offer's expected cost. */
@@ -51,7 +53,7 @@ export function inCooldown(offer: Offer, events: readonly ZoneEvent[], policy: P
 }
 
 export function expectedCost(offer: Offer, events: readonly ZoneEvent[], policy: PlacementPolicy): number {
-  const base = offer.pricePerHour * Math.max(policy.expectedHours, 1 / 60);
+  const base = offer.pricePerHour * Math.max(policy.expectedHours, 1 / 60) + (policy.dataCostUsd?.(offer) ?? 0);
   const cooldownMs = Math.max(policy.cooldownSeconds * 1000, 1);
   const penalty = events
     .filter((e) => affects(e, offer))

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { formatDuration, isDurationString, MAX_DURATION_SECONDS, parseDurationSeconds } from './duration';
 import { failure, FailureType } from './failures';
 import { labelProblems } from './labels';
+import { notifySpecSchema } from './run/notify-spec';
 import { looksSecret, parseSecretRef, SECRET_BACKEND, SECRET_REF_RULE } from './secrets';
 import { MAX_OBJECT_BYTES, relativePathProblem, storageUriProblem } from './storage-uri';
 import { forbiddenCharacter, utf8Length } from './text';
@@ -194,11 +195,26 @@ const buildRunSpecSchema = () =>
         .default({}),
       /** At most 1000: more files belong under one prefix, staged as one. */
       datasets: z
-        .array(z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri)), path: relativePath() }))
+        .array(
+          z.strictObject({
+            uri: textWhere((uri) => storageUriProblem(uri)),
+            path: relativePath(),
+            /** Where the bucket lives (a GCS region or multi-region): placement weighs moving it (workflows/data-cost.ts). */
+            location: text().regex(/^([a-z]+-[a-z]+[0-9]+|US|EU|ASIA|us|eu|asia)$/, 'a GCS location: a region such as asia-southeast1, or US, EU, ASIA').optional(),
+            /** Its size, for the egress and staging estimate before the agent has measured it. */
+            sizeGb: z.number().min(0).max(1_000_000).optional(),
+          }),
+        )
         .max(1000)
         .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
         .default([]),
-      checkpoint: z.strictObject({ uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)), interval: duration({ min: 1 }).default(600) }),
+      checkpoint: z.strictObject({
+        uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)),
+        /** Pins the interval; without it the run chooses per zone (workflows/run/checkpoint-interval.ts). */
+        interval: duration({ min: 1 }).optional(),
+        /** The chosen interval's cap (default 30 min). */
+        maxInterval: duration({ min: 1 }).optional(),
+      }),
       resources: z.strictObject({
         accelerators: z
           .array(z.strictObject({ type: text().regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))
@@ -207,7 +223,31 @@ const buildRunSpecSchema = () =>
         machineType: text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
         diskSizeGb: z.int().min(10).max(65536).default(100),
       }),
-      placement: z.strictObject({ regions: allowDeny().optional(), zones: allowDeny().optional() }).default({}),
+      placement: z
+        .strictObject({
+          regions: allowDeny().optional(),
+          zones: allowDeny().optional(),
+          /**
+           * A storage prefix per region, "{region}" standing for the attempt's region
+           * (gs://my-cache-{region}/sterna): datasets staged once in a region are kept there
+           * and reused by the run's later attempts in that region.
+           */
+          dataCache: textWhere((uri) => (uri.includes('{region}') ? storageUriProblem(uri.replace(/\{region\}/g, 'us-central1')) : 'must contain {region}, e.g. gs://my-cache-{region}/sterna'))
+            .max(512)
+            .optional(),
+          /** Overrides of the data-transfer table (workflows/data-cost.ts DEFAULT_DATA_TRANSFER). */
+          dataTransfer: z
+            .strictObject({
+              sameContinentUsdPerGb: z.number().min(0).max(10).optional(),
+              otherContinentUsdPerGb: z.number().min(0).max(10).optional(),
+              farContinentUsdPerGb: z.number().min(0).max(10).optional(),
+              sameRegionMBps: z.number().positive().max(100_000).optional(),
+              sameContinentMBps: z.number().positive().max(100_000).optional(),
+              otherContinentMBps: z.number().positive().max(100_000).optional(),
+            })
+            .optional(),
+        })
+        .default({}),
       pricing: z
         .strictObject({
           mode: z.enum([PricingMode.Spot, PricingMode.OnDemand, PricingMode.FlexStart, PricingMode.Auto]).default(PricingMode.Auto),
@@ -270,6 +310,8 @@ const buildRunSpecSchema = () =>
           idleAction: z.enum([IdleAction.Stop, IdleAction.Flag]).default(IdleAction.Stop),
         })
         .default({ idleWindow: 600, idleAction: IdleAction.Stop }),
+      /** Webhooks told about this run (workflows/run/notify*.ts); the team's come from the worker. */
+      notify: notifySpecSchema().optional(),
       labels: z
         .record(z.string(), z.string())
         .superRefine((labels, ctx) => {

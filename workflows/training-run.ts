@@ -6,13 +6,15 @@
  *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
  *   finally, non-cancellable: release every resource this run created.
  */
-import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, patched, proxyActivities, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
 import { failure, FailureType, namedFailureOf } from './failures';
 import { observationSignal, preemptionNoticeSignal, setBudgetUpdate, setDeadlineUpdate, statusQuery } from './messages';
 import { Inbox } from './inbox';
 import { executionToken } from './naming';
 import { absorbRelease, next, ownerOf, stopRun, type Command, type Context, type RunEvent } from './run/machine';
+import { mayNotify, notificationsDue, notifyWakeAtMs, remember, type NotifyMoment } from './run/notify';
+import { NOTIFY_ACTIVITY_OPTIONS, type NotifyActivities } from './run/notify-contract';
 import { capacityFound } from './run/prices';
 import { capacityRequest, provisionRequest, provisionSummary, startingState } from './run/requests';
 import { Phase, record, TimelineKind, type RunState } from './run/state';
@@ -28,6 +30,9 @@ import { usesZoneMemory, zoneMemoryActivities } from './zones/run-link';
 
 export type { ContinuedRun };
 
+/** How long an ending run waits for its last notifications to be answered. */
+const FINAL_DELIVERY_WAIT_MS = 5 * 60 * 1000;
+
 export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<RunResult> {
   const info = workflowInfo();
   const execution = executionToken(info.firstExecutionRunId);
@@ -38,11 +43,16 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   const run = new Driver(spec, state, execution);
   run.installHandlers();
   let continuing = false;
+  let failed: NotifyMoment | undefined;
   try {
     return await run.drive();
   } catch (err) {
     if (err instanceof ContinueAsNew) continuing = true;
-    else stopRun(state, isCancellation(err) ? Phase.Cancelled : Phase.Failed, namedFailureOf(err)?.message ?? String(err), Date.now());
+    else {
+      const named = namedFailureOf(err);
+      stopRun(state, isCancellation(err) ? Phase.Cancelled : Phase.Failed, named?.message ?? String(err), Date.now());
+      if (!isCancellation(err)) failed = { kind: 'ended', phase: Phase.Failed, failure: named?.type, message: named?.message ?? String(err) };
+    }
     throw err;
   } finally {
     // Runs on success, failure and cancellation alike, and cannot itself be cancelled.
@@ -52,8 +62,11 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
         try {
           await run.releaseAll();
         } finally {
+          // The team gets its GPUs back before the run waits for its last notifications.
           await run.endRun();
         }
+        if (failed) run.tell(failed);
+        await run.deliveriesSettled(FINAL_DELIVERY_WAIT_MS);
       });
     }
   }
@@ -80,6 +93,10 @@ class Driver {
   private published = '';
   private memo = '';
   private readonly team: TeamLink;
+  private readonly notifyActs = proxyActivities<NotifyActivities>(NOTIFY_ACTIVITY_OPTIONS);
+  private notifying: boolean | undefined;
+  /** Deliveries handed out and not yet answered. */
+  private deliveriesInFlight = 0;
 
   constructor(
     private readonly spec: RunSpec,
@@ -127,14 +144,68 @@ class Driver {
   async drive(): Promise<RunResult> {
     let event: RunEvent = { kind: 'start' };
     for (;;) {
-      const command = next(this.state, this.spec, event, this.context());
+      let command = next(this.state, this.spec, event, this.context());
       // An attempt's ledger line is final once its release is folded in: the team records it.
       this.team.billed(event.kind === 'released');
       this.publish();
+      this.tell({ kind: 'step' });
       await this.tellZoneMemory();
-      if (command.kind === 'complete') return resultOf(this.state, Date.now());
+      if (command.kind === 'complete') {
+        this.tell({ kind: 'ended', phase: Phase.Completed });
+        return resultOf(this.state, Date.now());
+      }
+      if (command.kind === 'wait') command = { ...command, untilMs: this.wakeForNotifications(command.untilMs) };
       event = await this.carryOut(command);
     }
+  }
+
+  /**
+   * Whether this run sends notifications: someone may listen, and the run was not
+   * recorded before runs did (their histories replay without the activities).
+   */
+  private notifies(): boolean {
+    return (this.notifying ??= mayNotify(this.spec) && patched('sterna-notify'));
+  }
+
+  /**
+   * Hands what is due to delivery (run/notify.ts decides), without waiting: the run goes
+   * on, and a webhook that is down never holds it up. The deliveries outlive a
+   * cancellation of the run, and the run waits for them before it ends or continues.
+   */
+  tell(moment: NotifyMoment): void {
+    if (!this.notifies()) return;
+    const due = notificationsDue(this.state, this.spec, moment, Date.now(), this.state.notify);
+    if (due.length === 0) return;
+    this.state.notify = remember(this.state.notify, due);
+    for (const event of due) {
+      this.deliveriesInFlight++;
+      void CancellationScope.nonCancellable(() => this.notifyActs.deliverNotification({ event, webhooks: this.spec.notify?.webhooks ?? [] }))
+        .then(
+          (report) => {
+            for (const f of report.failed) record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} refused by ${f.target}: ${f.problem}` });
+          },
+          (err: unknown) => record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} not delivered: ${String(err)}` }),
+        )
+        .finally(() => this.deliveriesInFlight--);
+    }
+  }
+
+  /**
+   * Waits for the deliveries in flight: all of them before a continue-as-new (the next run
+   * would not send them again), at most `limitMs` as the run ends, so a webhook that is
+   * down delays a run's end by minutes, not by the hour its delivery may retry.
+   */
+  async deliveriesSettled(limitMs?: number): Promise<void> {
+    if (this.deliveriesInFlight === 0) return;
+    if (limitMs === undefined) await condition(() => this.deliveriesInFlight === 0);
+    else await condition(() => this.deliveriesInFlight === 0, limitMs);
+  }
+
+  /** A wait ends early when a budget or deadline warning falls due meanwhile. */
+  private wakeForNotifications(untilMs: number | undefined): number | undefined {
+    if (!this.notifies()) return untilMs;
+    const wake = notifyWakeAtMs(this.state, this.spec, Date.now(), this.state.notify);
+    return wake !== undefined && (untilMs === undefined || wake < untilMs) ? wake : untilMs;
   }
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
@@ -157,6 +228,7 @@ class Driver {
         await this.acts.observer.ensureObserver({ backend: this.spec.backend }).catch(() => undefined);
         return { kind: 'observer-asked' };
       case 'continue-as-new':
+        await this.deliveriesSettled();
         await condition(allHandlersFinished);
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
         return continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });

@@ -58,6 +58,8 @@ export interface AgentSnapshot {
   /** The agent's `sterna/phase`: starting, staging, training, uploading, exited. */
   phase?: string;
   stagedBytes?: number;
+  /** Bytes copied from the run's data cache in the region instead of from the source. */
+  reusedBytes?: number;
   totalBytes?: number;
   step?: number;
   /** The trainer's own report of the steps it will run (`<step>/<total>` in its progress file). */
@@ -66,6 +68,8 @@ export interface AgentSnapshot {
   gpu?: GpuReading;
   /** The last complete checkpoint the agent uploaded. */
   checkpoint?: CheckpointRef;
+  /** Milliseconds the agent took to upload that checkpoint (its measured cost). */
+  checkpointMs?: number;
   /** The trainer's exit code, once it exited and the agent finished uploading. */
   exitCode?: number;
 }

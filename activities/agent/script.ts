@@ -46,6 +46,7 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   });
   if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
+  if (inputs.dataCacheUri) attributes['sterna-data-cache'] = inputs.dataCacheUri;
   return attributes;
 }
 
@@ -56,8 +57,10 @@ export function parseAgentValues(values: Record<string, string>): {
   totalSteps?: number;
   gpu?: GpuReading;
   stagedBytes?: number;
+  reusedBytes?: number;
   totalBytes?: number;
   checkpoint?: CheckpointRef;
+  checkpointMs?: number;
   exitCode?: number;
   /** The agent saw GCE's preemption notice on its metadata server. */
   noticed?: boolean;
@@ -76,8 +79,10 @@ export function parseAgentValues(values: Record<string, string>): {
     totalSteps: int(values['total-steps']),
     gpu: parseGpu(values.gpu),
     stagedBytes: int(values['staged-bytes']),
+    reusedBytes: int(values['reused-bytes']),
     totalBytes: int(values['total-bytes']),
     checkpoint,
+    checkpointMs: checkpoint ? int(values['checkpoint-ms']) : undefined,
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
   };

@@ -10,7 +10,8 @@
 #   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
 #
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
-# sterna/gpu, sterna/checkpoint, sterna/exit, sterna/staged-bytes, sterna/total-bytes), GCE's own way for a VM to
+# sterna/gpu, sterna/checkpoint, sterna/checkpoint-ms, sterna/exit, sterna/staged-bytes,
+# sterna/reused-bytes, sterna/total-bytes), GCE's own way for a VM to
 # report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
 # checkpoint; the agent uploads it before the notice period ends.
@@ -140,14 +141,31 @@ for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
   total=$((total + $(size_of "${DATASETS[i]}")))
 done
 publish total-bytes "$total"
-staged=0
+# A data cache in this VM's region (sterna-data-cache) keeps each staged dataset, so a
+# later attempt of the run in the same region copies it from there, not from its source
+# (no inter-region transfer). A cache that cannot be read or filled only costs a copy.
+CACHE="$(attr sterna-data-cache)"
+CACHE="${CACHE%/}"
+staged=0 reused=0
 for ((i = 0; i < ${#DATASETS[@]}; i += 2)); do
-  uri="${DATASETS[i]}" dest="$WORK/${DATASETS[i + 1]}"
+  uri="${DATASETS[i]}" dest="$WORK/${DATASETS[i + 1]}" cached="$CACHE/$((i / 2))"
+  if [ -n "$CACHE" ]; then
+    # Only a complete entry counts: its .done marker is written after the copy.
+    have="$(size_of "$cached" 2>/dev/null)"
+    if [ "$(size_of "$cached.done" 2>/dev/null)" -gt 0 ] 2>/dev/null && [ "${have:-0}" -gt 0 ] && copy "$cached" "$dest"; then
+      reused=$((reused + have))
+      publish reused-bytes "$reused"
+      continue
+    fi
+  fi
   if ! copy "$uri" "$dest"; then
     log "staging $uri failed"; publish phase failed; publish exit 66; exit 66
   fi
   staged=$((staged + $(size_of "$uri")))
   publish staged-bytes "$staged"
+  if [ -n "$CACHE" ]; then
+    if copy "$dest" "$cached" && printf 'complete\n' > "$STATE/cache-done" && copy "$STATE/cache-done" "$cached.done"; then :; else log "could not keep $uri in the data cache"; fi
+  fi
 done
 
 # --- resume from the last verified checkpoint ---------------------------------------
@@ -166,7 +184,7 @@ fi
 # in STERNA_CHECKPOINT_DIR, so a file that exists under that name is complete.
 last_uploaded=-1
 upload_new_checkpoints() {
-  local newest="" step=-1 f n sum dest
+  local newest="" step=-1 f n sum dest started_ns
   for f in "$CKPT_DIR"/step-*; do
     [ -f "$f" ] || continue
     n="$(basename "$f")"; n="${n#step-}"; n="${n%%.*}"
@@ -176,8 +194,12 @@ upload_new_checkpoints() {
   [ -n "$newest" ] && [ "$step" -gt "$last_uploaded" ] || return 0
   dest="$CKPT_URI/$(basename "$newest")"
   sum="$(sha256sum "$newest" | cut -d' ' -f1)"
+  started_ns="$(date +%s%N)"
   if copy "$newest" "$dest"; then
     last_uploaded="$step"
+    # What a checkpoint costs, as far as the agent can time it: its upload. Published
+    # before the checkpoint it belongs to, so the run reads both together.
+    publish checkpoint-ms "$((($(date +%s%N) - started_ns) / 1000000))"
     publish checkpoint "$step $sum $dest"
   else
     log "upload of $newest failed; will retry"

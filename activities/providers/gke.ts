@@ -54,6 +54,7 @@ import {
 } from '@kubernetes/client-node';
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
+import type { GkeConfig } from '../../config/worker-config';
 import { failure, FailureType } from '../../workflows/failures';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import { fnv1a, isOwnedBy } from '../../workflows/naming';
@@ -363,6 +364,7 @@ export class GkeProvider implements ComputeProvider {
       datasets: request.agent.datasets.map((d) => ({ ...d, uri: mapUri(d.uri) })),
       checkpointUri: mapUri(request.agent.checkpointUri),
       resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
+      dataCacheUri: request.agent.dataCacheUri && mapUri(request.agent.dataCacheUri),
     });
     const spot = offer.provisioningModel === 'SPOT';
     const flex = offer.provisioningModel === 'FLEX_START';
@@ -682,9 +684,22 @@ function toIso(value: Date | string | undefined): string | undefined {
 }
 
 /** From the worker's configuration: a kubeconfig file (or the default loading rules). */
-export async function createGkeProviderFromConfig(config: { kubeconfig?: string; namespace: string }, prices: PriceBook): Promise<GkeProvider> {
+export async function createGkeProviderFromConfig(config: GkeConfig, prices: PriceBook): Promise<GkeProvider> {
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else kubeConfig.loadFromDefault();
-  return new GkeProvider({ kubeConfig, namespace: config.namespace, prices });
+  return new GkeProvider({ kubeConfig, prices, ...gkeProviderSettings(config) });
+}
+
+/** The provider's settings from the worker's configuration (config/worker-config.ts). */
+export function gkeProviderSettings(config: GkeConfig): Omit<GkeProviderOptions, 'kubeConfig' | 'prices'> {
+  return {
+    namespace: config.namespace,
+    nodePools: config.nodePools,
+    serviceAccountName: config.serviceAccountName,
+    defaultImage: config.image,
+    pendingTimeoutSeconds: config.pendingTimeoutSeconds,
+    startupTimeoutSeconds: config.startupTimeoutSeconds,
+    terminationGracePeriodSeconds: config.terminationGracePeriodSeconds,
+  };
 }

@@ -36,8 +36,8 @@ export interface Stack {
   start(spec: RunSpecInput, workflowId?: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trainingRun>>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
-  /** A worker in its own process, to be killed with SIGKILL like a crashed machine. */
-  spawnWorker(): Spawned;
+  /** A worker in its own process, to be killed with SIGKILL like a crashed machine; `env` adds to its environment. */
+  spawnWorker(env?: NodeJS.ProcessEnv): Spawned;
   stop(): Promise<void>;
 }
 
@@ -84,7 +84,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       await running;
       worker = undefined;
     },
-    spawnWorker() {
+    spawnWorker(extraEnv = {}) {
       const child = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'main.js')], {
         logFile: join(dir, 'worker.log'),
         env: {
@@ -96,6 +96,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
           STERNA_GCE_ENDPOINT: `http://127.0.0.1:${emulator.port}`,
           STERNA_LOCAL_BUCKETS: bucketsDir,
           STERNA_WORKFLOW_BUNDLE: bundlePath,
+          ...extraEnv,
         },
       });
       spawned.push(child);

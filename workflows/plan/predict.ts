@@ -23,6 +23,7 @@ import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
 import { zonePrior, type ZoneMemory } from '../zones/memory';
 import { throughputOf, type ThroughputSource } from './throughput';
+import { checkpointInterval } from '../run/checkpoint-interval';
 
 /** One preemption a day: a prior for a zone nothing is known of, not a measurement. */
 export const PRIOR_PREEMPTIONS_PER_HOUR = 1 / 24;
@@ -77,7 +78,9 @@ export function predictPlan({ spec, offers, nowMs, memory }: PlanInputs): Plan {
   const own = spec.time.relativeThroughput;
   const referenceThroughput = throughputOf(reference.type, reference.count, own);
   const deadline = deadlineMs(spec, nowMs);
-  const lossHours = (spec.checkpoint.interval / 2 + RESTART_SECONDS) / 3600;
+  // The interval each attempt would get in that zone (a pinned one, or the policy's).
+  const lossHoursAt = (rate: number) =>
+    (checkpointInterval({ preemptionsPerHour: rate, pinnedSeconds: spec.checkpoint.interval, capSeconds: spec.checkpoint.maxInterval }).seconds / 2 + RESTART_SECONDS) / 3600;
   const pick = firstChoice(spec, offers, nowMs, memory);
   const rows: PlanRow[] = [];
   const unpredictable = new Set<string>();
@@ -91,6 +94,7 @@ export function predictPlan({ spec, offers, nowMs, memory }: PlanInputs): Plan {
     const spot = offer.provisioningModel === 'SPOT';
     const observed = memory ? zonePrior(memory, { zone: offer.zone, accelerator: offer.accelerator, model: offer.provisioningModel }, nowMs).preemptionsPerHour : undefined;
     const rate = spot ? (observed ?? PRIOR_PREEMPTIONS_PER_HOUR) : 0;
+    const lossHours = lossHoursAt(rate);
     const lostShare = rate * lossHours;
     const expectedHours = lostShare < 1 ? workHours / (1 - lostShare) : Infinity;
     const finishMs = nowMs + expectedHours * 3_600_000;

@@ -8,8 +8,9 @@
  * Every deletion is recorded three ways: an activity in this workflow's history, the
  * workflow's result, and the `SternaReaped` search attribute (`sterna reaper log`).
  */
-import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { runKey } from '../naming';
+import { NOTIFY_ACTIVITY_OPTIONS, type NotifyActivities } from '../run/notify-contract';
 import { SternaReaped } from '../search-attributes';
 import { Backend } from '../types';
 import type { ReaperActivities } from './contract';
@@ -28,6 +29,9 @@ const { reaperDelete } = proxyActivities<ReaperActivities>({
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 10 },
 });
+
+// A pass waits for its notices, so a webhook that is down holds it up for minutes, not an hour.
+const { notifyReaped } = proxyActivities<NotifyActivities>({ ...NOTIFY_ACTIVITY_OPTIONS, scheduleToCloseTimeout: '5 minutes' });
 
 export async function sternaReaper(input: ReaperInput = {}): Promise<ReaperResult> {
   const graceSeconds = input.graceSeconds ?? DEFAULT_GRACE_SECONDS;
@@ -55,6 +59,7 @@ export async function sternaReaper(input: ReaperInput = {}): Promise<ReaperResul
         const outcomes = await Promise.all(batch.map((r) => reaperDelete({ ref: r.ref, owner: r.owner })));
         const at = new Date().toISOString();
         batch.forEach((r, k) => Object.assign(r, { outcome: outcomes[k].outcome, deletedAt: at }));
+        await tellReaped(batch);
       }
       result.reaped.push(...batch);
     }
@@ -62,4 +67,18 @@ export async function sternaReaper(input: ReaperInput = {}): Promise<ReaperResul
   const deleted = result.reaped.filter((r) => r.outcome === 'deleted').map((r) => reapedKey(r.ref));
   if (deleted.length > 0) upsertSearchAttributes([{ key: SternaReaped, value: deleted }]);
   return result;
+}
+
+/**
+ * Each deleted resource of a known run is told to that run's webhooks and its team's
+ * (the activity reads them from the run). A notice that cannot be delivered is dropped.
+ */
+async function tellReaped(batch: readonly ReapedResource[]): Promise<void> {
+  const told = batch.filter((r) => r.outcome === 'deleted' && r.workflowId !== undefined);
+  if (told.length === 0 || !patched('sterna-notify')) return;
+  await Promise.all(
+    told.map((r) =>
+      notifyReaped({ workflowId: r.workflowId!, at: r.deletedAt!, resource: { backend: r.ref.backend, zone: r.ref.zone, name: r.ref.name, reason: r.reason, detail: r.detail } }).catch(() => undefined),
+    ),
+  );
 }

@@ -26,6 +26,8 @@ import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from '.
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
+import { absorbCheckpointCost } from './checkpoint-interval';
+import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { markProgress } from './progress';
@@ -242,9 +244,11 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     if (observation.quietSeconds !== undefined) state.observerQuietSeconds = observation.quietSeconds;
   }
   const s = observation.snapshot;
+  absorbStaging(state, live.attempt, s, now);
   if (s.step !== undefined) state.step = s.step;
   if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {
     state.lastCheckpoint = s.checkpoint;
+    if (s.checkpointMs !== undefined) absorbCheckpointCost(state, s.checkpointMs / 1000);
     record(state, now, { kind: TimelineKind.Checkpoint, event: `checkpoint at step ${s.checkpoint.step}`, attempt: live.attempt, step: s.checkpoint.step });
   }
   if (s.preempted && s.lifecycle !== 'terminated' && s.lifecycle !== 'gone' && state.notice !== live.ref.name) {
@@ -261,7 +265,8 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
   }
   if (state.phase === Phase.Staging && (s.phase === 'training' || s.phase === 'uploading' || s.phase === 'exited')) {
     state.phase = Phase.Training;
-    record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes`, attempt: live.attempt });
+    noteStaged(state, spec, live.offer.region);
+    record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes${s.reusedBytes ? ` (${s.reusedBytes} more from the region's data cache)` : ''}`, attempt: live.attempt });
   }
   if (context.gpuUtil && state.phase === Phase.Training) {
     if (s.totalSteps !== undefined) state.totalSteps = s.totalSteps;
@@ -561,6 +566,7 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
     expectedHours: (remainingWorkSeconds(state, spec) ?? 3600) / 3600,
     maxPricePerHour: spec.pricing.maxPricePerHour,
     models,
+    dataCostUsd: dataCostUsdFor(spec, state),
   };
 }
 

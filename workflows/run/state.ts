@@ -3,6 +3,8 @@
  * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
  */
 import type { ZoneEvent } from '../placement';
+import type { StagingProgress } from './data-placement';
+import type { NotifyMemory } from './notify';
 import type { RunPrices } from './prices';
 import type { RunAdmission } from '../teams/run-admission';
 import type { ZoneMemory } from '../zones/memory';
@@ -162,6 +164,14 @@ export interface RunState {
   prices?: RunPrices;
   /** The run's team admission (absent in runs from before teams, and until it asks). */
   admission?: RunAdmission;
+  /** Regions whose data cache holds the run's datasets (run/data-placement.ts). */
+  dataCachedRegions?: string[];
+  /** The latest attempt's staging progress (run/data-placement.ts). */
+  staging?: StagingProgress;
+  /** Seconds one checkpoint costs, as the agent measured it, smoothed (run/checkpoint-interval.ts). */
+  checkpointSeconds?: number;
+  /** The notifications handed to delivery (run/notify.ts); absent in older runs. */
+  notify?: NotifyMemory;
   /** The project's zone memory for the last round's zones, as read then (absent in older runs; workflows/zones). */
   zoneMemory?: ZoneMemory;
   /** The GPUs as the agent last reported them, and their average (gpu-util.ts). */

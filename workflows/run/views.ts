@@ -9,6 +9,7 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
 import type { CheckpointRef } from '../types';
+import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
 
@@ -86,6 +87,8 @@ export interface RunStatus {
   gpu?: GpuStatus;
   /** Step of total, percent, ETA and predicted cost (run/progress.ts). */
   progress?: Progress;
+  /** The latest attempt's staging: bytes staged, rate and ETA. */
+  staging?: StagingView;
   /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
   waiting?: string;
   timeline: TimelineEvent[];
@@ -140,6 +143,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(state.admission ? { admission: { team: state.admission.team, status: state.admission.status, position: state.admission.position } } : {}),
     ...(state.gpu ? { gpu: gpuStatus(state.gpu) } : {}),
     ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
+    ...(state.staging ? { staging: stagingView(state.staging) } : {}),
     ...withWaiting(current, state.phase),
     timeline: state.timeline,
   };

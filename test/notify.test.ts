@@ -1,0 +1,226 @@
+/**
+ * What a run tells its webhooks, server-less: the pure decision (run/notify.ts) fed by
+ * the same machine the workflow drives, the spec's webhook rules, and the payloads.
+ */
+import { strict as assert } from 'node:assert';
+import { payloadFor, uiLink } from '../activities/notify/payload';
+import { loadWorkerConfig } from '../config/worker-config';
+import { executionToken, resourceName, runKey } from '../workflows/naming';
+import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import { notificationsDue, notifyWakeAtMs, remember, type NotifyEvent, type NotifyMoment } from '../workflows/run/notify';
+import { initialState, Phase, type RunState } from '../workflows/run/state';
+import { checkSpec, parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+import type { AgentSnapshot, Offer } from '../workflows/types';
+
+const T0 = Date.parse('2026-12-01T00:00:00Z');
+const WORKFLOW = 'run-7';
+const EXEC = executionToken('first');
+const OFFERS: Offer[] = ['us-central1-a', 'us-east1-b', 'europe-west4-a'].map((zone) => ({
+  backend: 'gce',
+  zone,
+  region: zone.slice(0, -2),
+  accelerator: 'nvidia-l4',
+  acceleratorCount: 1,
+  machineType: 'g2-standard-4',
+  provisioningModel: 'SPOT',
+  pricePerHour: 0.36,
+  onDemandPricePerHour: 0.7,
+  quotaAvailable: true,
+}));
+
+/** The machine and the notification decision, stepped as the workflow steps them. */
+class Run {
+  readonly spec: RunSpec;
+  readonly state: RunState;
+  now = T0;
+  /** Every notification handed to delivery, in order. */
+  readonly told: NotifyEvent[] = [];
+  last!: Command;
+
+  constructor(overrides: Partial<RunSpecInput> = {}) {
+    this.spec = parseSpec({
+      command: ['python', 'train.py'],
+      checkpoint: { uri: 'gs://ckpt/run' },
+      resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] },
+      pricing: { mode: 'spot' },
+      recovery: { pollSeconds: 5, zoneCooldown: '1h', maxRestartsOnError: 2 },
+      labels: { team: 'ml' },
+      ...overrides,
+    });
+    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
+    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
+  }
+
+  context(): Context {
+    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
+  }
+
+  /** One driver step: the machine, then what is due (and remembered, as the driver does). */
+  send(event: RunEvent): Command {
+    this.last = next(this.state, this.spec, event, this.context());
+    this.tell({ kind: 'step' });
+    return this.last;
+  }
+
+  tell(moment: NotifyMoment): NotifyEvent[] {
+    const due = notificationsDue(this.state, this.spec, moment, this.now, this.state.notify);
+    this.state.notify = remember(this.state.notify, due);
+    this.told.push(...due);
+    return due;
+  }
+
+  at(seconds: number): this {
+    this.now = T0 + seconds * 1000;
+    return this;
+  }
+
+  observe(attempt: number, snapshot: Partial<AgentSnapshot>): Command {
+    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt };
+    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
+  }
+
+  /** Provisions whatever the machine asks for next; attempt `n` stages. */
+  provisioned(): number {
+    const command = this.last.kind === 'find-capacity' ? this.send({ kind: 'offers', offers: OFFERS }) : this.last;
+    assert.equal(command.kind, 'provision', JSON.stringify(command));
+    const attempt = (command as { attempt: number }).attempt;
+    this.send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
+    return attempt;
+  }
+
+  released(attempt: number): Command {
+    return this.send({ kind: 'released', attempt, outcome: 'deleted', stoppedAt: new Date(this.now).toISOString() });
+  }
+
+  kinds(): string[] {
+    return this.told.map((e) => e.key);
+  }
+}
+
+describe('notifications (pure, no server)', () => {
+  it('tells started once, each preemption with its count, each restart with its failure, and completed', () => {
+    const run = new Run();
+    run.send({ kind: 'start' });
+    assert.deepEqual(run.told, [], 'nothing before an attempt is up');
+    let attempt = run.provisioned();
+    run.at(10).observe(attempt, { phase: 'training', step: 5 });
+    run.at(20).observe(attempt, { lifecycle: 'terminated', preempted: true });
+    run.released(attempt);
+    attempt = run.at(30).provisioned();
+    run.at(40).observe(attempt, { phase: 'exited', exitCode: 3 });
+    run.released(attempt);
+    attempt = run.at(50).provisioned();
+    run.at(60).observe(attempt, { phase: 'exited', exitCode: 0 });
+    assert.equal(run.released(attempt).kind, 'complete');
+    run.tell({ kind: 'ended', phase: Phase.Completed });
+    assert.deepEqual(run.kinds(), ['run-7/started/1', 'run-7/preempted/1', 'run-7/restarted/1', 'run-7/completed/1']);
+    const [started, preempted, restarted, completed] = run.told.slice() as NotifyEvent[];
+    assert.deepEqual([started.team, started.zone, started.attempt, started.phase], ['ml', run.state.attempts[0].offer.zone, 1, 'staging']);
+    assert.deepEqual([preempted.count, preempted.zone], [1, run.state.attempts[0].offer.zone]);
+    assert.deepEqual([restarted.count, restarted.failure], [1, { message: 'exit code 3' }]);
+    assert.equal(completed.phase, 'completed');
+    assert.ok(completed.costUsd > 0);
+  });
+
+  it('a step replayed from the same state hands out the same keys, and never one already handed out', () => {
+    const run = new Run();
+    run.send({ kind: 'start' });
+    run.provisioned();
+    const copy = structuredClone(run.state);
+    copy.notify = undefined;
+    assert.deepEqual(notificationsDue(copy, run.spec, { kind: 'step' }, run.now, undefined).map((e) => e.key), ['run-7/started/1']);
+    assert.deepEqual(notificationsDue(run.state, run.spec, { kind: 'step' }, run.now, run.state.notify), []);
+  });
+
+  it('warns at 80% and at 100% of the budget, waking for each at the live price, and re-arms when the budget is raised', () => {
+    // $0.36/h: 80% of $0.01 is spent after 80 s, all of it after 100 s.
+    const run = new Run({ pricing: { mode: 'spot', budgetUsd: 0.01 } });
+    run.send({ kind: 'start' });
+    run.provisioned();
+    assert.equal(notifyWakeAtMs(run.state, run.spec, run.now, run.state.notify), T0 + 80_000);
+    run.at(79).observe(1, { phase: 'training' });
+    assert.deepEqual(run.kinds(), ['run-7/started/1']);
+    run.at(80).send({ kind: 'tick' });
+    assert.deepEqual(run.kinds().slice(1), ['run-7/budget-80/1']);
+    assert.equal(notifyWakeAtMs(run.state, run.spec, run.now, run.state.notify), T0 + 100_000);
+    run.state.budgetUsd = 0.02;
+    run.at(100).send({ kind: 'tick' });
+    assert.deepEqual(run.kinds().slice(2), [], 'the raised budget is at 50%');
+    run.at(160).send({ kind: 'tick' });
+    assert.deepEqual(run.kinds().slice(2), ['run-7/budget-80/2']);
+    const cmd = run.at(200).send({ kind: 'tick' });
+    assert.deepEqual(run.kinds().slice(3), ['run-7/budget-100/2']);
+    assert.equal(cmd.kind, 'fail', 'the limit stops the run at the same step');
+    run.tell({ kind: 'ended', phase: Phase.Failed, failure: 'BudgetExceeded', message: 'spent $0.02' });
+    assert.deepEqual(run.told.at(-1)!.failure, { type: 'BudgetExceeded', message: 'spent $0.02' });
+  });
+
+  it('warns when the deadline is at risk by the policy\'s estimate: not while training keeps pace, but once nothing trains', () => {
+    const run = new Run({ pricing: { mode: 'spot' }, time: { deadlineAfter: '2h', expectedDuration: '1h' } });
+    run.send({ kind: 'start' });
+    run.provisioned();
+    run.at(1800).observe(1, { phase: 'training' });
+    assert.deepEqual(run.kinds(), ['run-7/started/1'], '1 h of slack while it trains');
+    run.at(1800).observe(1, { lifecycle: 'terminated', preempted: true });
+    run.released(1);
+    // 30 min trained, 30 min of work left, 90 min to go: at risk once slack < 2 min, at 1:28.
+    const wake = notifyWakeAtMs(run.state, run.spec, run.now, run.state.notify);
+    assert.equal(wake, T0 + (7200 - 1800 - 120) * 1000);
+    run.at(5279).send({ kind: 'tick' });
+    assert.ok(!run.kinds().some((k) => k.includes('deadline')));
+    run.at(5280).send({ kind: 'tick' });
+    const risk = run.told.at(-1)!;
+    assert.equal(risk.key, `run-7/deadline-at-risk/${(T0 + 7_200_000) / 1000}`);
+    assert.deepEqual(risk.estimate, { remainingWorkSeconds: 1800, secondsToDeadline: 1920 });
+  });
+
+  it('tells failed with the named failure, once', () => {
+    const run = new Run();
+    run.send({ kind: 'start' });
+    const moment: NotifyMoment = { kind: 'ended', phase: Phase.Failed, failure: 'NoCapacity', message: 'no zone offers nvidia-l4' };
+    assert.deepEqual(run.tell(moment).map((e) => [e.key, e.failure?.type]), [['run-7/failed/1', 'NoCapacity']]);
+    assert.deepEqual(run.tell(moment), []);
+  });
+
+  describe('where notifications go', () => {
+    const base = { command: ['x'], checkpoint: { uri: 'gs://bkt/c' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] } };
+    const problems = (webhooks: unknown[]) => {
+      const check = checkSpec({ ...base, notify: { webhooks } });
+      return check.ok ? [] : check.problems.map((p) => `${p.path}: ${p.message}`);
+    };
+
+    it('takes plain URLs without secrets, and refs to STERNA_WEBHOOK_* worker variables', () => {
+      assert.deepEqual(problems([{ url: 'https://hooks.example.com/sterna' }, { ref: 'env://STERNA_WEBHOOK_ML', format: 'slack', on: ['failed', 'completed'] }]), []);
+    });
+
+    it('refuses a URL carrying a secret in history, pointing at ref instead', () => {
+      for (const url of ['https://hooks.slack.com/services/T0/B0/XXXX', 'https://example.com/hook?token=abc', 'https://user:pw@example.com/hook']) {
+        const [problem] = problems([{ url }]);
+        assert.match(problem, /^notify\.webhooks\.0\.url: this URL carries .* give ref: "env:\/\/STERNA_WEBHOOK_<NAME>" instead$/);
+      }
+    });
+
+    it('names the field for a bad ref, a missing target or an unknown kind', () => {
+      assert.match(problems([{ ref: 'env://HOME' }])[0], /^notify\.webhooks\.0\.ref: a reference to a worker environment variable/);
+      assert.match(problems([{ format: 'slack' }])[0], /^notify\.webhooks\.0: give exactly one of url and ref$/);
+      assert.match(problems([{ url: 'https://a.example/x', on: ['exploded'] }])[0], /^notify\.webhooks\.0\.on\.0: /);
+    });
+
+    it('reads the team webhooks and the UI link from the worker environment, naming the variable when bad', () => {
+      const config = loadWorkerConfig({ STERNA_GCE_PROJECT: 'my-project', STERNA_NOTIFY_TEAMS: '{"ml":[{"url":"https://hooks.slack.com/services/T/B/X","format":"slack"}]}', STERNA_NOTIFY_UI_URL: 'https://temporal.example.com' });
+      assert.deepEqual(config.notify, { teams: { ml: [{ url: 'https://hooks.slack.com/services/T/B/X', format: 'slack' }] }, uiBaseUrl: 'https://temporal.example.com' });
+      assert.throws(() => loadWorkerConfig({ STERNA_GCE_PROJECT: 'my-project', STERNA_NOTIFY_TEAMS: '{ml:' }), /STERNA_NOTIFY_TEAMS: JSON such as/);
+    });
+  });
+
+  it('formats the event as JSON or as a Slack message linking to the web UI', () => {
+    const run = new Run({ name: 'llama-ft' });
+    run.send({ kind: 'start' });
+    run.provisioned();
+    const url = uiLink('https://ui.example/', 'default', 'run-7');
+    assert.equal(url, 'https://ui.example/namespaces/default/workflows/run-7');
+    const event = { ...run.told[0], url };
+    assert.deepEqual(payloadFor('json', event), event);
+    assert.deepEqual(payloadFor('slack', event), { text: 'Sterna run <https://ui.example/namespaces/default/workflows/run-7|llama-ft> (team ml) started', sterna: event });
+  });
+});

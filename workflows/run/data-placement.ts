@@ -1,0 +1,96 @@
+/**
+ * The run's data, as placement weighs it (workflows/data-cost.ts), and its staging as the
+ * status shows it: bytes staged, rate, ETA. Pure.
+ *
+ * A dataset counts when its spec states its `location`; its size is `sizeGb`, or, once an
+ * agent has measured the datasets' total (sterna/total-bytes), that total shared evenly
+ * among the datasets without a stated size.
+ */
+import { dataCost, DEFAULT_DATA_TRANSFER, type DataPlace, type DataTransferRates } from '../data-cost';
+import { runKey } from '../naming';
+import type { RunSpec } from '../spec';
+import type { AgentSnapshot, Offer } from '../types';
+import type { RunState } from './state';
+
+/** The run's cache in `region`: its own prefix, so runs never read each other's data. */
+export function dataCacheUri(template: string, region: string, runId: string): string {
+  return `${template.replace(/\{region\}/g, region).replace(/\/+$/, '')}/${runKey(runId)}`;
+}
+
+/** Once an attempt has staged with a cache, its region holds the data: later attempts there reuse it. */
+export function noteStaged(state: RunState, spec: RunSpec, region: string): void {
+  if (!spec.placement.dataCache) return;
+  state.dataCachedRegions ??= [];
+  if (!state.dataCachedRegions.includes(region)) state.dataCachedRegions.push(region);
+}
+
+export function dataPlaces(spec: RunSpec, state: RunState): DataPlace[] {
+  const unsized = spec.datasets.filter((d) => d.sizeGb === undefined).length;
+  const measuredShare = state.staging?.totalBytes !== undefined && unsized > 0 ? state.staging.totalBytes / spec.datasets.length : 0;
+  return spec.datasets.filter((d) => d.location !== undefined).map((d) => ({ location: d.location!, bytes: d.sizeGb !== undefined ? d.sizeGb * 1e9 : measuredShare }));
+}
+
+export function transferRates(spec: RunSpec): DataTransferRates {
+  return { ...DEFAULT_DATA_TRANSFER, ...spec.placement.dataTransfer };
+}
+
+/** The USD an attempt on each offer pays to bring the data; undefined when no dataset states a location. */
+export function dataCostUsdFor(spec: RunSpec, state: RunState): ((offer: Offer) => number) | undefined {
+  const places = dataPlaces(spec, state);
+  if (places.length === 0) return undefined;
+  const rates = transferRates(spec);
+  const cached = state.dataCachedRegions ?? [];
+  // A region that holds the run's cache stages from there: as if the data lived in it.
+  return (offer) => dataCost(cached.includes(offer.region) ? places.map((p) => ({ ...p, location: offer.region })) : places, offer.region, offer.pricePerHour, rates).totalUsd;
+}
+
+/** What the status shows of the live attempt's staging. */
+export interface StagingView {
+  attempt: number;
+  stagedBytes: number;
+  /** Bytes copied from the run's data cache in the region instead of from the source. */
+  reusedBytes?: number;
+  totalBytes?: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+}
+
+/** The latest word on staging: kept in the state (JSON-plain). */
+export interface StagingProgress {
+  attempt: number;
+  stagedBytes: number;
+  reusedBytes?: number;
+  totalBytes?: number;
+  /** Epoch ms the attempt's staging was first seen, and of the latest figure. */
+  firstAt: number;
+  at: number;
+}
+
+export function absorbStaging(state: RunState, attempt: number, s: AgentSnapshot, nowMs: number): void {
+  if (s.stagedBytes === undefined && s.reusedBytes === undefined && s.totalBytes === undefined) return;
+  const before = state.staging?.attempt === attempt ? state.staging : undefined;
+  const figures = {
+    stagedBytes: s.stagedBytes ?? before?.stagedBytes ?? 0,
+    reusedBytes: s.reusedBytes ?? before?.reusedBytes,
+    totalBytes: s.totalBytes ?? before?.totalBytes,
+  };
+  // The rate is over the time the figures moved: later looks at a finished staging change nothing.
+  if (before && figures.stagedBytes === before.stagedBytes && figures.reusedBytes === before.reusedBytes && figures.totalBytes === before.totalBytes) return;
+  state.staging = { attempt, ...figures, firstAt: before?.firstAt ?? nowMs, at: nowMs };
+}
+
+export function stagingView(progress: StagingProgress | undefined): StagingView | undefined {
+  if (!progress) return undefined;
+  const done = progress.stagedBytes + (progress.reusedBytes ?? 0);
+  const seconds = (progress.at - progress.firstAt) / 1000;
+  const rate = seconds > 0 && done > 0 ? done / seconds : undefined;
+  const left = progress.totalBytes !== undefined ? Math.max(0, progress.totalBytes - done) : undefined;
+  return {
+    attempt: progress.attempt,
+    stagedBytes: progress.stagedBytes,
+    ...(progress.reusedBytes !== undefined ? { reusedBytes: progress.reusedBytes } : {}),
+    ...(progress.totalBytes !== undefined ? { totalBytes: progress.totalBytes } : {}),
+    ...(rate !== undefined ? { bytesPerSecond: Math.round(rate) } : {}),
+    ...(left !== undefined && (left === 0 || rate !== undefined) ? { etaSeconds: left === 0 ? 0 : Math.round(left / rate!) } : {}),
+  };
+}
