@@ -6,7 +6,7 @@
 import type { CapacityRequest, ProvisionRequest } from '../activity-contract';
 import { resourceLabels, runKey, type Owner } from '../naming';
 import { deadlineMs, flexStartMaxWaitSeconds, modelsOf } from '../pricing';
-import { specWarnings, type RunSpec } from '../spec';
+import { parseSpec, specWarnings, type RunSpec, type RunSpecInput } from '../spec';
 import { ProvisioningModel, type Backend, type Offer } from '../types';
 import { intervalForZone } from './checkpoint-interval';
 import { dataCacheUri } from './data-placement';
@@ -73,4 +73,10 @@ export function startingState(spec: RunSpec, workflowId: string, nowMs: number):
   const state = initialState(workflowId, nowMs, spec.pricing.budgetUsd, deadlineMs(spec, nowMs));
   for (const warning of specWarnings(spec)) record(state, nowMs, { kind: TimelineKind.Warning, event: `warning: ${warning.path} ${warning.message}` });
   return state;
+}
+
+/** A fresh run's spec and state; only a fresh start checks the deadline against now (a continued run's may have passed). */
+export function freshRun(input: RunSpecInput, workflowId: string, nowMs: number): { spec: RunSpec; state: RunState } {
+  const spec = parseSpec(input, { nowMs });
+  return { spec, state: startingState(spec, workflowId, nowMs) };
 }

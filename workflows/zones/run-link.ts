@@ -4,7 +4,11 @@
  * are courtesies: a run that cannot reach the memory places as it did without one.
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
+import type { RunState } from '../run/state';
+import type { RunSpec } from '../spec';
 import type { ZoneActivities } from './contract';
+import { outcomesToTell } from './from-run';
+import type { ZoneMemory } from './memory';
 
 export const ZONE_MEMORY_PATCH = 'sterna-zone-memory';
 
@@ -16,4 +20,36 @@ export function zoneMemoryActivities() {
 /** Whether this run tells and reads the zone memory (false when replaying a run recorded before it did). */
 export function usesZoneMemory(): boolean {
   return patched(ZONE_MEMORY_PATCH);
+}
+
+/**
+ * The run's link to its zone memory: reads it at placement (an activity, so replay reads
+ * the same) and tells it how each newly released attempt ended.
+ */
+export class ZoneLink {
+  private readonly acts = zoneMemoryActivities();
+  /** Attempts whose outcome the memory has been told (those released before this execution were, or predate it). */
+  private readonly told: Set<number>;
+
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly state: RunState,
+  ) {
+    this.told = new Set(state.attempts.filter((a) => a.released).map((a) => a.attempt));
+  }
+
+  /** The project's zone memory for this run's accelerators: placement's prior. */
+  async read(): Promise<ZoneMemory | undefined> {
+    if (!usesZoneMemory()) return undefined;
+    const accelerators = this.spec.resources.accelerators.map((a) => a.type);
+    return this.acts.readZoneMemory({ backend: this.spec.backend, accelerators }).catch(() => undefined);
+  }
+
+  /** Tells the memory how each newly released attempt ended (stockout, preemption, lifetime). */
+  async tell(): Promise<void> {
+    const { attempts, outcomes } = outcomesToTell(this.state.attempts, this.told, Date.now());
+    for (const attempt of attempts) this.told.add(attempt);
+    if (outcomes.length === 0 || !usesZoneMemory()) return;
+    await this.acts.recordZoneOutcomes({ backend: this.spec.backend, outcomes }).catch(() => undefined);
+  }
 }

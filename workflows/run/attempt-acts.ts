@@ -1,0 +1,51 @@
+/**
+ * An attempt's three activities (create, release, look) with their web-UI summaries,
+ * each answered as the machine's event. A named provision failure is an event (the
+ * create's definite answer); anything else leaves open whether the create may still
+ * land, and ends the run.
+ */
+import { namedFailureOf } from '../failures';
+import type { Owner } from '../naming';
+import type { runActivities } from '../run-activities';
+import type { RunSpec } from '../spec';
+import type { RunEvent } from './machine';
+import { provisionRequest, provisionSummary } from './requests';
+import type { RunState } from './state';
+
+export class AttemptActs {
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly state: RunState,
+    private readonly acts: ReturnType<typeof runActivities>,
+    private readonly owner: (attempt: number) => Owner,
+  ) {}
+
+  async provision(number: number): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    try {
+      const result = await this.acts.provision.provision.executeWithOptions({ summary: provisionSummary(attempt.offer) }, [
+        provisionRequest(this.spec, this.state, attempt, this.owner(number), Date.now()),
+      ]);
+      attempt.ref = result.ref;
+      return { kind: 'provisioned', attempt: number, startedAt: result.window.startedAt, adopted: result.adopted };
+    } catch (err) {
+      const named = namedFailureOf(err);
+      if (!named) throw err;
+      return { kind: 'provision-failed', attempt: number, failure: named.type, message: named.message };
+    }
+  }
+
+  async release(number: number, createMayBeInFlight: boolean): Promise<Extract<RunEvent, { kind: 'released' }>> {
+    const attempt = this.state.attempts[number - 1];
+    const result = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [
+      { ref: attempt.ref, owner: this.owner(number), createMayBeInFlight, startedAt: attempt.startedAt },
+    ]);
+    return { kind: 'released', attempt: number, ...result };
+  }
+
+  async look(number: number): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    const snapshot = await this.acts.quick.observe.executeWithOptions({ summary: `look at ${attempt.ref.name}` }, [{ ref: attempt.ref }]);
+    return { kind: 'observed', via: 'look', observation: { name: attempt.ref.name, owner: this.owner(number), at: new Date(Date.now()).toISOString(), snapshot } };
+  }
+}

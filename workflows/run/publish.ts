@@ -1,0 +1,41 @@
+/**
+ * What a run shows outside its history: search attributes (the web UI's columns and
+ * filters), the UI's current details, and the cost memo `sterna cost` reads. Each is
+ * written only when what it shows has changed.
+ */
+import { patched, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import type { RunSpec } from '../spec';
+import { costMemoOf, COST_MEMO } from './cost-refresh';
+import type { RunState } from './state';
+import { currentDetailsOf, searchAttributesOf } from './views';
+
+export class Publisher {
+  private attributes = '';
+  private memo = '';
+
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly state: RunState,
+  ) {}
+
+  /** The search attributes, when changed, and the UI's current details. */
+  attributesAndDetails(): void {
+    // Not a command (the UI reads it through the metadata query), but behind a patch so runs
+    // recorded before it replay exactly as they ran.
+    if (patched('sterna-current-details')) setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
+    const attributes = searchAttributesOf(this.state, this.spec, Date.now());
+    const key = JSON.stringify(attributes);
+    if (key === this.attributes) return;
+    this.attributes = key;
+    upsertSearchAttributes(attributes);
+  }
+
+  /** The run's cost summary, for `sterna cost` (a memo: listed with the run, no worker needed). */
+  costMemo(): void {
+    const memo = costMemoOf(this.state, this.spec, Date.now());
+    const key = JSON.stringify(memo);
+    if (key === this.memo) return;
+    this.memo = key;
+    upsertMemo({ [COST_MEMO]: memo });
+  }
+}
