@@ -88,7 +88,14 @@ export function addZonesCommand(program: Command, connect: () => Promise<Client>
       const now = Date.now();
       const groups: { ref: ZoneMemoryRef; rows: ZoneRow[] }[] = [];
       for (const ref of await memoriesToShow(client, opts)) {
-        groups.push({ ref, rows: zonePriors(await readZoneMemory(client, ref.workflowId), now, opts.cooldown).map(zoneRow) });
+        // Listing every memory: one nobody can answer (no worker polls its task queue) is
+        // said and skipped, not allowed to hide the others. A named one must answer.
+        const memory = await readZoneMemory(client, ref.workflowId).catch((err: unknown) => {
+          if (opts.project) throw err;
+          console.error(`sterna zones: skipped ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}`);
+          return undefined;
+        });
+        if (memory) groups.push({ ref, rows: zonePriors(memory, now, opts.cooldown).map(zoneRow) });
       }
       if (opts.json) {
         console.log(JSON.stringify(groups.flatMap((g) => g.rows)));

@@ -106,7 +106,8 @@ describe('flex-start on GKE: queued provisioning on a real Kubernetes control pl
   }
 
   it('admits the Job once its ProvisioningRequest is Provisioned, runs it to completion, and releases all three', async () => {
-    for (const zone of FLEX_ZONES) controller.setBehaviour(zone, { kind: 'grant', waitMs: 4000 });
+    // Long enough that a loaded machine still sees the request waiting before it is granted.
+    for (const zone of FLEX_ZONES) controller.setBehaviour(zone, { kind: 'grant', waitMs: 20_000 });
     const run = await start();
     const waiting = await eventually('the run waiting for DWS capacity', async () => (await run.query(statusQuery)).waiting, 60_000);
     assert.match(waiting, /^waiting for DWS capacity since /);

@@ -121,7 +121,7 @@ describe('notifications at a local webhook, from real runs', function () {
     const s = await eventually('a checkpoint', async () => {
       const s = await run.query(statusQuery);
       return s.phase === 'training' && (s.lastCheckpoint?.step ?? 0) > 40 ? s : undefined;
-    }, 90_000);
+    }, 240_000);
     const [vm] = (await stack.provider.listRunResources(runKey(run.workflowId))).map((r) => r.name);
     await stack.emulator.preempt(s.zone!, vm);
     const request = await held;
@@ -169,7 +169,7 @@ describe('notifications at a local webhook, from real runs', function () {
 
   it("tells reaped when the reaper deletes a terminated run's VM", async () => {
     const run = await stack.start(exampleSpec({ notify }));
-    await eventually('training', async () => ((await run.query(statusQuery)).phase === 'training' ? true : undefined), 90_000);
+    await eventually('training', async () => ((await run.query(statusQuery)).phase === 'training' ? true : undefined), 240_000);
     const [vm] = (await stack.provider.listRunResources(runKey(run.workflowId))).map((r) => r.name);
     await eventually('started, told', () => (receiver.of(run.workflowId, '/team').events.size > 0 ? true : undefined));
     await run.terminate('leaves its VM behind');

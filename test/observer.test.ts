@@ -15,6 +15,9 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { createFleetActivities, observerOptions, startObserver, type ObserverOptions } from '../activities/fleet';
 import { resume } from '../activities/fleet/memory';
+import { createNotifyActivities } from '../activities/notify';
+import { createTeamActivities } from '../activities/teams';
+import { createZoneActivities } from '../activities/zones';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
@@ -114,7 +117,14 @@ describe('fleet observer on the GCE emulator', function () {
       namespace: stack.env.namespace,
       taskQueue: stack.taskQueue,
       workflowBundle: await workflowBundle(require.resolve('../workflows')),
-      activities: { ...createActivities({ gce: stack.provider }), ...createFleetActivities({ providers: { gce: watched }, client, observer: OBSERVER }) },
+      // Every activity a run calls, as createSternaWorker registers them; the fleet's watch the test's own.
+      activities: {
+        ...createActivities({ gce: stack.provider }),
+        ...createFleetActivities({ providers: { gce: watched }, client, observer: OBSERVER }),
+        ...createTeamActivities({ client }),
+        ...createZoneActivities({ providers: { gce: stack.provider }, client }),
+        ...createNotifyActivities({ client }),
+      },
       maxHeartbeatThrottleInterval: '1 second',
       defaultHeartbeatThrottleInterval: '500 milliseconds',
       shutdownGraceTime: '1 second',
