@@ -149,22 +149,23 @@ describe('safety: no run touches what is not its own', function () {
   });
 
   it('leaves a VM that already holds its name alone, bills nothing for it, and moves to a new name', async () => {
-    // Hold the run's first insert so a foreign VM can take the name before it lands.
-    await stack.emulator.admin.injectFault({ fraction: 1, hangMs: 6000, path: '/instances$', method: 'POST', count: 1 });
-    const handle = await stack.start(exampleSpec());
-    const s = await phase(handle, 'provisioning');
+    // One zone, so the name the run's first attempt will take there is known from its
+    // start; someone else's VM takes it before the run can (it must first be admitted,
+    // list capacity and provision).
+    const zone = 'us-central1-a';
+    const handle = await stack.start(exampleSpec({ placement: { zones: { allow: [zone] } } }));
     const name = resourceName(handle.workflowId, executionToken(handle.firstExecutionRunId), 1);
-    await insertForeignVm(s.zone!, name, { owner: 'someone-else', 'sterna-run': runKey(handle.workflowId), 'sterna-attempt': '1' });
+    await insertForeignVm(zone, name, { owner: 'someone-else', 'sterna-run': runKey(handle.workflowId), 'sterna-attempt': '1' });
     try {
       const result = await handle.result();
       assert.equal(result.attempts[0].outcome, 'conflict');
       assert.equal(result.attempts[0].costUsd, 0, 'the foreign VM is not billed to the run');
       assert.equal(result.attempts[result.attempts.length - 1].outcome, 'completed');
-      assert.equal((await getVm(s.zone!, name))?.status, 'RUNNING', 'the foreign VM was not deleted');
+      assert.equal((await getVm(zone, name))?.status, 'RUNNING', 'the foreign VM was not deleted');
       const billed = (await stack.emulator.billing()).filter((b) => b.labels['sterna-exec'] === executionToken(handle.firstExecutionRunId));
       assert.equal(billed.length, 1, 'one VM of its own');
     } finally {
-      await deleteVm(s.zone!, name);
+      await deleteVm(zone, name);
     }
   });
 
