@@ -112,8 +112,9 @@ describe('flex-start on GKE: queued provisioning on a real Kubernetes control pl
     const waiting = await eventually('the run waiting for DWS capacity', async () => (await run.query(statusQuery)).waiting, 60_000);
     assert.match(waiting, /^waiting for DWS capacity since /);
     const job = await eventually('the Job', async () => (await stack.batch.listNamespacedJob({ namespace: 'default', labelSelector: `sterna-run=${runKey(run.workflowId)}` })).items[0], 30_000);
-    const [request] = await requestsOf(run.workflowId);
-    assert.ok(request && !request.conditions.includes('Provisioned'), 'the request is still waiting');
+    // The Job comes first (suspended), then the PodTemplate and the request it consumes.
+    const request = await eventually('the ProvisioningRequest', async () => (await requestsOf(run.workflowId))[0], 30_000);
+    assert.ok(!request.conditions.includes('Provisioned'), 'the request is still waiting');
     assert.equal(job.spec?.suspend, true, 'the Job waits, suspended, while the request is not Provisioned');
     await eventually('the request Provisioned', async () => ((await requestsOf(run.workflowId))[0]?.conditions.includes('Provisioned') ? true : undefined), 60_000);
     const result = await run.result();
