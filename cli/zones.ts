@@ -60,6 +60,9 @@ function backendOption(value: string): Backend {
   return value;
 }
 
+/** How long each listed memory has to answer before it is skipped. */
+const LISTED_QUERY_MS = 10_000;
+
 interface ZonesOptions {
   project?: string;
   backend: Backend;
@@ -87,16 +90,23 @@ export function addZonesCommand(program: Command, connect: () => Promise<Client>
       const client = await connect();
       const now = Date.now();
       const groups: { ref: ZoneMemoryRef; rows: ZoneRow[] }[] = [];
-      for (const ref of await memoriesToShow(client, opts)) {
-        // Listing every memory: one nobody can answer (no worker polls its task queue) is
-        // said and skipped, not allowed to hide the others. A named one must answer.
-        const memory = await readZoneMemory(client, ref.workflowId).catch((err: unknown) => {
-          if (opts.project) throw err;
-          console.error(`sterna zones: skipped ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}`);
-          return undefined;
-        });
+      const refs = await memoriesToShow(client, opts);
+      // Listing every memory: all are asked at once, and one nobody answers in time (no
+      // worker polls its task queue) is said and skipped, not allowed to hide the others.
+      // A named one must answer.
+      const memories = await Promise.all(
+        refs.map((ref) =>
+          (opts.project ? readZoneMemory(client, ref.workflowId) : client.withDeadline(Date.now() + LISTED_QUERY_MS, () => readZoneMemory(client, ref.workflowId))).catch((err: unknown) => {
+            if (opts.project) throw err;
+            console.error(`sterna zones: skipped ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}`);
+            return undefined;
+          }),
+        ),
+      );
+      refs.forEach((ref, i) => {
+        const memory = memories[i];
         if (memory) groups.push({ ref, rows: zonePriors(memory, now, opts.cooldown).map(zoneRow) });
-      }
+      });
       if (opts.json) {
         console.log(JSON.stringify(groups.flatMap((g) => g.rows)));
         return;

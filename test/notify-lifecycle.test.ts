@@ -92,7 +92,8 @@ function find(events: Map<string, NotifyEvent>, kind: string): NotifyEvent {
 }
 
 describe('notifications at a local webhook, from real runs', function () {
-  this.timeout(300_000);
+  // Liveness bounds, not timings: each run here starts a worker process and, in CI, shares two cores with two other suites.
+  this.timeout(900_000);
   const receiver = new Receiver();
   let stack: Stack;
   let worker: Spawned;
@@ -121,7 +122,7 @@ describe('notifications at a local webhook, from real runs', function () {
     const s = await eventually('a checkpoint', async () => {
       const s = await run.query(statusQuery);
       return s.phase === 'training' && (s.lastCheckpoint?.step ?? 0) > 40 ? s : undefined;
-    }, 240_000);
+    }, 480_000);
     const [vm] = (await stack.provider.listRunResources(runKey(run.workflowId))).map((r) => r.name);
     await stack.emulator.preempt(s.zone!, vm);
     const request = await held;
