@@ -17,7 +17,7 @@
  * Waiting for capacity is not modelled: a plan prices what is offered now.
  */
 import { deadlineMs } from '../pricing';
-import { nextCandidate } from '../run/machine';
+import { nextCandidate, triedKey } from '../run/machine';
 import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
@@ -150,5 +150,5 @@ function firstChoice(spec: RunSpec, offers: readonly Offer[], nowMs: number, mem
 }
 
 function sameChoice(a: Offer, b: Offer): boolean {
-  return a.zone === b.zone && a.provisioningModel === b.provisioningModel && a.accelerator === b.accelerator && a.acceleratorCount === b.acceleratorCount;
+  return triedKey(a) === triedKey(b);
 }

@@ -46,6 +46,11 @@ export interface StatsTable {
 /** A memory bound for the state carried through continue-as-new, not a model parameter. */
 const MAX_RUNS = 256;
 
+/** A zone first seen at `nowHours`: nothing learned yet. */
+export function emptyZoneStats(nowHours: number): ZoneStats {
+  return { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
+}
+
 export function emptyStats(): StatsTable {
   return { zones: {}, allDownHours: 0, observedHours: 0, allDownBefore: false, allSeenBefore: false, lastNowHours: null, upRuns: [], downRuns: [], upResiduals: [] };
 }
@@ -56,7 +61,7 @@ export function emptyStats(): StatsTable {
  * when it tries them) the change happened at an unknown time, so the record restarts.
  */
 function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number, previousDecision: number | null): ZoneStats {
-  const fresh: ZoneStats = { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
+  const fresh = emptyZoneStats(nowHours);
   const s: ZoneStats = previous ?? fresh;
   if (z.spotAvailable === 'unknown') return s;
   const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;

@@ -468,7 +468,8 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
   return { kind: 'provision', attempt: attempt.attempt };
 }
 
-function triedKey(offer: Offer): string {
+/** One offer's place in a round: zone, model, accelerator and count. */
+export function triedKey(offer: Offer): string {
   return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}`;
 }
 

@@ -9,7 +9,7 @@
  *   the memory's spot exposure and preemptions (`memoryStats`, the policy's warm start) instead of nothing.
  */
 import { inCooldown, type PlacementPolicy, type ZoneEvent } from '../placement';
-import { emptyStats, type StatsTable, type ZoneStats } from '../policy/zone-stats';
+import { emptyStats, emptyZoneStats, type StatsTable, type ZoneStats } from '../policy/zone-stats';
 import type { Offer } from '../types';
 import { decayFactor, ZoneModel, type ZoneMemory } from './memory';
 
@@ -45,7 +45,7 @@ export function memoryStats(memory: ZoneMemory | undefined, nowMs: number, runSt
   for (const r of memory.records) {
     if (r.model !== ZoneModel.Spot) continue;
     const w = decayFactor(r.asOf, nowMs, memory.halfLifeHours);
-    const z = zones[r.zone] ?? { upHours: 0, downHours: 0, preemptions: 0, recoveries: 0, last: null, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
+    const z = zones[r.zone] ?? emptyZoneStats(nowHours);
     zones[r.zone] = { ...z, upHours: z.upHours + r.exposureHours * w, preemptions: z.preemptions + r.preemptions * w };
   }
   return { ...stats, zones };
