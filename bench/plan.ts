@@ -35,7 +35,7 @@ function pct(x: number): string {
 }
 
 function summaryLine(label: string, s: ErrorSummary): string {
-  return `${label.padEnd(22)} runs ${String(s.runs).padStart(3)}  |err| median ${pct(s.medianAbs).padStart(8)}  p90 ${pct(s.p90Abs).padStart(8)}  signed median ${pct(s.medianSigned).padStart(8)}  range ${pct(s.min)} .. ${pct(s.max)}`;
+  return `${label.padEnd(28)} runs ${String(s.runs).padStart(3)}  |err| median ${pct(s.medianAbs).padStart(8)}  p90 ${pct(s.p90Abs).padStart(8)}  signed median ${pct(s.medianSigned).padStart(8)}  range ${pct(s.min)} .. ${pct(s.max)}`;
 }
 
 function summaryLines(label: string, s: PlanBenchSummary): string[] {

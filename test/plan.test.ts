@@ -114,7 +114,7 @@ describe('the plan (pure)', () => {
   it('prints as a table with the pick starred, the prior named, and what it could not predict', () => {
     const plan = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers: [offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6), offer('us-central1-c', 'STANDARD', 9, 'nvidia-tesla-p4')], nowMs: NOW });
     const lines = planLines({ ...plan, at: new Date(NOW).toISOString(), prices: { asOf: '2030-01-01', source: 'catalog' }, unpriced: [] });
-    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.2000\s+\$0\.2014\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)\s+600 s \(prior\)\s+datasheet$/);
+    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.2000\s+\$0\.2014\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)\s+600 s \(prior\)\s+expected$/);
     assert.match(lines[3], /^\s+nvidia-l4 x1\s+us-central1-c\s+on-demand\s+0\.600\s+1\.0 h\s+\$0\.6000\s+\$0\.6000\s/);
     assert.equal(lines[4], 'work: time.expectedDuration 1.0 h on nvidia-l4 x1; other accelerators scaled by datasheet throughput');
     assert.equal(lines[5], 'not predicted (no throughput figure; give time.relativeThroughput): nvidia-tesla-p4');

@@ -53,8 +53,12 @@ export interface PlanInputs {
   measuredLoss?: MeasuredLoss;
 }
 
-/** Where a row's speed came from: runs of this spec, the spec's own figures, or the datasheet table. */
-export type ThroughputSource = 'measured' | 'spec' | 'datasheet';
+/**
+ * Where a row's speed came from: runs of this spec (`measured`), the expected duration as
+ * stated (`expected`: the accelerator it is stated on), or relative throughput from the
+ * spec's figures (`spec`) or the datasheet table (`datasheet`).
+ */
+export type ThroughputSource = 'measured' | 'expected' | 'spec' | 'datasheet';
 
 /** What the work was taken from: the spec's expected duration, or total steps over a measured rate. */
 export interface PlanWork {
@@ -222,7 +226,8 @@ function workHoursOn(offer: Offer, nodes: number, work: PlanWork, spec: RunSpec,
   const theirs = throughputOf(offer.accelerator, gpus, spec.time.relativeThroughput);
   const anchors = throughputOf(work.accelerator, anchorGpus, spec.time.relativeThroughput);
   if (!theirs || !anchors) return undefined;
-  return { hours: (work.hours * anchors.value) / theirs.value, source: theirs.source };
+  const stated = work.basis === 'expected-duration' && offer.accelerator === work.accelerator;
+  return { hours: (work.hours * anchors.value) / theirs.value, source: stated ? 'expected' : theirs.source };
 }
 
 /** P(N > slack / loss) for N ~ Poisson(mean): the deadline is missed when preemptions eat more than the slack. */
