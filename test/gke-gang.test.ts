@@ -3,7 +3,8 @@
  * Service, admitted all or nothing. The run first tries the cheaper zone, where only one
  * of its two nodes fits: that partial gang is released whole and counted a stockout; the
  * next zone holds both, and the gang trains to completion, each pod told its rank and
- * rank 0's address, the ledger counting both nodes.
+ * rank 0's address, the ledger counting both nodes. A rank that loses its node preempts
+ * the whole gang, which resumes from its checkpoint in another zone.
  */
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -53,12 +54,13 @@ describe('a gang on GKE: an Indexed Job and a headless Service, all or nothing (
     if (ranksDir) rmSync(ranksDir, { recursive: true, force: true });
   });
 
-  /** Each rank writes what it was told to a file; rank 0 trains, the others end. */
-  function gangSpec(): RunSpecInput {
+  /** Each rank writes what it was told to a file; rank 0 trains, the others end (or, with `peersStay`, wait to be stopped). */
+  function gangSpec(peersStay = false): RunSpecInput {
     const spec = JSON.parse(readFileSync(join(repoRoot, 'examples', 'run.json'), 'utf8')) as RunSpecInput;
     const script = [
       `printf '%s %s %s %s' "$STERNA_NODE_RANK" "$STERNA_NUM_NODES" "$STERNA_MASTER_ADDR" "$STERNA_MASTER_PORT" > "${ranksDir}/attempt-$STERNA_ATTEMPT-rank-$STERNA_NODE_RANK"`,
       'if [ "$STERNA_NODE_RANK" = 0 ]; then exec node trainer.js --data data/train.csv --steps 400 --step-ms 25; fi',
+      ...(peersStay ? ['exec sleep 600'] : []),
     ].join('; ');
     return {
       ...spec,
@@ -138,6 +140,40 @@ describe('a gang on GKE: an Indexed Job and a headless Service, all or nothing (
     assert.match(partial?.event ?? '', /only 1 of the 2 pods of the gang .* could be scheduled in us-central1-b .*; the partial gang is released/);
 
     await eventually('no Job, Pod or Service left', async () => ((await left(run.workflowId)) === 0 ? true : undefined), 60_000, 500);
+  });
+
+  it('moves the whole gang to another zone, from its checkpoint, when one rank\'s spot node is shut down', async () => {
+    // A second zone that holds a gang, dearer than zone a.
+    for (const n of [1, 2]) await stack.agent.addNode({ name: `gang-t4-c${n}`, zone: 'us-central1-c', accelerator: 'nvidia-tesla-t4', gpus: 1, spot: true, machineType: 'n1-standard-16' });
+    const env = await testEnv();
+    const spec = { ...gangSpec(true), placement: { zones: { allow: ['us-central1-a', 'us-central1-c'] } } };
+    const run = await env.client.workflow.start<typeof trainingRun>('trainingRun', { taskQueue: stack.taskQueue, workflowId: `${stack.taskQueue}-gang-preempted`, args: [spec] });
+    await eventually('a checkpoint', async () => {
+      const s = await run.query(statusQuery);
+      return s.phase === 'training' && (s.lastCheckpoint?.step ?? 0) > 60 ? s : undefined;
+    }, 120_000);
+    const pods = (await stack.core.listNamespacedPod({ namespace: 'default', labelSelector: `sterna-run=${runKey(run.workflowId)},sterna-attempt=1` })).items;
+    const rank1 = pods.find((p) => p.metadata?.annotations?.['batch.kubernetes.io/job-completion-index'] === '1')!;
+    assert.equal(rank1.spec?.nodeSelector?.['topology.kubernetes.io/zone'], 'us-central1-a');
+    // Rank 1 only waits; losing its node still preempts the gang (it is only as alive as its weakest rank).
+    await stack.agent.shutdownNode(rank1.spec!.nodeName!);
+
+    const result = await run.result();
+    assert.equal(result.preemptions, 1);
+    assert.deepEqual(
+      result.attempts.map((a) => [a.zone, a.outcome]),
+      [
+        ['us-central1-a', 'preempted'],
+        ['us-central1-c', 'completed'],
+      ],
+    );
+    assert.equal(result.finalStep, 400);
+    const { timeline } = await run.query(statusQuery);
+    const resumed = timeline.find((e) => e.kind === 'preempted');
+    assert.ok(resumed && resumed.step! > 0, 'resumed from a checkpoint, not from step 0');
+    await eventually('no Job, Pod or Service left', async () => ((await left(run.workflowId)) === 0 ? true : undefined), 60_000, 500);
+    const lost = GANG_NODES.find((n) => n.name === rank1.spec!.nodeName);
+    if (lost) await stack.agent.addNode(lost);
   });
 
   it('with flex-start, asks one ProvisioningRequest for the whole gang and releases it with the Job and the Service', async () => {
