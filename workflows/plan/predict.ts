@@ -138,6 +138,8 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
       continue;
     }
     const workHours = speed.hours;
+    // Per node: an offer that says it is for the whole gang (offer.nodes) is already priced for all N.
+    const pricePerNode = (offer.nodes ?? 1) === nodes && nodes > 1 ? offer.pricePerHour / nodes : offer.pricePerHour;
     const spot = offer.provisioningModel === 'SPOT';
     const observed = memory ? zonePrior(memory, { zone: offer.zone, accelerator: offer.accelerator, model: offer.provisioningModel }, nowMs).preemptionsPerHour : undefined;
     // A gang is preempted when any one of its nodes is.
@@ -153,12 +155,12 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
       zone: offer.zone,
       region: offer.region,
       provisioningModel: offer.provisioningModel,
-      pricePerHour: offer.pricePerHour,
+      pricePerHour: pricePerNode,
       nodes,
       workHours,
-      workCostUsd: offer.pricePerHour * nodes * workHours,
+      workCostUsd: pricePerNode * nodes * workHours,
       expectedHours,
-      expectedCostUsd: offer.pricePerHour * nodes * expectedHours,
+      expectedCostUsd: pricePerNode * nodes * expectedHours,
       expectedPreemptions: rate * expectedHours,
       finishAt: Number.isFinite(finishMs) ? new Date(finishMs).toISOString() : undefined,
       missRisk: deadline === undefined ? undefined : missRisk((deadline - nowMs) / 3_600_000 - workHours, rate * expectedHours, lossHours),

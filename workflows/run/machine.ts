@@ -14,6 +14,7 @@ import { FailureType } from '../failures';
 import { DEFAULT_FLEET_SETTINGS } from '../fleet/contract';
 import type { ResourceObservation } from '../messages';
 import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
+import { sliceKey } from '../gpu-slices';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
 import { flexStartMaxWaitSeconds, modelsOf } from '../pricing';
@@ -480,7 +481,8 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
 
 /** One offer's place in a round: zone, model, accelerator and count. */
 export function triedKey(offer: Offer): string {
-  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}`;
+  // A slice is its own shape (absent for whole GPUs, so a whole-GPU key reads as it always did).
+  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}${sliceKey(offer)}`;
 }
 
 function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt {
@@ -489,7 +491,7 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   // the API call and the activity's result.
   const attempt: Attempt = {
     attempt: number,
-    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number), zone: offer.zone },
+    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, offer.nodes ?? 1), zone: offer.zone },
     offer,
     outcome: AttemptOutcome.Running,
     resumedFromStep: state.lastCheckpoint?.step,
