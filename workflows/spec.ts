@@ -222,7 +222,10 @@ const buildRunSpecSchema = () =>
           .max(32),
         machineType: text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
         diskSizeGb: z.int().min(10).max(65536).default(100),
-        /** A gang: this many VMs (or pods) at once, in one zone, all or nothing. */
+        /**
+         * A gang: this many VMs (or pods) at once, in one zone, all or nothing (workflows/run/gang.ts).
+         * Prices (pricing.maxPricePerHour, the budget, the ledger) count every node.
+         */
         nodes: z.int().min(1).max(64).default(1),
       }),
       placement: z
@@ -341,9 +344,13 @@ const buildRunSpecSchema = () =>
       if (spec.pricing.flexStart && spec.pricing.mode !== PricingMode.FlexStart && spec.pricing.mode !== PricingMode.Auto) {
         ctx.addIssue({ code: 'custom', path: ['pricing', 'flexStart'], message: `flex-start settings apply to pricing.mode "flex-start" or "auto", not "${spec.pricing.mode}"` });
       }
-      if (spec.resources.nodes > 1) {
+      if (spec.resources.nodes > 1 && spec.backend !== 'gce') {
         // Until each backend creates, watches and releases a gang as one, a run of N nodes would silently get one.
         ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: `gang runs (nodes > 1) are not supported yet on backend ${spec.backend}; use nodes: 1` });
+      }
+      if (spec.resources.nodes > 1 && (spec.pricing.mode === PricingMode.FlexStart || spec.pricing.flexStart)) {
+        // Each node's flex-start request would wait for capacity on its own: no all-or-nothing start.
+        ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'gang runs (nodes > 1) cannot use flex-start yet; use pricing.mode spot, on-demand or auto without pricing.flexStart' });
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
         ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });
