@@ -31,7 +31,7 @@ import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
-import { markProgress } from './progress';
+import { markProgress, noteTraining } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
@@ -274,6 +274,7 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
   if (context.gpuUtil && state.phase === Phase.Training) {
     if (s.totalSteps !== undefined) state.totalSteps = s.totalSteps;
     if (s.step !== undefined) markProgress(state, live.attempt, s.step, now);
+    if (s.step !== undefined) noteTraining(state, live, s.step, now);
     if (s.gpu) absorbGpu(state, spec.monitoring, live.attempt, s.gpu, now);
   }
   return undefined;
