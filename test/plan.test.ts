@@ -154,6 +154,10 @@ describe('the plan (pure)', () => {
     assert.equal(spot(pair).preemptionsPerHour, 2 * PRIOR_PREEMPTIONS_PER_HOUR);
     assert.ok(spot(pair).expectedHours > spot(single).expectedHours, 'more preemptions, more hours');
     assert.equal(spot(pair).expectedCostUsd, 0.2 * 2 * spot(pair).expectedHours);
+    // GCE prices a gang's offer for all its nodes (run/gang.ts): the plan charges that price once.
+    const gangOffers = offers.map((o) => ({ ...o, pricePerHour: o.pricePerHour * 2, nodes: 2 }));
+    const priced = predictPlan({ spec: gang, offers: gangOffers, nowMs: NOW });
+    assert.deepEqual(priced.rows.map((r) => [r.pricePerHour, r.expectedCostUsd]), pair.rows.map((r) => [r.pricePerHour, r.expectedCostUsd]));
   });
 
   it('shows what the work costs per option, and says when the offer the run tries first is dearer for the work than another', () => {
