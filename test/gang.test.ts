@@ -7,8 +7,9 @@ import { agentAttributes } from '../activities/agent/script';
 import { internalAddress } from '../emulator/render';
 import { addGradients, dataParallelStep, gradientSum, shardOf, step, type Checkpoint } from '../examples/trainer';
 import type { ProvisionRequest } from '../workflows/activity-contract';
+import { acceptContinuation } from '../workflows/continuation';
 import { executionToken, isOwnedBy, resourceName, runKey } from '../workflows/naming';
-import { gangObservation, gangRelease, gangSnapshot, gangSize, namesPartOf, nodeRefs, nodeRequest, nodeSays, rankIn } from '../workflows/run/gang';
+import { gangObservation, gangRef, gangRelease, gangSnapshot, gangSize, namesPartOf, nodeRefs, nodeRequest, nodeSays, rankIn } from '../workflows/run/gang';
 import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
 import { capacityRequest } from '../workflows/run/requests';
 import { AttemptOutcome, initialState, type RunState } from '../workflows/run/state';
@@ -229,6 +230,20 @@ describe('gang runs (pure, no server)', () => {
       const line = ledger(run.state, run.now).lines[0];
       assert.equal(line.nodes, 2);
       assert.ok(Math.abs(line.costUsd - (0.4 * 10) / 3600) < 1e-12, String(line.costUsd));
+    });
+
+    it('carries a gang attempt through continue-as-new, and refuses one whose node count was changed', () => {
+      const run = new Gang();
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: [gangOffer('us-central1-a', 0.2)] });
+      const continued = () => ({ continued: true as const, spec: run.spec, state: JSON.parse(JSON.stringify(run.state)) as RunState });
+      const execution = { workflowId: WORKFLOW, execution: EXEC, continuedFromExecutionRunId: 'previous-run' };
+      assert.deepEqual(acceptContinuation(continued(), execution).state.attempts[0].ref, run.state.attempts[0].ref);
+      const forged = continued();
+      forged.state.attempts[0].ref.nodes = 3;
+      assert.throws(() => acceptContinuation(forged, execution), /ref\.nodes/);
+      // A GKE gang is one Job: its ref names the Job alone.
+      assert.equal(gangRef({ backend: 'gke', name: 'job', zone: 'z' }, { ...gangOffer('z', 0.2), backend: 'gke' }).nodes, undefined);
     });
 
     it('treats a stockout of any node like a single node\'s: the zone is recorded and the gang released before the next offer', () => {

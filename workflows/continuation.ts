@@ -207,10 +207,10 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
   if (state.runId !== execution.workflowId) throw refuse(`state.runId ${state.runId} is not this workflow (${execution.workflowId})`);
   state.attempts.forEach((a, i) => {
     if (a.attempt !== i + 1) throw refuse(`state.attempts.${i}.attempt is ${a.attempt}, expected ${i + 1}`);
-    const expected = resourceName(execution.workflowId, execution.execution, a.attempt, a.ref.nodes);
+    const expected = resourceName(execution.workflowId, execution.execution, a.attempt, a.offer.nodes ?? 1);
     if (a.ref.name !== expected) throw refuse(`state.attempts.${i}.ref.name ${a.ref.name} is not this run's resource (${expected})`);
     if (a.ref.backend !== spec.backend || a.offer.backend !== spec.backend) throw refuse(`state.attempts.${i} is on another backend than the spec`);
-    if ((a.ref.nodes ?? 1) !== (a.offer.nodes ?? 1)) throw refuse(`state.attempts.${i}.ref.nodes is not its offer's`);
+    if (a.ref.nodes !== undefined && a.ref.nodes !== a.offer.nodes) throw refuse(`state.attempts.${i}.ref.nodes is not its offer's`);
   });
   return { spec, state };
 }

@@ -25,9 +25,13 @@ export function gangSize(of: { nodes?: number }): number {
   return of.nodes !== undefined && of.nodes > 1 ? of.nodes : 1;
 }
 
-/** The attempt's resource for an offer: a gang's says how many nodes it is; a single node's is unchanged. */
+/**
+ * The attempt's resource for an offer: a GCE gang's says how many VMs it is; a single
+ * node's is unchanged. A GKE gang is one Job (its provider watches the pods), so its ref
+ * names the Job alone.
+ */
 export function gangRef(ref: ResourceRef, offer: Offer): ResourceRef {
-  return gangSize(offer) > 1 ? { ...ref, nodes: gangSize(offer) } : ref;
+  return gangSize(offer) > 1 && offer.backend === 'gce' ? { ...ref, nodes: gangSize(offer) } : ref;
 }
 
 /** The name of node `rank` of the gang named `name`; a single node keeps the name itself. */
