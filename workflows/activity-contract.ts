@@ -21,6 +21,16 @@ export interface AgentInputs {
   pollSeconds: number;
   /** This run's data cache in the attempt's region: staged datasets are kept there and reused. */
   dataCacheUri?: string;
+  /** A node of a gang (resources.nodes > 1): its rank and where rank 0 listens (run/gang.ts). */
+  gang?: GangInputs;
+}
+
+/** Where a gang's nodes meet: rank 0's internal address (absent on rank 0 itself, which reads its own) and port. */
+export interface GangInputs {
+  rank: number;
+  nodes: number;
+  masterAddr?: string;
+  masterPort: number;
 }
 
 /** What a run needs, from its spec: used to list offers. */

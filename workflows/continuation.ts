@@ -61,7 +61,7 @@ function buildRunStateSchema() {
 
   const AttemptSchema = z.strictObject({
     attempt: z.int().min(1),
-    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional() }),
+    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional(), nodes: z.int().min(2).max(64).optional() }),
     offer: OfferSchema,
     outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]),
     startedAt: IsoTime.optional(),
@@ -212,6 +212,7 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
     const expected = resourceName(execution.workflowId, execution.execution, a.attempt, a.offer.nodes ?? 1);
     if (a.ref.name !== expected) throw refuse(`state.attempts.${i}.ref.name ${a.ref.name} is not this run's resource (${expected})`);
     if (a.ref.backend !== spec.backend || a.offer.backend !== spec.backend) throw refuse(`state.attempts.${i} is on another backend than the spec`);
+    if (a.ref.nodes !== undefined && a.ref.nodes !== a.offer.nodes) throw refuse(`state.attempts.${i}.ref.nodes is not its offer's`);
   });
   return { spec, state };
 }

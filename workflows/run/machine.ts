@@ -27,6 +27,7 @@ import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from '.
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
+import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
 import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { dataCostsFor, flexTermsFor } from './auto-costs';
@@ -180,7 +181,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return absorbObservation(state, spec, event.observation, event.via, context);
     case 'notice': {
       const live = currentAttempt(state);
-      if (live && event.name === live.ref.name) {
+      if (live && namesPartOf(live.ref, event.name)) {
         state.notice = live.ref.name;
         record(state, now, {
           kind: TimelineKind.PreemptionNotice,
@@ -241,9 +242,11 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
   record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
 }
 
-function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
+function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
   const live = currentAttempt(state);
-  if (!live || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
+  // A gang's node speaks for the gang only when it has something to say (run/gang.ts).
+  const observation = live && gangObservation(live.ref, heard);
+  if (!live || !observation || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
   if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
   const now = context.nowMs;
   state.lastHeardAt = now;
@@ -491,7 +494,7 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   // the API call and the activity's result.
   const attempt: Attempt = {
     attempt: number,
-    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, offer.nodes ?? 1), zone: offer.zone },
+    ref: gangRef({ backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, gangSize(offer)), zone: offer.zone }, offer),
     offer,
     outcome: AttemptOutcome.Running,
     resumedFromStep: state.lastCheckpoint?.step,
