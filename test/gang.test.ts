@@ -165,11 +165,11 @@ describe('gang runs (pure, no server)', () => {
   });
 
   describe('spec', () => {
-    it('runs gangs on GCE only, and without flex-start', () => {
+    it('runs gangs on GCE and GKE, on whole GPUs, and on GCE without flex-start (GKE asks for all N in one request)', () => {
       assert.equal(parseSpec(specInput()).resources.nodes, 2);
       assert.equal(parseSpec(specInput({ resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] } })).resources.nodes, 1);
-      const gke = specProblems(specInput({ backend: 'gke' }));
-      assert.ok(gke.some((p) => p.path === 'resources.nodes' && /not supported yet on backend gke/.test(p.message)), JSON.stringify(gke));
+      assert.equal(parseSpec(specInput({ backend: 'gke' })).resources.nodes, 2);
+      assert.equal(parseSpec(specInput({ backend: 'gke', pricing: { mode: 'flex-start' } })).resources.nodes, 2);
       const flex = specProblems(specInput({ pricing: { mode: 'flex-start' } }));
       assert.ok(flex.some((p) => p.path === 'resources.nodes' && /flex-start/.test(p.message)), JSON.stringify(flex));
     });
