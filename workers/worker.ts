@@ -19,6 +19,7 @@ import { meteredProviders } from '../activities/metrics/metered-provider';
 import type { SternaMetrics } from '../activities/metrics/registry';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities } from '../activities/zones';
+import { createThroughputActivities } from '../activities/plan';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -63,6 +64,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createTeamActivities({ client }),
       ...createNotifyActivities({ ...options.notify, client }),
       ...createZoneActivities({ providers, client }),
+      ...createThroughputActivities({ client }),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

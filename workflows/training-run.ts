@@ -26,6 +26,7 @@ import type { RunSpec, RunSpecInput } from './spec';
 import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { ZoneLink } from './zones/run-link';
+import { ThroughputLink } from './plan/run-link';
 
 export type { ContinuedRun };
 
@@ -77,6 +78,7 @@ class Driver {
   private readonly attemptsAtStart: number;
   private readonly team: TeamLink;
   private readonly zones: ZoneLink;
+  private readonly throughput: ThroughputLink;
   private readonly shown: Publisher;
   private readonly attempt: AttemptActs;
   readonly notify: NotifyLink;
@@ -90,6 +92,7 @@ class Driver {
     this.attemptsAtStart = state.attempts.length;
     this.team = new TeamLink(spec, state, this.inbox);
     this.zones = new ZoneLink(spec, state);
+    this.throughput = new ThroughputLink(spec, state);
     this.shown = new Publisher(spec, state);
     this.notify = new NotifyLink(spec, state);
     this.attempt = new AttemptActs(spec, state, this.acts, (attempt) => ({ run: runKey(workflowInfo().workflowId), execution, attempt }));
@@ -122,6 +125,7 @@ class Driver {
       this.shown.attributesAndDetails();
       this.notify.tell({ kind: 'step' });
       await this.zones.tell();
+      await this.throughput.tell();
       if (command.kind === 'complete') {
         this.notify.tell({ kind: 'ended', phase: Phase.Completed });
         return resultOf(this.state, Date.now());
@@ -177,6 +181,7 @@ class Driver {
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.shown.attributesAndDetails();
     await this.zones.tell();
+    await this.throughput.tell();
   }
 
   /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */

@@ -14,6 +14,7 @@ import { FailureType } from '../failures';
 import { DEFAULT_FLEET_SETTINGS } from '../fleet/contract';
 import type { ResourceObservation } from '../messages';
 import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
+import { sliceKey } from '../gpu-slices';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
 import { flexStartMaxWaitSeconds, modelsOf } from '../pricing';
@@ -26,12 +27,13 @@ import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from '.
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
+import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
 import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { dataCostsFor, flexTermsFor } from './auto-costs';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
-import { markProgress } from './progress';
+import { markProgress, noteTraining } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
@@ -179,7 +181,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return absorbObservation(state, spec, event.observation, event.via, context);
     case 'notice': {
       const live = currentAttempt(state);
-      if (live && event.name === live.ref.name) {
+      if (live && namesPartOf(live.ref, event.name)) {
         state.notice = live.ref.name;
         record(state, now, {
           kind: TimelineKind.PreemptionNotice,
@@ -240,9 +242,11 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
   record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
 }
 
-function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
+function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
   const live = currentAttempt(state);
-  if (!live || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
+  // A gang's node speaks for the gang only when it has something to say (run/gang.ts).
+  const observation = live && gangObservation(live.ref, heard);
+  if (!live || !observation || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
   if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
   const now = context.nowMs;
   state.lastHeardAt = now;
@@ -278,6 +282,7 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
   if (context.gpuUtil && state.phase === Phase.Training) {
     if (s.totalSteps !== undefined) state.totalSteps = s.totalSteps;
     if (s.step !== undefined) markProgress(state, live.attempt, s.step, now);
+    if (s.step !== undefined) noteTraining(state, live, s.step, now);
     if (s.gpu) absorbGpu(state, spec.monitoring, live.attempt, s.gpu, now);
   }
   return undefined;
@@ -479,7 +484,8 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
 
 /** One offer's place in a round: zone, model, accelerator and count. */
 export function triedKey(offer: Offer): string {
-  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}`;
+  // A slice is its own shape (absent for whole GPUs, so a whole-GPU key reads as it always did).
+  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}${sliceKey(offer)}`;
 }
 
 function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt {
@@ -488,7 +494,7 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   // the API call and the activity's result.
   const attempt: Attempt = {
     attempt: number,
-    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number), zone: offer.zone },
+    ref: gangRef({ backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, gangSize(offer)), zone: offer.zone }, offer),
     offer,
     outcome: AttemptOutcome.Running,
     resumedFromStep: state.lastCheckpoint?.step,
