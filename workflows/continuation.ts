@@ -70,6 +70,7 @@ function buildRunStateSchema() {
     createSettled: z.boolean().optional(),
     runDurationSeconds: z.number().positive().finite().optional(),
     requestedAt: IsoTime.optional(),
+    moveAskedAt: IsoTime.optional(),
   });
 
   // The zone memory a run read: a prior for placement only (it names no resource).

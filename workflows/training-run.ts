@@ -103,7 +103,9 @@ class Driver {
     const teamAdmission = patched('sterna-team-admission');
     // Runs recorded before GPU readings and the idle rule replay without them.
     const gpuUtil = patched('sterna-gpu-util');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil };
+    // Runs recorded before the run-duration guard neither move before a flex-start cut nor size it from the run's end.
+    const flexCut = patched('sterna-flex-cut');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, flexCut };
   }
 
   installHandlers(): void {
@@ -141,6 +143,8 @@ class Driver {
         return this.attempt.release(command.attempt, command.createMayBeInFlight);
       case 'look':
         return this.attempt.look(command.attempt);
+      case 'ask-move':
+        return this.attempt.askMove(command.attempt);
       case 'wait':
         return this.inbox.next(this.refreshingCost(command.untilMs));
       case 'ask-admission':

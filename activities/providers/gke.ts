@@ -164,6 +164,20 @@ export function podDisrupted(pod: V1Pod): boolean {
   return (pod.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True' && DISRUPTION_REASONS.has(c.reason ?? ''));
 }
 
+/** A flex-start pod (it consumes a ProvisioningRequest): its node is never preempted, only cut at the request's run duration. */
+function isFlexPod(pod: V1Pod): boolean {
+  return Boolean(pod.metadata?.annotations?.[CONSUME_ANNOTATION]);
+}
+
+/**
+ * A flex-start pod whose node GKE stopped at the request's maxRunDurationSeconds (the VM
+ * under it shuts down; the kubelet's graceful node shutdown disrupts its pods), or whose
+ * node is gone; a pod that had succeeded first completed instead.
+ */
+function flexCut(pod: V1Pod, nodeGone = false): boolean {
+  return isFlexPod(pod) && pod.status?.phase !== 'Succeeded' && (podDisrupted(pod) || nodeGone);
+}
+
 /** Waiting reasons that no amount of waiting fixes: the spec's image or container is wrong. */
 const BAD_CONTAINER_REASONS = new Set(['InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError']);
 /** A pod the node's kubelet refused to admit (GPU device plugin out of devices, affinity race). */
@@ -540,12 +554,15 @@ export class GkeProvider implements ComputeProvider {
     for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) if (key.startsWith('sterna/')) values[key.slice('sterna/'.length)] = value;
     const nodeGone = pod.spec?.nodeName ? !(await this.nodeExists(pod.spec.nodeName)) : false;
     // A flex-start node is never preempted: when it goes, its run duration is over.
-    const flex = Boolean(pod.metadata?.annotations?.[CONSUME_ANNOTATION]);
+    const flex = isFlexPod(pod);
     const preempted = !flex && (podDisrupted(pod) || (nodeGone && pod.status?.phase !== 'Succeeded'));
+    const cut = flexCut(pod, nodeGone);
     const phase = pod.status?.phase;
-    const lifecycle = phase === 'Running' ? (preempted ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
+    // A cut pod whose node is gone runs nowhere, whatever its last reported phase.
+    const lifecycle =
+      phase === 'Running' ? (cut && nodeGone ? 'terminated' : preempted || cut ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
     const { noticed: _gceOnly, ...agent } = parseAgentValues(values);
-    return { lifecycle, preempted, ...agent };
+    return { lifecycle, preempted, ...agent, ...(cut ? { cut } : {}) };
   }
 
   private async nodeExists(name: string): Promise<boolean> {
@@ -618,14 +635,14 @@ export class GkeProvider implements ComputeProvider {
     for (const [job, pod] of firstByJob) {
       const owner = ownerFromLabels(pod.metadata?.labels);
       if (!owner) continue;
-      const preempted = podDisrupted(pod);
+      const preempted = podDisrupted(pod) && !isFlexPod(pod);
       resources.push({
         ref: { backend: 'gke', name: job, zone: pod.spec?.nodeSelector?.[ZONE_LABEL] ?? '', namespace: this.namespace },
         owner,
         workflowId: pod.spec?.containers?.[0]?.env?.find((e) => e.name === RUN_ID_ENV)?.value,
         lifecycle: podLifecycle(pod, preempted),
         preempted,
-        agent: parseAgentValues(agentAnnotations(pod)),
+        agent: { ...parseAgentValues(agentAnnotations(pod)), ...(flexCut(pod) ? { cut: true } : {}) },
         lastStartAt: toIso(pod.status?.startTime),
         lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
         // The pod comes seconds after its Job; both are the attempt's.
@@ -639,7 +656,8 @@ export class GkeProvider implements ComputeProvider {
 
   async readAgent(ref: ResourceRef): Promise<AgentValues> {
     const [pod] = await this.podsOf(ref.name);
-    return parseAgentValues(pod ? agentAnnotations(pod) : {});
+    if (!pod) return {};
+    return { ...parseAgentValues(agentAnnotations(pod)), ...(flexCut(pod) ? { cut: true } : {}) };
   }
 
   /** Disrupted pods, and pods whose node is gone (one node read per stopped pod, as observe does). */
@@ -647,7 +665,8 @@ export class GkeProvider implements ComputeProvider {
     const preempted: ResourceRef[] = [];
     for (const ref of refs) {
       const [pod] = await this.podsOf(ref.name);
-      if (!pod) continue;
+      // A flex-start pod is never preempted: losing its node is its run duration's end.
+      if (!pod || isFlexPod(pod)) continue;
       const nodeGone = pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' ? !(await this.nodeExists(pod.spec.nodeName)) : false;
       if (podDisrupted(pod) || nodeGone) preempted.push(ref);
     }

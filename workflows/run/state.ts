@@ -74,6 +74,8 @@ export interface Attempt {
   runDurationSeconds?: number;
   /** FLEX_START: when the request for capacity was made (ISO); it waits from then. */
   requestedAt?: string;
+  /** FLEX_START: when the run asked the agent for its final checkpoint, to move before the cut (ISO; flex-cut.ts). */
+  moveAskedAt?: string;
 }
 
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
@@ -95,6 +97,8 @@ export const TimelineKind = {
   Preempted: 'preempted',
   /** A flex-start VM reached its maximum run duration (GCE's 7-day cap, or the run's deadline). */
   RunDurationReached: 'run-duration-reached',
+  /** The run asked a flex-start attempt's agent for its final checkpoint, to move before the cut (flex-cut.ts). */
+  MoveAsked: 'move-asked',
   Restarting: 'restarting',
   Switching: 'switching',
   Completed: 'completed',
