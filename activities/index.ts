@@ -78,5 +78,10 @@ export function createActivities(providers: Providers, options: ActivityOptions 
     async observe({ ref }) {
       return providerFor(ref.backend).observe(ref);
     },
+
+    async askMove({ ref }) {
+      const provider = providerFor(ref.backend);
+      return provider.askMove ? provider.askMove(ref) : { delivered: false, detail: `the ${ref.backend} backend cannot ask its agent yet` };
+    },
   };
 }

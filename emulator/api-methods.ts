@@ -48,6 +48,7 @@ function methodName(httpMethod: string, segments: string[]): { method: string; z
       if (sub === undefined) return read ? zonal('compute.instances.get') : httpMethod === 'DELETE' ? zonal('compute.instances.delete') : undefined;
       if (sub === 'getGuestAttributes' && read) return zonal('compute.instances.getGuestAttributes');
       if (sub === 'serialPort' && read) return zonal('compute.instances.getSerialPortOutput');
+      if (sub === 'setMetadata' && httpMethod === 'POST') return zonal('compute.instances.setMetadata');
       return undefined;
     case 'operations':
       if (name === undefined) return read ? zonal('compute.zoneOperations.list') : undefined;

@@ -242,6 +242,11 @@ async function handleInstances(ctx: ComputeContext, req: ComputeRequest, project
     }
     throw methodNotAllowed(method, instancePath);
   }
+  if (sub === 'setMetadata') {
+    if (method !== 'POST') throw methodNotAllowed(method, `${instancePath}/${sub}`);
+    const op = idempotent(ctx, requestIdOf(query), () => ctx.instances.setMetadata(project, zone, byName, req.body));
+    return { status: 200, body: renderOperation(op) };
+  }
   if (method !== 'GET') throw methodNotAllowed(method, `${instancePath}/${sub}`);
   const instance = ctx.instances.get(project, zone, byName);
   if (sub === 'getGuestAttributes') {

@@ -27,6 +27,7 @@ export const OperationType = {
   Delete: 'delete',
   Stop: 'stop',
   Preempted: 'compute.instances.preempted',
+  SetMetadata: 'setMetadata',
 } as const;
 export type OperationType = (typeof OperationType)[keyof typeof OperationType];
 

@@ -126,4 +126,12 @@ export interface SternaActivities {
   release(input: ReleaseRequest): Promise<ReleaseResult>;
   /** One direct look at a resource and its agent: the run's fallback when the fleet observer is silent. */
   observe(input: { ref: ResourceRef }): Promise<AgentSnapshot>;
+  /** Asks the resource's agent for a final checkpoint and a stop, so the run moves before a flex-start cut. */
+  askMove(input: { ref: ResourceRef }): Promise<MoveAnswer>;
+}
+
+/** Whether the ask reached the agent's resource; `detail` says why not (the cut's stop grace is then the fallback). */
+export interface MoveAnswer {
+  delivered: boolean;
+  detail?: string;
 }

@@ -74,6 +74,7 @@ function buildRunStateSchema() {
     runDurationSeconds: z.number().positive().finite().optional(),
     requestedAt: IsoTime.optional(),
     training: z.strictObject({ fromStep: z.int().min(0), fromMs: z.number().finite(), steps: z.int().min(0), seconds: z.number().nonnegative().finite() }).optional(),
+    moveAskedAt: IsoTime.optional(),
   });
 
   // The zone memory a run read: a prior for placement only (it names no resource).

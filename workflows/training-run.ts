@@ -108,7 +108,9 @@ class Driver {
     const gpuUtil = patched('sterna-gpu-util');
     // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
     const autoCosts = patched('sterna-auto-costs');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, autoCosts };
+    // Runs recorded before the run-duration guard neither move before a flex-start cut nor size it from the run's end.
+    const flexCut = patched('sterna-flex-cut');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut };
   }
 
   installHandlers(): void {
@@ -147,6 +149,8 @@ class Driver {
         return this.attempt.release(command.attempt, command.createMayBeInFlight);
       case 'look':
         return this.attempt.look(command.attempt);
+      case 'ask-move':
+        return this.attempt.askMove(command.attempt);
       case 'wait':
         return this.inbox.next(this.refreshingCost(command.untilMs));
       case 'ask-admission':

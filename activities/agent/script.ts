@@ -28,6 +28,9 @@ export function encodeList(items: readonly string[]): string {
   return `${items.length}\n${items.map((item) => `${Buffer.from(item, 'utf8').toString('base64')}\n`).join('')}`;
 }
 
+/** The instance attribute the run sets (TRUE) to ask the agent for a final checkpoint and a stop (sterna-agent.sh). */
+export const MOVE_ATTRIBUTE = 'sterna-move';
+
 /** Metadata attributes the agent reads (`instance/attributes/<key>`). */
 export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   const attributes: Record<string, string> = {
@@ -71,6 +74,8 @@ export function parseAgentValues(values: Record<string, string>): {
   exitCode?: number;
   /** The agent saw GCE's preemption notice on its metadata server. */
   noticed?: boolean;
+  /** The agent stopped the trainer for the move the run asked for (run/flex-cut.ts). */
+  moving?: boolean;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
   let checkpoint: CheckpointRef | undefined;
@@ -92,6 +97,7 @@ export function parseAgentValues(values: Record<string, string>): {
     checkpointMs: checkpoint ? int(values['checkpoint-ms']) : undefined,
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
+    moving: values.moving === 'TRUE' ? true : undefined,
   };
 }
 

@@ -15,7 +15,8 @@
 # sterna/reused-bytes, sterna/total-bytes), GCE's own way for a VM to
 # report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
-# checkpoint; the agent uploads it before the notice period ends.
+# checkpoint; the agent uploads it before the notice period ends. The run's ask to move
+# (instance attribute sterna-move=TRUE) stops the trainer the same way, with no deadline.
 set -u -o pipefail
 
 # On GKE each secret arrives as STERNA_SECRET_<NAME> (a secretKeyRef in the pod spec).
@@ -364,10 +365,25 @@ TRAINER=$!
 stopping=0
 trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
 
+# Before a flex-start VM's cut the run asks for a final checkpoint through the sterna-move
+# attribute (workflows/run/flex-cut.ts): the trainer is stopped as a preemption notice
+# stops it, and `moving` tells the run that this exit is the move, not the trainer's end.
+moving=0
+move_asked() {
+  [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] || return 1
+  [ "$(curl -sf -m 2 -H 'Metadata-Flavor: Google' "$MD/instance/attributes/sterna-move" 2>/dev/null)" = TRUE ]
+}
+
 while kill -0 "$TRAINER" 2>/dev/null; do
   publish_progress
   publish_gpu
   upload_new_checkpoints
+  if [ "$moving" = 0 ] && [ "$stopping" = 0 ] && move_asked; then
+    moving=1
+    log "the run asked for a final checkpoint before the flex-start cut: stopping the trainer"
+    publish moving TRUE
+    kill -TERM "$TRAINER" 2>/dev/null
+  fi
   sleep "$POLL" &
   wait $! 2>/dev/null
 done

@@ -30,7 +30,7 @@ import { isOwnedBy } from '../../workflows/naming';
 import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt, nodeRefs, nodeRequest } from '../../workflows/run/gang';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
-import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
+import { agentAttributes, agentScript, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
 import { noteRateLimited, rateLimitedSince } from './rate-limits';
@@ -42,6 +42,7 @@ import {
   type CapacityRequest,
   type ComputeProvider,
   type FleetResource,
+  type MoveAnswer,
   type ProvisionRequest,
   type ProvisionResult,
   type ReleaseRequest,
@@ -118,6 +119,12 @@ const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/fami
 export function isNotFound(err: unknown): boolean {
   const e = err as { code?: number; message?: string };
   return e?.code === 5 || e?.code === 404 || /was not found|notFound/i.test(e?.message ?? '');
+}
+
+/** setMetadata's answer when the metadata changed since its fingerprint was read (HTTP 412, conditionNotMet). */
+function isStaleFingerprint(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 412 || e?.code === 9 || /conditionNotMet|fingerprint/i.test(e?.message ?? '');
 }
 
 function isInvalidArgument(err: unknown): boolean {
@@ -469,6 +476,31 @@ export class GceProvider implements ComputeProvider {
     // preempted operation says so too (it may be recorded only at the end of the stop).
     const preempted = noticed === true || ((lifecycle === 'stopping' || lifecycle === 'terminated') && (await this.wasPreempted(ref, instance)));
     return { lifecycle, preempted, ...agent };
+  }
+
+  /**
+   * Asks the agent for a final checkpoint and a stop before the flex-start cut: the
+   * `sterna-move` attribute, set with setMetadata under the metadata's current fingerprint
+   * (read again when another write came between). A VM that no longer runs cannot be asked.
+   */
+  async askMove(ref: ResourceRef): Promise<MoveAnswer> {
+    for (let tries = 0; tries < 3; tries++) {
+      const instance = await this.getInstance(ref);
+      if (instance?.status !== 'RUNNING') return { delivered: false, detail: `${ref.name} is ${instance?.status ?? 'gone'}` };
+      const current = instance.metadata?.items ?? [];
+      if (current.some((item) => item.key === MOVE_ATTRIBUTE && item.value === 'TRUE')) return { delivered: true };
+      try {
+        const items = [...current.filter((item) => item.key !== MOVE_ATTRIBUTE), { key: MOVE_ATTRIBUTE, value: 'TRUE' }];
+        const metadataResource = { fingerprint: instance.metadata?.fingerprint, items };
+        const [op] = await this.api(`ask ${ref.name} to move`, () => this.instances.setMetadata({ project: this.options.project, zone: ref.zone, instance: ref.name, metadataResource }));
+        await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+        return { delivered: true };
+      } catch (err) {
+        if (isNotFound(err)) return { delivered: false, detail: `${ref.name} is gone` };
+        if (!isStaleFingerprint(err)) throw err;
+      }
+    }
+    return { delivered: false, detail: `the metadata of ${ref.name} kept changing under the ask` };
   }
 
   private async guestAttributes(ref: ResourceRef): Promise<Record<string, string>> {

@@ -1,5 +1,5 @@
 /**
- * An attempt's three activities (create, release, look) with their web-UI summaries,
+ * An attempt's activities (create, release, look, ask to move) with their web-UI summaries,
  * each answered as the machine's event. A named provision failure is an event (the
  * create's definite answer); anything else leaves open whether the create may still
  * land, and ends the run.
@@ -41,6 +41,13 @@ export class AttemptActs {
       { ref: attempt.ref, owner: this.owner(number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
     return { kind: 'released', attempt: number, ...result };
+  }
+
+  /** Asks the attempt's agent for its final checkpoint before the flex-start cut (run/flex-cut.ts). */
+  async askMove(number: number): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    const answer = await this.acts.quick.askMove.executeWithOptions({ summary: `ask ${attempt.ref.name} to checkpoint and stop before its cut` }, [{ ref: attempt.ref }]);
+    return { kind: 'move-asked', attempt: number, ...answer };
   }
 
   async look(number: number): Promise<RunEvent> {

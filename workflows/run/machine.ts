@@ -24,7 +24,8 @@ import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { ZoneMemory } from '../zones/memory';
 import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
-import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
+import { movedOff, movePlanFor, runEndMs } from './flex-cut';
+import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, isFlexStart, LEGACY_FLEX_START_MIN_RUN_SECONDS, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
@@ -58,7 +59,9 @@ export type RunEvent =
   /** The team's answer to the run's admission request (workflows/teams). */
   | { kind: 'admission'; decision: AdmissionDecision }
   /** The admission request reached the team. */
-  | { kind: 'admission-asked' };
+  | { kind: 'admission-asked' }
+  /** The ask for a final checkpoint before the flex-start cut reached the agent, or could not (`detail` says why). */
+  | { kind: 'move-asked'; attempt: number; delivered: boolean; detail?: string };
 
 /** What to do next. */
 export type Command =
@@ -71,6 +74,8 @@ export type Command =
   | { kind: 'ensure-observer' }
   /** Ask the run's team to admit it (workflows/teams); its answer comes as an `admission` event. */
   | { kind: 'ask-admission' }
+  /** Ask a flex-start attempt's agent for its final checkpoint, to move before the cut (flex-cut.ts); answered by `move-asked`. */
+  | { kind: 'ask-move'; attempt: number }
   /** Wait for the next message, or until `untilMs`. */
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
@@ -97,6 +102,8 @@ export interface Context {
    * within the action the policy chose).
    */
   autoCosts?: boolean;
+  /** Whether flex-start attempts run until the run's end and move before their cut (runs recorded before the guard did not). */
+  flexCut?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -179,6 +186,18 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return undefined;
     case 'observed':
       return absorbObservation(state, spec, event.observation, event.via, context);
+    case 'move-asked': {
+      const attempt = state.attempts[event.attempt - 1];
+      if (!event.delivered) {
+        record(state, now, {
+          kind: TimelineKind.MoveAsked,
+          event: `could not ask ${attempt.ref.name} for its final checkpoint (${event.detail ?? 'no reason given'}); the cut's stop grace is the fallback`,
+          attempt: attempt.attempt,
+          zone: attempt.offer.zone,
+        });
+      }
+      return undefined;
+    }
     case 'notice': {
       const live = currentAttempt(state);
       if (live && namesPartOf(live.ref, event.name)) {
@@ -267,6 +286,8 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
     state.notice = live.ref.name;
     record(state, now, { kind: TimelineKind.PreemptionNotice, event: `preemption notice for ${live.ref.name}: from the provider`, attempt: live.attempt, zone: live.offer.zone });
   }
+  // The agent checkpointed and stopped for the move the run asked for before the cut.
+  if (movedOff(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `moved before its run duration ends, from its final checkpoint (step ${state.lastCheckpoint?.step ?? '?'})`);
   // GCE never preempts a flex-start VM: one that stops reached its run duration.
   if (reachedRunDuration(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `maximum run duration (${live.runDurationSeconds ?? '?'} s) reached`);
   const ending = endingOf(s, state.phase === Phase.Staging);
@@ -341,7 +362,12 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
     case Next.Move:
       state.phase = Phase.Recovering;
       state.placement = undefined;
-      record(state, now, { ...where, kind: rule.timeline, event: `flex-start run duration reached in ${zone}; resuming from step ${state.lastCheckpoint?.step ?? 0}`, step: state.lastCheckpoint?.step ?? 0 });
+      record(state, now, {
+        ...where,
+        kind: rule.timeline,
+        event: `${attempt.moveAskedAt ? `moved off flex-start in ${zone} before its cut` : `flex-start run duration reached in ${zone}`}; resuming from step ${state.lastCheckpoint?.step ?? 0}`,
+        step: state.lastCheckpoint?.step ?? 0,
+      });
       return undefined;
     case Next.Restart: {
       state.phase = Phase.Recovering;
@@ -441,10 +467,23 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
       }
     }
   }
+  // A flex-start attempt moves before its cut: the agent checkpoints, then the run releases and places again.
+  const move = context.flexCut && state.phase === Phase.Training ? movePlanFor(state, spec, live) : undefined;
+  if (move && now >= move.askAtMs) {
+    live.moveAskedAt = new Date(now).toISOString();
+    record(state, now, {
+      kind: TimelineKind.MoveAsked,
+      event: `asking ${live.ref.name} for its final checkpoint, ${Math.round(move.leadSeconds)} s before its flex-start cut`,
+      attempt: live.attempt,
+      zone: live.offer.zone,
+      ...(state.step !== undefined ? { step: state.step } : {}),
+    });
+    return { kind: 'ask-move', attempt: live.attempt };
+  }
   // A flex-start VM is cut at its run duration: look right after, not at the next poll.
   const cut = cutAtMs(live);
   const idleAt = context.gpuUtil && state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
-  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt].filter((t): t is number => t !== undefined);
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt, move?.askAtMs].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
 
@@ -470,7 +509,10 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
   const attempt = beginAttempt(state, offer, context);
   if (isFlexStart(offer)) {
     attempt.requestedAt = new Date(now).toISOString();
-    attempt.runDurationSeconds = flexRunDurationSeconds(resourceReleaseByMs(state, spec, now), now);
+    // From the run's own end (flex-cut.ts); runs recorded before the guard kept the resource margin.
+    attempt.runDurationSeconds = context.flexCut
+      ? flexRunDurationSeconds(runEndMs(state, spec) ?? now + FLEX_START_MAX_RUN_SECONDS * 1000, now)
+      : flexRunDurationSeconds(resourceReleaseByMs(state, spec, now), now, LEGACY_FLEX_START_MIN_RUN_SECONDS);
     record(state, now, {
       kind: TimelineKind.Placing,
       event: `flex-start request in ${offer.zone}: waiting for DWS capacity for up to ${flexStartMaxWaitSeconds(spec)} s, then running at most ${attempt.runDurationSeconds} s`,

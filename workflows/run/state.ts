@@ -79,6 +79,8 @@ export interface Attempt {
    * (epoch ms), then the steps trained to the last new step heard and the seconds between.
    */
   training?: { fromStep: number; fromMs: number; steps: number; seconds: number };
+  /** FLEX_START: when the run asked the agent for its final checkpoint, to move before the cut (ISO; flex-cut.ts). */
+  moveAskedAt?: string;
 }
 
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
@@ -100,6 +102,8 @@ export const TimelineKind = {
   Preempted: 'preempted',
   /** A flex-start VM reached its maximum run duration (GCE's 7-day cap, or the run's deadline). */
   RunDurationReached: 'run-duration-reached',
+  /** The run asked a flex-start attempt's agent for its final checkpoint, to move before the cut (flex-cut.ts). */
+  MoveAsked: 'move-asked',
   Restarting: 'restarting',
   Switching: 'switching',
   Completed: 'completed',
