@@ -19,6 +19,8 @@ export const Reason = {
   RequestTooLarge: 'requestTooLarge',
   MethodNotAllowed: 'methodNotAllowed',
   InternalError: 'internalError',
+  /** A write whose fingerprint is not the resource's current one (412). */
+  ConditionNotMet: 'conditionNotMet',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

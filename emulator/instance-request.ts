@@ -261,24 +261,7 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
     if (!LABEL_VALUE.test(v)) throw invalidField('resource.labels', v, `Label value '${v}' violates format constraints. The value can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
   }
 
-  const metadata: Record<string, string> = {};
-  let metadataBytes = 0;
-  for (const [index, item] of (b.metadata?.items ?? []).entries()) {
-    if (!METADATA_KEY.test(item.key)) {
-      throw invalidField(`resource.metadata.items[${index}].key`, item.key.slice(0, 200), 'Metadata keys must match [a-zA-Z0-9-_]+ and be less than 128 bytes.');
-    }
-    if (item.key in metadata) throw invalidField('resource.metadata', item.key, `Duplicate metadata key '${item.key}'.`);
-    const value = item.value ?? '';
-    const valueBytes = Buffer.byteLength(value);
-    if (valueBytes > MAX_METADATA_VALUE_BYTES) {
-      throw invalidField(`resource.metadata.items[${index}].value`, `${valueBytes} bytes`, `The value of metadata key '${item.key}' is too large: at most ${MAX_METADATA_VALUE_BYTES} bytes (256 KiB).`);
-    }
-    metadata[item.key] = value;
-    metadataBytes += Buffer.byteLength(item.key) + valueBytes;
-  }
-  if (metadataBytes >= MAX_METADATA_BYTES) {
-    throw invalidField('resource.metadata', `${metadataBytes} bytes`, `The total size of all metadata keys and values must be less than ${MAX_METADATA_BYTES} bytes (512 KiB).`);
-  }
+  const metadata = metadataOf(b.metadata?.items ?? [], 'resource.metadata');
 
   const provisioningModel: ProvisioningModel = flexStart ? 'FLEX_START' : spot ? 'SPOT' : 'STANDARD';
   const scheduling = {
@@ -302,4 +285,42 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
     metadata,
     resource: { ...(body as Record<string, unknown>), scheduling },
   };
+}
+
+/**
+ * Metadata items as GCE checks them (insert and setMetadata alike): keys [a-zA-Z0-9-_]+
+ * under 128 bytes, no key twice, values up to 256 KiB, all keys and values under 512 KiB.
+ */
+export function metadataOf(items: readonly { key: string; value?: string }[], field: string): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  let metadataBytes = 0;
+  for (const [index, item] of items.entries()) {
+    if (!METADATA_KEY.test(item.key)) {
+      throw invalidField(`${field}.items[${index}].key`, item.key.slice(0, 200), 'Metadata keys must match [a-zA-Z0-9-_]+ and be less than 128 bytes.');
+    }
+    if (item.key in metadata) throw invalidField(field, item.key, `Duplicate metadata key '${item.key}'.`);
+    const value = item.value ?? '';
+    const valueBytes = Buffer.byteLength(value);
+    if (valueBytes > MAX_METADATA_VALUE_BYTES) {
+      throw invalidField(`${field}.items[${index}].value`, `${valueBytes} bytes`, `The value of metadata key '${item.key}' is too large: at most ${MAX_METADATA_VALUE_BYTES} bytes (256 KiB).`);
+    }
+    metadata[item.key] = value;
+    metadataBytes += Buffer.byteLength(item.key) + valueBytes;
+  }
+  if (metadataBytes >= MAX_METADATA_BYTES) {
+    throw invalidField(field, `${metadataBytes} bytes`, `The total size of all metadata keys and values must be less than ${MAX_METADATA_BYTES} bytes (512 KiB).`);
+  }
+  return metadata;
+}
+
+const MetadataBody = z.looseObject({
+  fingerprint: z.string().optional(),
+  items: z.array(z.looseObject({ key: z.string(), value: z.string().optional() })).optional(),
+});
+
+/** An instances.setMetadata body: the fingerprint it claims to replace, and the new items. */
+export function validateSetMetadata(body: unknown): { fingerprint?: string; metadata: Record<string, string> } {
+  const parsed = MetadataBody.safeParse(body);
+  if (!parsed.success) throw invalidField('metadataResource', JSON.stringify(body ?? null).slice(0, 200), parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  return { fingerprint: parsed.data.fingerprint, metadata: metadataOf(parsed.data.items ?? [], 'metadataResource') };
 }

@@ -31,10 +31,10 @@ import type { Clock } from './clock';
 import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
 import { newId, PROJECT_NUMBER } from './ids';
-import { validateInsert } from './instance-request';
+import { validateInsert, validateSetMetadata } from './instance-request';
 import { MetadataServer } from './metadata-server';
 import type { Operations } from './operations';
-import { instanceSelfLink, renderInstance } from './render';
+import { instanceSelfLink, metadataFingerprint, renderInstance } from './render';
 import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
 import type { SyntheticGuests } from './synthetic-guest';
@@ -734,6 +734,28 @@ export class Instances {
   guestChanged(i: InstanceRecord): void {
     // No membership check: a removed VM's guest is dropped in remove(), before it can publish.
     this.changed(i);
+  }
+
+  // --- metadata ----------------------------------------------------------------------------
+
+  /**
+   * instances.setMetadata: replaces every metadata item, as GCE does, and only when the
+   * request carries the fingerprint of the metadata it replaces (412 conditionNotMet
+   * otherwise, so two writers cannot lose each other's change). The VM's metadata server
+   * serves the new values at once (its wait_for_change callers wake).
+   */
+  setMetadata(project: string, zone: string, name: string, body: unknown): OperationRecord {
+    const i = this.get(project, zone, name);
+    const { fingerprint, metadata } = validateSetMetadata(body);
+    if (fingerprint !== metadataFingerprint(i)) throw new GceError(412, Reason.ConditionNotMet, 'Supplied fingerprint does not match current metadata fingerprint.');
+    const now = this.now();
+    const op = this.o.operations.create({ project, zone, type: OperationType.SetMetadata, targetLink: instanceSelfLink(project, zone, name), targetId: i.id, nowMs: now });
+    i.metadata = metadata;
+    i.guestAttributesEnabled = String(metadata['enable-guest-attributes'] ?? '').toUpperCase() === 'TRUE';
+    this.o.operations.finish(op, now);
+    this.changed(i);
+    this.o.log(`setMetadata ${keyOf(i)} (${Object.keys(metadata).length} items)`);
+    return op;
   }
 
   // --- guest attributes and serial port ---------------------------------------------------

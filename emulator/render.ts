@@ -120,6 +120,11 @@ function networkIp(id: string): string {
   return `10.128.${Math.floor(n / 250)}.${(n % 250) + 2}`;
 }
 
+/** The fingerprint of an instance's metadata, as `instances.get` shows it and `setMetadata` expects it back. */
+export function metadataFingerprint(i: InstanceRecord): string {
+  return fingerprint(Object.entries(i.metadata).map(([key, value]) => ({ key, value })));
+}
+
 export function renderInstance(i: InstanceRecord): Record<string, unknown> {
   const zUrl = zoneUrl(i.project, i.zone);
   const r = i.resource;
@@ -163,7 +168,7 @@ export function renderInstance(i: InstanceRecord): Record<string, unknown> {
     selfLink: instanceSelfLink(i.project, i.zone, i.name),
     labels: i.labels,
     labelFingerprint: fingerprint(i.labels),
-    metadata: { kind: 'compute#metadata', fingerprint: fingerprint(items), items },
+    metadata: { kind: 'compute#metadata', fingerprint: metadataFingerprint(i), items },
     guestAccelerators: accelerators,
     disks,
     networkInterfaces: nics,

@@ -5,6 +5,7 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
+import type { BucketAnswer } from './run/data-placement';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
@@ -113,4 +114,22 @@ export interface SternaActivities {
   release(input: ReleaseRequest): Promise<ReleaseResult>;
   /** One direct look at a resource and its agent: the run's fallback when the fleet observer is silent. */
   observe(input: { ref: ResourceRef }): Promise<AgentSnapshot>;
+  /** Hands a training attempt's agent a new checkpoint interval (workflows/run/live-interval.ts). */
+  setCheckpointInterval(input: SetCheckpointIntervalRequest): Promise<{ outcome: SetAgentInputOutcome }>;
+}
+
+export interface SetCheckpointIntervalRequest {
+  ref: ResourceRef;
+  /** Only a resource labelled with exactly this owner is changed. */
+  owner: Owner;
+  seconds: number;
+}
+
+/** The resource's input was set; the resource is gone; it is not ours; the backend cannot change a running agent's inputs. */
+export type SetAgentInputOutcome = 'set' | 'absent' | 'not-ours' | 'unsupported';
+
+/** The storage API's word on the buckets of a run's datasets (activities/storage). */
+export interface StorageActivities {
+  /** Each bucket's location (GCS `buckets.get`), or why it is unknown; never throws for one bucket's error. */
+  locateBuckets(input: { buckets: string[] }): Promise<BucketAnswer[]>;
 }

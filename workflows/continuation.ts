@@ -70,6 +70,14 @@ function buildRunStateSchema() {
     createSettled: z.boolean().optional(),
     runDurationSeconds: z.number().positive().finite().optional(),
     requestedAt: IsoTime.optional(),
+    checkpointInterval: z
+      .strictObject({
+        seconds: z.number().positive().finite(),
+        preemptionsPerHour: z.number().nonnegative().finite(),
+        checkpointSeconds: z.number().nonnegative().finite(),
+        frozen: z.string().max(2000).optional(),
+      })
+      .optional(),
   });
 
   // The zone memory a run read: a prior for placement only (it names no resource).
@@ -179,6 +187,8 @@ function buildRunStateSchema() {
       .optional(),
     totalSteps: z.int().min(1).optional(),
     progressMark: z.strictObject({ attempt: z.int().min(1), step: z.int().min(0), atMs: z.number().finite() }).optional(),
+    intervalCheckAt: z.number().finite().optional(),
+    bucketLocations: z.record(z.string().min(1).max(222), z.strictObject({ location: z.string().min(1).max(64).optional(), problem: z.string().max(2000).optional() })).optional(),
   });
 }
 

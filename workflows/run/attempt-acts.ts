@@ -4,13 +4,14 @@
  * create's definite answer); anything else leaves open whether the create may still
  * land, and ends the run.
  */
+import { isCancellation } from '@temporalio/workflow';
 import { namedFailureOf } from '../failures';
 import type { Owner } from '../naming';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
 import type { RunEvent } from './machine';
 import { provisionRequest, provisionSummary } from './requests';
-import type { RunState } from './state';
+import type { AppliedInterval, RunState } from './state';
 
 export class AttemptActs {
   constructor(
@@ -41,6 +42,21 @@ export class AttemptActs {
       { ref: attempt.ref, owner: this.owner(number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
     return { kind: 'released', attempt: number, ...result };
+  }
+
+  /** A courtesy: an update that cannot be made leaves the attempt on the interval it has (run/live-interval.ts). */
+  async setInterval(number: number, interval: AppliedInterval): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    try {
+      const { outcome } = await this.acts.courtesy.setCheckpointInterval.executeWithOptions({ summary: `checkpoint every ${interval.seconds} s on ${attempt.ref.name}` }, [
+        { ref: attempt.ref, owner: this.owner(number), seconds: interval.seconds },
+      ]);
+      return { kind: 'checkpoint-interval-set', attempt: number, interval, outcome };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const cause = (err as { cause?: Error }).cause;
+      return { kind: 'checkpoint-interval-set', attempt: number, interval, outcome: 'failed', message: cause?.message ?? (err as Error)?.message ?? String(err) };
+    }
   }
 
   async look(number: number): Promise<RunEvent> {
