@@ -7,59 +7,25 @@
  */
 import { strict as assert } from 'node:assert';
 import { FailureType } from '../workflows/failures';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
+import { runKey } from '../workflows/naming';
 import { ENDINGS, Next, PROVISION_FAILURES } from '../workflows/run/endings';
 import { FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
 import { RESOURCE_LIMIT_MARGIN_SECONDS } from '../workflows/run/resource-limit';
 import { provisionRequest } from '../workflows/run/requests';
-import { AttemptOutcome, initialState, type RunState } from '../workflows/run/state';
+import { AttemptOutcome } from '../workflows/run/state';
 import { statusOf } from '../workflows/run/views';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import { parseSpec, type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
+import { EXEC, offerIn, RunHarness, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-flex';
-const EXEC = executionToken('first-run-id');
 
-function offer(zone: string, price: number, model: Offer['provisioningModel']): Offer {
-  return { backend: 'gce', zone, region: zone.slice(0, -2), accelerator: 'nvidia-tesla-a100', acceleratorCount: 1, machineType: 'a2-highgpu-1g', provisioningModel: model, pricePerHour: price, onDemandPricePerHour: 3.7, quotaAvailable: true };
-}
+const offer = (zone: string, price: number, model: Offer['provisioningModel']): Offer =>
+  offerIn(zone, price, { accelerator: 'nvidia-tesla-a100', machineType: 'a2-highgpu-1g', provisioningModel: model, onDemandPricePerHour: 3.7 });
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
-  last!: Command;
-
+class Run extends RunHarness {
   constructor(input: Partial<RunSpecInput>) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, ...input });
-    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
-    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
-  }
-
-  context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
-  }
-
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
-  }
-
-  provisionedAttempt(): number {
-    assert.equal(this.last.kind, 'provision', JSON.stringify(this.last));
-    return (this.last as { attempt: number }).attempt;
+    super(WORKFLOW, parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, ...input }));
   }
 }
 

@@ -32,7 +32,8 @@ import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
-import { retryTransient, withDeadline } from './transient';
+import { noteRateLimited, rateLimitedSince } from './rate-limits';
+import { isRateLimited, retryTransient, withDeadline } from './transient';
 import {
   ownerFromLabels,
   ReleaseOutcome,
@@ -213,7 +214,15 @@ export class GceProvider implements ComputeProvider {
 
   /** One API call with a client-side deadline, its transient errors retried with backoff. */
   private api<T>(what: string, call: () => Promise<T>, timeoutMs = READ_TIMEOUT_MS, signal?: AbortSignal): Promise<T> {
-    return retryTransient(() => withDeadline(call(), timeoutMs, what), { signal });
+    const note = (err: unknown) => isRateLimited(err) && noteRateLimited(this.options.project);
+    return retryTransient(() => withDeadline(call(), timeoutMs, what), { signal, onRetry: note }).catch((err: unknown) => {
+      note(err);
+      throw err;
+    });
+  }
+
+  rateLimitedSince(sinceMs: number): boolean {
+    return rateLimitedSince(this.options.project, sinceMs);
   }
 
   async findOffers(request: CapacityRequest): Promise<Offer[]> {
