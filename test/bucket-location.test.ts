@@ -10,46 +10,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BucketLocator, createStorageActivities } from '../activities/storage';
 import { dataCost } from '../workflows/data-cost';
-import { executionToken } from '../workflows/naming';
 import { bucketsToLocate, dataPlaces, type BucketAnswer } from '../workflows/run/data-placement';
-import { next, type Command, type RunEvent } from '../workflows/run/machine';
-import { initialState, type RunState } from '../workflows/run/state';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { Offer } from '../workflows/types';
+import type { RunSpecInput } from '../workflows/spec';
 import { statusQuery } from '../workflows/messages';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
+import { offerIn, RunHarness, specOf } from './helpers/run-harness';
 import { exampleSpec, startStack, type Stack } from './helpers/stack';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
-const WORKFLOW = 'run-bucket';
-const EXEC = executionToken('first');
-
-function offer(zone: string, price: number): Offer {
-  return { backend: 'gce', zone, region: zone.slice(0, -2), accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-4', provisioningModel: 'SPOT', pricePerHour: price, onDemandPricePerHour: 0.7, quotaAvailable: true };
-}
-
 /** The data sits in a Singapore bucket; us-central1 is 4 cents an hour cheaper. */
-const OFFERS = [offer('us-central1-a', 0.2), offer('asia-southeast1-b', 0.24)];
+const OFFERS = [offerIn('us-central1-a', 0.2), offerIn('asia-southeast1-b', 0.24)];
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-
+class Run extends RunHarness {
   constructor(datasets: RunSpecInput['datasets']) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, time: { expectedDuration: '10h' }, datasets });
-    this.state = initialState(WORKFLOW, T0, undefined, undefined);
-  }
-
-  send(event: RunEvent): Command {
-    return next(this.state, this.spec, event, { nowMs: T0, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false });
+    super('run-bucket', specOf({ time: { expectedDuration: '10h' }, datasets }));
   }
 
   /** The zone the machine provisions first, with the storage API's answers. */
   placed(answers: BucketAnswer[]): string {
     this.send({ kind: 'start' });
-    const command = this.send({ kind: 'offers', offers: OFFERS, bucketLocations: answers });
-    assert.equal(command.kind, 'provision');
-    return this.state.attempts[0].offer.zone;
+    this.send({ kind: 'offers', offers: OFFERS, bucketLocations: answers });
+    return this.state.attempts[this.provisionedAttempt() - 1].offer.zone;
   }
 }
 

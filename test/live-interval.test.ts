@@ -6,25 +6,18 @@
  */
 import { strict as assert } from 'node:assert';
 import { parseAgentValues } from '../activities/agent/script';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { checkpointInterval } from '../workflows/run/checkpoint-interval';
 import { HYSTERESIS, intervalMoved, RECHECK_MAX_SECONDS, RECHECK_MIN_SECONDS, recheckSeconds } from '../workflows/run/live-interval';
-import { next, type Command, type RunEvent } from '../workflows/run/machine';
+import type { Command, Context } from '../workflows/run/machine';
 import { provisionRequest } from '../workflows/run/requests';
-import { initialState, type RunState } from '../workflows/run/state';
 import { statusOf } from '../workflows/run/views';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import type { RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
 import { emptyMemory, OutcomeKind, record, ZoneModel, type ZoneMemory } from '../workflows/zones/memory';
+import { offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
-const WORKFLOW = 'run-live';
-const EXEC = executionToken('first');
 const ZONE = 'us-central1-a';
-
-function offer(overrides: Partial<Offer> = {}): Offer {
-  return { backend: 'gce', zone: ZONE, region: 'us-central1', accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-4', provisioningModel: 'SPOT', pricePerHour: 0.2, onDemandPricePerHour: 0.7, quotaAvailable: true, ...overrides };
-}
+const offer = (fields: Partial<Offer> = {}) => offerIn(ZONE, 0.2, fields);
 
 /** Another run's record in the memory: `preemptions` in `hours` of spot running in ZONE. */
 function memoryWith(preemptions: number, hours: number): ZoneMemory {
@@ -35,49 +28,31 @@ function memoryWith(preemptions: number, hours: number): ZoneMemory {
   return memory;
 }
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
-  last!: Command;
-
+class Run extends RunHarness {
   constructor(
     overrides: Partial<RunSpecInput> = {},
     private readonly live = true,
   ) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, ...overrides });
-    this.state = initialState(WORKFLOW, T0, undefined, undefined);
+    super('run-live', specOf(overrides));
   }
 
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false, liveInterval: this.live });
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, 1), owner, at: '', snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
+  override context(): Context {
+    return { ...super.context(), liveInterval: this.live };
   }
 
   /** Places and starts attempt 1 on `o`; the interval its VM is given. */
-  start(o: Offer = offer(), memory?: ZoneMemory): number {
+  start(o: Offer = offer()): number {
     this.send({ kind: 'start' });
-    const command = this.send({ kind: 'offers', offers: [o], ...(memory ? { zoneMemory: memory } : {}) });
+    const command = this.send({ kind: 'offers', offers: [o] });
     assert.equal(command.kind, 'provision', JSON.stringify(command));
-    const attempt = this.state.attempts[0];
-    const request = provisionRequest(this.spec, this.state, attempt, { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 }, this.now);
-    this.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(this.now).toISOString(), adopted: false });
+    const request = provisionRequest(this.spec, this.state, this.state.attempts[0], this.owner(1), this.now);
+    this.provisioned([o]);
     return Number(request.agent.env.STERNA_CHECKPOINT_INTERVAL);
   }
 
   /** Trains, with a checkpoint whose upload took `checkpointMs`. */
   trains(step: number, checkpointMs: number): Command {
-    return this.observe({ phase: 'training', step, checkpoint: { step, sha256: 'a'.repeat(64), uri: `gs://ckpt/run/step-${step}` }, checkpointMs });
+    return this.observe(1, { phase: 'training', step, checkpoint: { step, sha256: 'a'.repeat(64), uri: `gs://ckpt/run/step-${step}` }, checkpointMs });
   }
 }
 
