@@ -13,7 +13,8 @@ import type { PlanResult } from '../workflows/plan/workflow';
 import { parseSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
 import { emptyMemory, OutcomeKind, record } from '../workflows/zones/memory';
-import { startStack, type Stack } from './helpers/stack';
+import { planTrainingRun } from '../client/plan';
+import { exampleSpec, startStack, type Stack } from './helpers/stack';
 import { testEnv, testServerAddress } from './helpers/temporal';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
@@ -47,6 +48,14 @@ describe('the plan (pure)', () => {
     assert.deepEqual([standard.expectedHours, standard.expectedCostUsd, standard.expectedPreemptions, standard.preemptionSource], [10, 6, 0, 'none']);
     assert.equal(standard.finishAt, new Date(NOW + 10 * 3_600_000).toISOString());
     assert.deepEqual(plan.rows.map((r) => r.provisioningModel), ['SPOT', 'STANDARD'], 'cheapest first');
+  });
+
+  it('costs a preemption what earlier runs of the spec measured it to cost, when they did, instead of the prior', () => {
+    const offers = [offer('us-central1-a', 'SPOT', 0.2)];
+    const [prior] = predictPlan({ spec: spec({ expectedDuration: 36_000 }), offers, nowMs: NOW, memory: seen({ 'us-central1-a': 0.5 }) }).rows;
+    const [measured] = predictPlan({ spec: spec({ expectedDuration: 36_000 }), offers, nowMs: NOW, memory: seen({ 'us-central1-a': 0.5 }), measuredLoss: { seconds: 36, samples: 2 } }).rows;
+    assert.deepEqual([prior.lossSeconds, prior.lossSource], [300 + RESTART_SECONDS, 'prior']);
+    assert.deepEqual([measured.lossSeconds, measured.lossSource, measured.expectedHours], [36, 'measured', 10 / (1 - 0.5 * 0.01)]);
   });
 
   it('uses the prior for zones the project has not seen, and says so', () => {
@@ -105,9 +114,62 @@ describe('the plan (pure)', () => {
   it('prints as a table with the pick starred, the prior named, and what it could not predict', () => {
     const plan = predictPlan({ spec: spec({ expectedDuration: 3600 }), offers: [offer('us-central1-b', 'SPOT', 0.2), offer('us-central1-c', 'STANDARD', 0.6), offer('us-central1-c', 'STANDARD', 9, 'nvidia-tesla-p4')], nowMs: NOW });
     const lines = planLines({ ...plan, at: new Date(NOW).toISOString(), prices: { asOf: '2030-01-01', source: 'catalog' }, unpriced: [] });
-    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.2014\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)$/);
-    assert.match(lines[3], /^\s+nvidia-l4 x1\s+us-central1-c\s+on-demand\s+0\.600\s+1\.0 h\s+\$0\.6000\s/);
-    assert.equal(lines[4], 'not predicted (no throughput figure; give time.relativeThroughput): nvidia-tesla-p4');
+    assert.match(lines[2], /^\*\s+nvidia-l4 x1\s+us-central1-b\s+spot\s+0\.200\s+1\.0 h\s+\$0\.2000\s+\$0\.2014\s+2030-01-01T01:\d\dZ\s+-\s+0\.042 \(prior\)\s+600 s \(prior\)\s+expected$/);
+    assert.match(lines[3], /^\s+nvidia-l4 x1\s+us-central1-c\s+on-demand\s+0\.600\s+1\.0 h\s+\$0\.6000\s+\$0\.6000\s/);
+    assert.equal(lines[4], 'work: time.expectedDuration 1.0 h on nvidia-l4 x1; other accelerators scaled by datasheet throughput');
+    assert.equal(lines[5], 'not predicted (no throughput figure; give time.relativeThroughput): nvidia-tesla-p4');
+  });
+
+  it('prefers the throughput runs of the same spec measured over the datasheet, and says which figure each row used', () => {
+    const accelerators = [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-tesla-t4', count: 1 }];
+    const s = parseSpec({ name: 'bert', command: ['train'], checkpoint: { uri: 'gs://bucket/ckpt', interval: 600 }, resources: { accelerators }, pricing: { mode: 'on-demand' }, monitoring: { totalSteps: 36_000 } }, { nowMs: NOW });
+    const offers = [offer('us-central1-a', 'STANDARD', 0.6), offer('us-central1-a', 'STANDARD', 0.35, 'nvidia-tesla-t4')];
+    const l4Only = predictPlan({ spec: s, offers, nowMs: NOW, measured: { 'nvidia-l4': { stepsPerGpuSecond: 10, samples: 2, seconds: 500 } } });
+    const row = (plan: typeof l4Only, accelerator: string) => plan.rows.find((r) => r.accelerator === accelerator)!;
+    assert.deepEqual([row(l4Only, 'nvidia-l4').workHours, row(l4Only, 'nvidia-l4').throughputSource, row(l4Only, 'nvidia-l4').stepsPerSecond], [1, 'measured', 10]);
+    assert.deepEqual([row(l4Only, 'nvidia-tesla-t4').workHours, row(l4Only, 'nvidia-tesla-t4').throughputSource], [121 / 65, 'datasheet'], 'the T4 scales the measured L4 work by the datasheet');
+    assert.deepEqual(l4Only.work, { basis: 'measured-steps', accelerator: 'nvidia-l4', acceleratorCount: 1, hours: 1, totalSteps: 36_000, stepsPerGpuSecond: 10, measuredSeconds: 500 });
+    const both = predictPlan({ spec: s, offers, nowMs: NOW, measured: { 'nvidia-l4': { stepsPerGpuSecond: 10, samples: 2, seconds: 500 }, 'nvidia-tesla-t4': { stepsPerGpuSecond: 4, samples: 1, seconds: 100 } } });
+    assert.deepEqual([row(both, 'nvidia-tesla-t4').workHours, row(both, 'nvidia-tesla-t4').throughputSource], [2.5, 'measured'], 'measured on the T4 itself: 36,000 steps at 4 a second');
+    // Without total steps the expected duration is the work, scaled by the measured ratio.
+    const byRatio = predictPlan({ spec: spec({ expectedDuration: 3600 }, 'on-demand', accelerators), offers, nowMs: NOW, measured: { 'nvidia-l4': { stepsPerGpuSecond: 10, samples: 1, seconds: 60 }, 'nvidia-tesla-t4': { stepsPerGpuSecond: 5, samples: 1, seconds: 60 } } });
+    assert.deepEqual([row(byRatio, 'nvidia-tesla-t4').workHours, row(byRatio, 'nvidia-tesla-t4').throughputSource, byRatio.work?.basis], [2, 'measured', 'expected-duration']);
+  });
+
+  it('predicts from measured throughput and total steps alone, with no expected duration', () => {
+    const s = parseSpec({ name: 'bert', command: ['train'], checkpoint: { uri: 'gs://bucket/ckpt', interval: 600 }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'on-demand' } }, { nowMs: NOW });
+    const plan = predictPlan({ spec: s, offers: [offer('us-central1-a', 'STANDARD', 0.6)], nowMs: NOW, measured: { 'nvidia-l4': { stepsPerGpuSecond: 2, samples: 1, seconds: 60, totalSteps: 14_400 } } });
+    assert.deepEqual([plan.rows[0].workHours, plan.rows[0].expectedCostUsd, plan.work?.totalSteps], [2, 1.2, 14_400]);
+  });
+
+  it('charges a gang of N nodes for N VMs, and counts a preemption of any one of them', () => {
+    const one = spec({ expectedDuration: 3600 });
+    const gang = { ...one, resources: { ...one.resources, nodes: 2 } };
+    const offers = [offer('us-central1-a', 'STANDARD', 0.6), offer('us-central1-b', 'SPOT', 0.2)];
+    const [single, pair] = [one, gang].map((s) => predictPlan({ spec: s, offers, nowMs: NOW }));
+    const standard = (p: typeof single) => p.rows.find((r) => r.provisioningModel === 'STANDARD')!;
+    const spot = (p: typeof single) => p.rows.find((r) => r.provisioningModel === 'SPOT')!;
+    assert.deepEqual([standard(pair).nodes, standard(pair).workHours, standard(pair).workCostUsd, standard(pair).expectedCostUsd], [2, 1, 1.2, 1.2]);
+    assert.equal(standard(single).expectedCostUsd, 0.6);
+    assert.equal(spot(pair).preemptionsPerHour, 2 * PRIOR_PREEMPTIONS_PER_HOUR);
+    assert.ok(spot(pair).expectedHours > spot(single).expectedHours, 'more preemptions, more hours');
+    assert.equal(spot(pair).expectedCostUsd, 0.2 * 2 * spot(pair).expectedHours);
+    // An offer the provider already priced for the whole gang (GKE: offer.nodes) is not charged twice.
+    const gangPriced = predictPlan({ spec: gang, offers: [{ ...offers[0], pricePerHour: 1.2, nodes: 2 }], nowMs: NOW });
+    assert.deepEqual([gangPriced.rows[0].pricePerHour, gangPriced.rows[0].expectedCostUsd], [0.6, 1.2]);
+  });
+
+  it('shows what the work costs per option, and says when the offer the run tries first is dearer for the work than another', () => {
+    const accelerators = [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-tesla-t4', count: 1 }];
+    const offers = [offer('us-central1-a', 'SPOT', 0.283), offer('us-central1-a', 'SPOT', 0.182, 'nvidia-tesla-t4')];
+    const plan = predictPlan({ spec: spec({ expectedDuration: 20 }, 'spot', accelerators), offers, nowMs: NOW });
+    const t4 = plan.rows.find((r) => r.accelerator === 'nvidia-tesla-t4')!;
+    const l4 = plan.rows.find((r) => r.accelerator === 'nvidia-l4')!;
+    assert.equal(t4.pick, true, 'placement takes the cheaper by the hour');
+    assert.ok(t4.workCostUsd > l4.workCostUsd && t4.expectedCostUsd > l4.expectedCostUsd);
+    const lines = planLines({ ...plan, at: new Date(NOW).toISOString(), prices: { asOf: '2030-01-01', source: 'catalog' }, unpriced: [] });
+    const more = ((t4.expectedCostUsd / l4.expectedCostUsd - 1) * 100).toFixed(0);
+    assert.ok(lines.includes(`the run would try nvidia-tesla-t4 x1 in us-central1-a first (placement ranks offers by price per hour): expected $${t4.expectedCostUsd.toFixed(4)} for the work, ${more}% more than nvidia-l4 x1 in us-central1-a at $${l4.expectedCostUsd.toFixed(4)}`), lines.join('\n'));
   });
 
   it('refuses a spec whose throughput figures leave out an accelerator it lists', () => {
@@ -139,5 +201,23 @@ describe('sterna plan examples/run.json', function () {
     assert.equal(plan.rows.find((r) => r.pick)!.provisioningModel, 'SPOT', 'the example runs on spot');
     assert.equal(plan.prices.source, 'catalog');
     assert.deepEqual((await stack.emulator.instances()).length, 0, 'a plan creates nothing');
+  });
+
+  it('remembers how fast a run of the spec trained, and the next plan of that spec predicts from it', async () => {
+    const spec = exampleSpec();
+    await (await stack.start(spec)).result();
+    // The run tells the throughput memory as it releases its attempt; the memory hears it a moment later.
+    let plan = await planTrainingRun(stack.env.client, spec, { taskQueue: stack.taskQueue });
+    for (const until = Date.now() + 30_000; plan.work?.basis !== 'measured-steps' && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 500));
+      plan = await planTrainingRun(stack.env.client, spec, { taskQueue: stack.taskQueue });
+    }
+    const work = plan.work!;
+    assert.deepEqual([work.basis, work.totalSteps], ['measured-steps', 400], JSON.stringify(work));
+    // The example trainer takes 25 ms a step: at most 40 steps a second, less with its checkpoints.
+    assert.ok(work.stepsPerGpuSecond! > 2 && work.stepsPerGpuSecond! <= 40 * 1.25, `measured ${work.stepsPerGpuSecond} steps/s`);
+    const measured = plan.rows.filter((r) => r.throughputSource === 'measured');
+    assert.ok(measured.length > 0 && measured.every((r) => r.accelerator === work.accelerator), JSON.stringify(plan.rows.map((r) => [r.accelerator, r.throughputSource])));
+    assert.ok(plan.rows.filter((r) => r.accelerator !== work.accelerator).every((r) => r.throughputSource === 'datasheet'), 'the other accelerator scales the measured work by the datasheet');
   });
 });

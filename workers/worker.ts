@@ -19,6 +19,7 @@ import { meteredProviders } from '../activities/metrics/metered-provider';
 import type { SternaMetrics } from '../activities/metrics/registry';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities } from '../activities/zones';
+import { createThroughputActivities } from '../activities/plan';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
 
 export interface SternaWorkerOptions {
@@ -66,6 +67,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createTeamActivities({ client }),
       ...createNotifyActivities({ ...options.notify, client }),
       ...createZoneActivities({ providers, client }),
+      ...createThroughputActivities({ client }),
       ...createStorageActivities(options.storage),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.

@@ -26,11 +26,14 @@ export interface AgentInputs {
 
 /** What a run needs, from its spec: used to list offers. */
 export interface CapacityRequest {
-  accelerators: { type: string; count: number }[];
+  /** A slice (GKE): `partition` a MIG profile, `sharing` time-sharing (with `maxSharedClients`, exactly that many). */
+  accelerators: { type: string; count: number; partition?: string; sharing?: 'time-sharing'; maxSharedClients?: number }[];
   machineType?: string;
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };
   provisioningModels: ('SPOT' | 'STANDARD' | 'FLEX_START')[];
+  /** A gang: offers are for this many nodes at once (priced and quota-checked for all of them); absent means 1. */
+  nodes?: number;
 }
 
 /** A zone that offers the accelerator but that the price book cannot price: reported, never dropped silently. */

@@ -54,6 +54,9 @@ function buildRunStateSchema() {
     pricesAsOf: z.string().min(1).max(40).optional(),
     priceSource: z.enum(['billing', 'catalog']).optional(),
     expectedWaitSeconds: z.number().nonnegative().finite().optional(),
+    nodes: z.int().min(2).max(64).optional(),
+    partition: z.string().min(1).max(16).optional(),
+    maxSharedClients: z.int().min(2).max(48).optional(),
   });
 
   const AttemptSchema = z.strictObject({
@@ -70,6 +73,7 @@ function buildRunStateSchema() {
     createSettled: z.boolean().optional(),
     runDurationSeconds: z.number().positive().finite().optional(),
     requestedAt: IsoTime.optional(),
+    training: z.strictObject({ fromStep: z.int().min(0), fromMs: z.number().finite(), steps: z.int().min(0), seconds: z.number().nonnegative().finite() }).optional(),
     checkpointInterval: z
       .strictObject({
         seconds: z.number().positive().finite(),
@@ -215,7 +219,7 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
   if (state.runId !== execution.workflowId) throw refuse(`state.runId ${state.runId} is not this workflow (${execution.workflowId})`);
   state.attempts.forEach((a, i) => {
     if (a.attempt !== i + 1) throw refuse(`state.attempts.${i}.attempt is ${a.attempt}, expected ${i + 1}`);
-    const expected = resourceName(execution.workflowId, execution.execution, a.attempt);
+    const expected = resourceName(execution.workflowId, execution.execution, a.attempt, a.offer.nodes ?? 1);
     if (a.ref.name !== expected) throw refuse(`state.attempts.${i}.ref.name ${a.ref.name} is not this run's resource (${expected})`);
     if (a.ref.backend !== spec.backend || a.offer.backend !== spec.backend) throw refuse(`state.attempts.${i} is on another backend than the spec`);
   });

@@ -12,3 +12,4 @@ export { sternaReaper } from './reaper/reaper';
 export { teamLedger } from './teams/workflow';
 export { zoneMemory } from './zones/zone-memory';
 export { planRun } from './plan/workflow';
+export { throughputMemory } from './plan/throughput-memory';

@@ -27,6 +27,7 @@ import type { RunSpec, RunSpecInput } from './spec';
 import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { ZoneLink } from './zones/run-link';
+import { ThroughputLink } from './plan/run-link';
 
 export type { ContinuedRun };
 
@@ -78,6 +79,7 @@ class Driver {
   private readonly attemptsAtStart: number;
   private readonly team: TeamLink;
   private readonly zones: ZoneLink;
+  private readonly throughput: ThroughputLink;
   private readonly shown: Publisher;
   private readonly attempt: AttemptActs;
   readonly notify: NotifyLink;
@@ -91,6 +93,7 @@ class Driver {
     this.attemptsAtStart = state.attempts.length;
     this.team = new TeamLink(spec, state, this.inbox);
     this.zones = new ZoneLink(spec, state);
+    this.throughput = new ThroughputLink(spec, state);
     this.shown = new Publisher(spec, state);
     this.notify = new NotifyLink(spec, state);
     this.attempt = new AttemptActs(spec, state, this.acts, (attempt) => ({ run: runKey(workflowInfo().workflowId), execution, attempt }));
@@ -104,9 +107,11 @@ class Driver {
     const teamAdmission = patched('sterna-team-admission');
     // Runs recorded before GPU readings and the idle rule replay without them.
     const gpuUtil = patched('sterna-gpu-util');
+    // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
+    const autoCosts = patched('sterna-auto-costs');
     // Runs recorded before live checkpoint intervals replay without their reads and updates.
     const liveInterval = patched('sterna-live-interval');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, liveInterval };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, autoCosts, liveInterval };
   }
 
   installHandlers(): void {
@@ -123,6 +128,7 @@ class Driver {
       this.shown.attributesAndDetails();
       this.notify.tell({ kind: 'step' });
       await this.zones.tell();
+      await this.throughput.tell();
       if (command.kind === 'complete') {
         this.notify.tell({ kind: 'ended', phase: Phase.Completed });
         return resultOf(this.state, Date.now());
@@ -201,6 +207,7 @@ class Driver {
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.shown.attributesAndDetails();
     await this.zones.tell();
+    await this.throughput.tell();
   }
 
   /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */

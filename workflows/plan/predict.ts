@@ -4,13 +4,23 @@
  * missing the deadline, and the one the run itself would try first.
  *
  * The model, stated so a reader can check it:
- * - Work: `time.expectedDuration` is on the first accelerator choice; another choice
- *   takes it scaled by relative throughput (plan/throughput.ts).
+ * - Work: measured where runs of the same spec (by name) trained before (plan/measured.ts):
+ *   the run's total steps (monitoring.totalSteps, or the trainer's last report) over the
+ *   steps per second measured on that accelerator. Otherwise `time.expectedDuration`,
+ *   which is on the first accelerator choice, scaled to another by relative throughput
+ *   (the spec's figures, else the datasheet table, plan/throughput.ts); when some
+ *   accelerator was measured and the total steps are known, the work on it is the anchor
+ *   that the relative figures scale instead. Each row says which source it used.
+ * - Nodes: a gang of N nodes (resources.nodes) pays N VMs: cost = price x N x hours. The
+ *   expected duration is stated for the gang the spec asks for; measured rates are per
+ *   GPU and scale with every GPU of the gang (linear, data parallel). A gang is
+ *   preempted when any of its N nodes is, so its rate is N x the zone's.
  * - Spot preemptions arrive as a Poisson process of rate λ per hour per zone and
  *   accelerator (the project's zone memory where it has seen spot hours there, else
- *   PRIOR_PREEMPTIONS_PER_HOUR). Each costs the
- *   work since the last checkpoint (half an interval on average) plus a restart
- *   (RESTART_SECONDS: provision, stage, resume). Expected hours = work / (1 - λ·loss).
+ *   PRIOR_PREEMPTIONS_PER_HOUR). Each costs what earlier runs of the spec measured a
+ *   preemption to cost (restart and lost work, plan/measured.ts), else the work since the
+ *   last checkpoint (half an interval on average) plus a restart (RESTART_SECONDS:
+ *   provision, stage, resume). Expected hours = work / (1 - λ·loss).
  * - Risk: the chance that more preemptions come than the slack before the deadline
  *   absorbs, P(N > slack / loss) with N ~ Poisson(λ · expected hours). On-demand is not
  *   preempted: its risk is 0 or 1.
@@ -22,7 +32,8 @@ import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
 import { zonePrior, type ZoneMemory } from '../zones/memory';
-import { throughputOf, type ThroughputSource } from './throughput';
+import { throughputOf } from './throughput';
+import type { MeasuredLoss, MeasuredThroughput } from './measured';
 import { checkpointInterval } from '../run/checkpoint-interval';
 
 /** One preemption a day: a prior for a zone nothing is known of, not a measurement. */
@@ -36,6 +47,30 @@ export interface PlanInputs {
   nowMs: number;
   /** What the project has seen (its zone memory): observed preemption rates, and placement's own prior. */
   memory?: ZoneMemory;
+  /** Steps per second runs of this spec measured, by accelerator (the throughput memory). */
+  measured?: MeasuredThroughput;
+  /** What a preemption cost runs of this spec (the throughput memory). */
+  measuredLoss?: MeasuredLoss;
+}
+
+/**
+ * Where a row's speed came from: runs of this spec (`measured`), the expected duration as
+ * stated (`expected`: the accelerator it is stated on), or relative throughput from the
+ * spec's figures (`spec`) or the datasheet table (`datasheet`).
+ */
+export type ThroughputSource = 'measured' | 'expected' | 'spec' | 'datasheet';
+
+/** What the work was taken from: the spec's expected duration, or total steps over a measured rate. */
+export interface PlanWork {
+  basis: 'expected-duration' | 'measured-steps';
+  /** The accelerator (and count per node) the work is stated on. */
+  accelerator: string;
+  acceleratorCount: number;
+  hours: number;
+  totalSteps?: number;
+  /** With measured-steps: the anchor's measured steps per second per GPU and the training seconds behind it. */
+  stepsPerGpuSecond?: number;
+  measuredSeconds?: number;
 }
 
 export interface PlanRow {
@@ -44,9 +79,14 @@ export interface PlanRow {
   zone: string;
   region: string;
   provisioningModel: Offer['provisioningModel'];
+  /** Per VM (one node). */
   pricePerHour: number;
+  /** VMs the run takes (resources.nodes): the cost is price x nodes x hours. */
+  nodes: number;
   /** Hours of work on this choice without interruption. */
   workHours: number;
+  /** What the work alone costs here, uninterrupted (price x nodes x work hours): what placement's price-per-hour ranking does not see. */
+  workCostUsd: number;
   /** Expected hours including the work lost to preemptions and the restarts. */
   expectedHours: number;
   expectedCostUsd: number;
@@ -58,7 +98,12 @@ export interface PlanRow {
   /** Preemptions per hour used, and whether from what the project saw or the prior. */
   preemptionsPerHour: number;
   preemptionSource: 'observed' | 'prior' | 'none';
+  /** Seconds one preemption costs (restart and lost work), and whether runs of this spec measured it or it is the prior. */
+  lossSeconds: number;
+  lossSource: 'measured' | 'prior';
   throughputSource: ThroughputSource;
+  /** Steps per second on this choice, when measured by runs of this spec. */
+  stepsPerSecond?: number;
   /** The choice the run would try first. */
   pick: boolean;
 }
@@ -70,31 +115,37 @@ export interface Plan {
   /** Why no row is marked as the pick, when none is. */
   noPick?: string;
   deadline?: string;
+  /** What the work was taken from; absent when nothing could be predicted. */
+  work?: PlanWork;
 }
 
-export function predictPlan({ spec, offers, nowMs, memory }: PlanInputs): Plan {
-  const expected = spec.time.expectedDuration;
-  const reference = spec.resources.accelerators[0];
-  const own = spec.time.relativeThroughput;
-  const referenceThroughput = throughputOf(reference.type, reference.count, own);
+export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measuredLoss }: PlanInputs): Plan {
+  const nodes = spec.resources.nodes;
   const deadline = deadlineMs(spec, nowMs);
+  const work = workOf(spec, measured);
   // The interval each attempt would get in that zone (a pinned one, or the policy's).
-  const lossHoursAt = (rate: number) =>
-    (checkpointInterval({ preemptionsPerHour: rate, pinnedSeconds: spec.checkpoint.interval, capSeconds: spec.checkpoint.maxInterval }).seconds / 2 + RESTART_SECONDS) / 3600;
+  const lossSecondsAt = (rate: number) =>
+    measuredLoss
+      ? measuredLoss.seconds
+      : checkpointInterval({ preemptionsPerHour: rate, pinnedSeconds: spec.checkpoint.interval, capSeconds: spec.checkpoint.maxInterval }).seconds / 2 + RESTART_SECONDS;
   const pick = firstChoice(spec, offers, nowMs, memory);
   const rows: PlanRow[] = [];
   const unpredictable = new Set<string>();
   for (const offer of offers) {
-    const throughput = throughputOf(offer.accelerator, offer.acceleratorCount, own);
-    if (!throughput || !referenceThroughput || expected === undefined) {
+    const speed = work && workHoursOn(offer, nodes, work, spec, measured);
+    if (!speed) {
       unpredictable.add(offer.accelerator);
       continue;
     }
-    const workHours = ((expected / 3600) * referenceThroughput.value) / throughput.value;
+    const workHours = speed.hours;
+    // Per node: an offer that says it is for the whole gang (offer.nodes) is already priced for all N.
+    const pricePerNode = (offer.nodes ?? 1) === nodes && nodes > 1 ? offer.pricePerHour / nodes : offer.pricePerHour;
     const spot = offer.provisioningModel === 'SPOT';
     const observed = memory ? zonePrior(memory, { zone: offer.zone, accelerator: offer.accelerator, model: offer.provisioningModel }, nowMs).preemptionsPerHour : undefined;
-    const rate = spot ? (observed ?? PRIOR_PREEMPTIONS_PER_HOUR) : 0;
-    const lossHours = lossHoursAt(rate);
+    // A gang is preempted when any one of its nodes is.
+    const rate = spot ? (observed ?? PRIOR_PREEMPTIONS_PER_HOUR) * nodes : 0;
+    const lossSeconds = lossSecondsAt(rate);
+    const lossHours = lossSeconds / 3600;
     const lostShare = rate * lossHours;
     const expectedHours = lostShare < 1 ? workHours / (1 - lostShare) : Infinity;
     const finishMs = nowMs + expectedHours * 3_600_000;
@@ -104,16 +155,21 @@ export function predictPlan({ spec, offers, nowMs, memory }: PlanInputs): Plan {
       zone: offer.zone,
       region: offer.region,
       provisioningModel: offer.provisioningModel,
-      pricePerHour: offer.pricePerHour,
+      pricePerHour: pricePerNode,
+      nodes,
       workHours,
+      workCostUsd: pricePerNode * nodes * workHours,
       expectedHours,
-      expectedCostUsd: offer.pricePerHour * expectedHours,
+      expectedCostUsd: pricePerNode * nodes * expectedHours,
       expectedPreemptions: rate * expectedHours,
       finishAt: Number.isFinite(finishMs) ? new Date(finishMs).toISOString() : undefined,
       missRisk: deadline === undefined ? undefined : missRisk((deadline - nowMs) / 3_600_000 - workHours, rate * expectedHours, lossHours),
       preemptionsPerHour: rate,
       preemptionSource: spot ? (observed === undefined ? 'prior' : 'observed') : 'none',
-      throughputSource: throughput.source,
+      lossSeconds,
+      lossSource: measuredLoss ? 'measured' : 'prior',
+      throughputSource: speed.source,
+      ...(speed.stepsPerSecond !== undefined ? { stepsPerSecond: speed.stepsPerSecond } : {}),
       pick: pick !== undefined && sameChoice(pick, offer),
     });
   }
@@ -121,9 +177,59 @@ export function predictPlan({ spec, offers, nowMs, memory }: PlanInputs): Plan {
   return {
     rows,
     unpredictable: [...unpredictable],
-    noPick: pick ? undefined : expected === undefined ? undefined : 'the run would wait: no offer is acceptable now',
+    noPick: pick ? undefined : work === undefined ? undefined : 'the run would wait: no offer is acceptable now',
     deadline: deadline === undefined ? undefined : new Date(deadline).toISOString(),
+    ...(work ? { work } : {}),
   };
+}
+
+/**
+ * What the work is anchored on: total steps over a measured rate when the total is known
+ * and some accelerator of the spec was measured (the first listed if it was), else the
+ * expected duration on the first accelerator; undefined when there is neither.
+ */
+export function workOf(spec: RunSpec, measured: MeasuredThroughput): PlanWork | undefined {
+  const nodes = spec.resources.nodes;
+  const listed = spec.resources.accelerators;
+  const totalSteps = spec.monitoring.totalSteps ?? listed.map((a) => measured[a.type]?.totalSteps).find((t) => t !== undefined);
+  // The first accelerator listed if it was measured, else the one measured longest.
+  const anchor = measured[listed[0].type] ? listed[0] : listed.filter((a) => measured[a.type]).sort((a, b) => measured[b.type].seconds - measured[a.type].seconds)[0];
+  if (totalSteps !== undefined && anchor) {
+    const m = measured[anchor.type];
+    return {
+      basis: 'measured-steps',
+      accelerator: anchor.type,
+      acceleratorCount: anchor.count,
+      hours: totalSteps / (m.stepsPerGpuSecond * anchor.count * nodes) / 3600,
+      totalSteps,
+      stepsPerGpuSecond: m.stepsPerGpuSecond,
+      measuredSeconds: m.seconds,
+    };
+  }
+  const expected = spec.time.expectedDuration;
+  if (expected === undefined) return undefined;
+  return { basis: 'expected-duration', accelerator: listed[0].type, acceleratorCount: listed[0].count, hours: expected / 3600 };
+}
+
+/**
+ * Hours of work on one offer: the anchor's hours scaled by measured rates when both the
+ * offer's accelerator and the anchor's were measured, else by relative throughput (the
+ * spec's or the datasheet's); undefined when the offer's accelerator has no figure.
+ */
+function workHoursOn(offer: Offer, nodes: number, work: PlanWork, spec: RunSpec, measured: MeasuredThroughput): { hours: number; source: ThroughputSource; stepsPerSecond?: number } | undefined {
+  const gpus = offer.acceleratorCount * nodes;
+  const anchorGpus = work.acceleratorCount * nodes;
+  const own = measured[offer.accelerator];
+  const anchorMeasured = measured[work.accelerator];
+  if (own && anchorMeasured) {
+    const stepsPerSecond = own.stepsPerGpuSecond * gpus;
+    return { hours: (work.hours * anchorMeasured.stepsPerGpuSecond * anchorGpus) / stepsPerSecond, source: 'measured', stepsPerSecond };
+  }
+  const theirs = throughputOf(offer.accelerator, gpus, spec.time.relativeThroughput);
+  const anchors = throughputOf(work.accelerator, anchorGpus, spec.time.relativeThroughput);
+  if (!theirs || !anchors) return undefined;
+  const stated = work.basis === 'expected-duration' && offer.accelerator === work.accelerator;
+  return { hours: (work.hours * anchors.value) / theirs.value, source: stated ? 'expected' : theirs.source };
 }
 
 /** P(N > slack / loss) for N ~ Poisson(mean): the deadline is missed when preemptions eat more than the slack. */

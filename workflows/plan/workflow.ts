@@ -4,14 +4,17 @@
  * create), then the pure prediction (plan/predict.ts). Started by `sterna plan` and by
  * `client/plan.ts`; short-lived, so it never needs continue-as-new.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { SternaActivities, UnpricedZone } from '../activity-contract';
 import { nonRetryableFailureTypes } from '../failures';
 import type { PriceStamp } from '../pricing-book/contract';
 import { capacityRequest } from '../run/requests';
 import { parseSpec } from '../spec';
 import type { ZoneActivities } from '../zones/contract';
+import type { ThroughputActivities } from './contract';
+import { measuredFor, measuredLossFor, type ThroughputMemory } from './measured';
 import { predictPlan, type Plan } from './predict';
+import { THROUGHPUT_PATCH } from './run-link';
 
 export interface PlanResult extends Plan {
   /** When the plan was made (ISO): its finish times count from then. */
@@ -24,14 +27,24 @@ const { findCapacity, readZoneMemory } = proxyActivities<SternaActivities & Zone
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [...nonRetryableFailureTypes] },
 });
+// Only a query of the memory's workflow: quick, and a worker built without it (NotFoundError) answers at once.
+const { readThroughput } = proxyActivities<ThroughputActivities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] },
+});
 
 export async function planRun(input: unknown): Promise<PlanResult> {
   const spec = parseSpec(input, { nowMs: Date.now() });
-  // The memory is a prior, not a requirement: a worker that keeps none plans without it.
-  const [found, memory] = await Promise.all([
+  const accelerators = spec.resources.accelerators.map((a) => a.type);
+  // The memories are priors, not requirements: a worker that keeps none plans without them.
+  const throughput: Promise<ThroughputMemory | undefined> =
+    spec.name && patched(THROUGHPUT_PATCH) ? readThroughput({ specName: spec.name, accelerators }).catch(() => undefined) : Promise.resolve(undefined);
+  const [found, memory, measured] = await Promise.all([
     findCapacity(capacityRequest(spec)),
-    readZoneMemory({ backend: spec.backend, accelerators: spec.resources.accelerators.map((a) => a.type) }).catch(() => undefined),
+    readZoneMemory({ backend: spec.backend, accelerators }).catch(() => undefined),
+    throughput,
   ]);
   const nowMs = Date.now();
-  return { ...predictPlan({ spec, offers: found.offers, nowMs, memory }), at: new Date(nowMs).toISOString(), prices: found.prices, unpriced: found.unpriced };
+  const plan = predictPlan({ spec, offers: found.offers, nowMs, memory, measured: measuredFor(measured, spec.name, accelerators), measuredLoss: measuredLossFor(measured, spec.name, accelerators) });
+  return { ...plan, at: new Date(nowMs).toISOString(), prices: found.prices, unpriced: found.unpriced };
 }

@@ -6,7 +6,7 @@
  * status query, the workflow's current details and the CLI read the same numbers.
  */
 import type { RunSpec } from '../spec';
-import { currentAttempt, Phase, type RunState } from './state';
+import { currentAttempt, Phase, type Attempt, type RunState } from './state';
 
 export interface Progress {
   step?: number;
@@ -25,6 +25,18 @@ export interface Progress {
 export function markProgress(state: RunState, attempt: number, step: number, nowMs: number): void {
   if (state.progressMark?.attempt === attempt) return;
   state.progressMark = { attempt, step, atMs: nowMs };
+}
+
+/**
+ * The live attempt's training so far, for the throughput its spec is remembered by
+ * (plan/measured.ts): steps from the mark to the newest step, over the seconds between
+ * hearing them. Updated only when the step moves, so the time after the last step
+ * (uploading, a preemption being noticed) is not counted as training.
+ */
+export function noteTraining(state: RunState, attempt: Attempt, step: number, nowMs: number): void {
+  const mark = state.progressMark;
+  if (mark?.attempt !== attempt.attempt || step <= mark.step + (attempt.training?.steps ?? 0)) return;
+  attempt.training = { fromStep: mark.step, fromMs: mark.atMs, steps: step - mark.step, seconds: Math.max(0, nowMs - mark.atMs) / 1000 };
 }
 
 export function totalStepsOf(state: RunState, spec: RunSpec): number | undefined {

@@ -24,6 +24,8 @@ export function capacityRequest(spec: RunSpec): { backend: Backend; request: Cap
       zones: placement.zones,
       // Flex-start offers only for a spec that may use them; every other run asks as it always did.
       provisioningModels: modelsOf(spec).includes(ProvisioningModel.FlexStart) ? ['SPOT', 'STANDARD', 'FLEX_START'] : ['SPOT', 'STANDARD'],
+      // A gang's offers are for all its nodes; a single node's request is as it always was.
+      ...(resources.nodes > 1 ? { nodes: resources.nodes } : {}),
     },
   };
 }

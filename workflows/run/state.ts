@@ -74,6 +74,11 @@ export interface Attempt {
   runDurationSeconds?: number;
   /** FLEX_START: when the request for capacity was made (ISO); it waits from then. */
   requestedAt?: string;
+  /**
+   * Its training as heard (run/progress.ts `noteTraining`): the first step heard and when
+   * (epoch ms), then the steps trained to the last new step heard and the seconds between.
+   */
+  training?: { fromStep: number; fromMs: number; steps: number; seconds: number };
   /** The checkpoint interval the attempt's agent was last given, and why (run/live-interval.ts). */
   checkpointInterval?: AppliedInterval;
 }

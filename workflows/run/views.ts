@@ -12,6 +12,7 @@ import type { CheckpointRef } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
+import { describeShape } from '../gpu-slices';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -48,7 +49,7 @@ export function ledger(state: RunState, nowMs: number): Ledger {
       attempt: a.attempt,
       zone: a.offer.zone,
       provisioningModel: a.offer.provisioningModel,
-      accelerator: `${a.offer.accelerator} x${a.offer.acceleratorCount}`,
+      accelerator: describeShape(a.offer),
       pricePerHour: a.offer.pricePerHour,
       ...(a.offer.pricesAsOf ? { pricesAsOf: a.offer.pricesAsOf, priceSource: a.offer.priceSource } : {}),
       runningSeconds: seconds,
