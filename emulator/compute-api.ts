@@ -6,6 +6,7 @@
  *   GET  projects/{p}/zones/{z}/acceleratorTypes[/{a}] GET projects/{p}/zones/{z}/machineTypes[/{m}]
  *   GET|POST projects/{p}/zones/{z}/instances          GET|DELETE .../instances/{name}
  *   GET  .../instances/{name}/getGuestAttributes        GET .../instances/{name}/serialPort
+ *   POST .../instances/{name}/setMetadata               (with the current metadata fingerprint)
  *   GET  projects/{p}/zones/{z}/operations[/{op}]       POST .../operations/{op}/wait
  *
  * Any project id works. List methods take `filter`, `maxResults`, `pageToken`;

@@ -4,7 +4,9 @@
  *
  * It follows the Sterna agent contract:
  * - checkpoints atomically (write a temp file, then rename) to
- *   $STERNA_CHECKPOINT_DIR/step-<N>.json every $STERNA_CHECKPOINT_INTERVAL seconds;
+ *   $STERNA_CHECKPOINT_DIR/step-<N>.json every $STERNA_CHECKPOINT_INTERVAL seconds, and
+ *   re-reads the interval in force from $STERNA_CHECKPOINT_INTERVAL_FILE (at most once a
+ *   second): the run may change it while the attempt trains;
  * - on SIGTERM (the preemption notice) finishes its step, checkpoints and exits 143;
  * - resumes from $STERNA_RESUME_FROM when set;
  * - writes "<step>/<total steps>" to $STERNA_PROGRESS_FILE (so progress shows percent and ETA);
@@ -269,6 +271,27 @@ async function connectWithRetry(addr: string, port: number, withinMs: number): P
   }
 }
 
+/** The interval in force (seconds): `file`'s number when it holds one, read at most once a second, else `initial`. */
+function checkpointInterval(initial: number, file: string | undefined): () => number {
+  let seconds = initial;
+  let readAt = 0;
+  return () => {
+    if (!file || Date.now() - readAt < 1000) return seconds;
+    readAt = Date.now();
+    let read = NaN;
+    try {
+      read = Number(readFileSync(file, 'utf8').trim());
+    } catch {
+      // Not there (an agent without it): the interval stays.
+    }
+    if (read > 0 && read !== seconds) {
+      seconds = read;
+      console.log(`checkpoint interval now ${seconds} s`);
+    }
+    return seconds;
+  };
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--hash-env')) {
     const name = argValue('hash-env');
@@ -283,10 +306,10 @@ async function main(): Promise<void> {
   const lr = Number(argValue('lr', '0.1'));
   const stepMs = Number(argValue('step-ms', '0'));
   const checkpointDir = process.env.STERNA_CHECKPOINT_DIR ?? 'checkpoints';
-  const intervalMs = Number(process.env.STERNA_CHECKPOINT_INTERVAL ?? '600') * 1000;
   const progressFile = process.env.STERNA_PROGRESS_FILE;
   // Every rank holds the same weights: rank 0's checkpoints are the gang's.
   const checkpoints = rank === 0;
+  const interval = checkpointInterval(Number(process.env.STERNA_CHECKPOINT_INTERVAL ?? '600'), process.env.STERNA_CHECKPOINT_INTERVAL_FILE);
 
   let state: Checkpoint = { step: 0, weights: new Array<number>(x[0].length).fill(0), bias: 0, loss: NaN };
   if (process.env.STERNA_RESUME_FROM) {
@@ -331,7 +354,7 @@ async function main(): Promise<void> {
     }
     if (progressFile) writeFileSync(progressFile, `${state.step}/${totalSteps}`);
     if (stopping) stop();
-    if (checkpoints && Date.now() - lastCheckpoint >= intervalMs) {
+    if (checkpoints && Date.now() - lastCheckpoint >= interval() * 1000) {
       writeCheckpoint(checkpointDir, state);
       lastCheckpoint = Date.now();
     }

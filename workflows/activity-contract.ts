@@ -5,6 +5,7 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
+import type { BucketAnswer } from './run/data-placement';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
@@ -128,10 +129,28 @@ export interface SternaActivities {
   observe(input: { ref: ResourceRef }): Promise<AgentSnapshot>;
   /** Asks the resource's agent for a final checkpoint and a stop, so the run moves before a flex-start cut. */
   askMove(input: { ref: ResourceRef }): Promise<MoveAnswer>;
+  /** Hands a training attempt's agent a new checkpoint interval (workflows/run/live-interval.ts). */
+  setCheckpointInterval(input: SetCheckpointIntervalRequest): Promise<{ outcome: SetAgentInputOutcome }>;
 }
 
 /** Whether the ask reached the agent's resource; `detail` says why not (the cut's stop grace is then the fallback). */
 export interface MoveAnswer {
   delivered: boolean;
   detail?: string;
+}
+
+export interface SetCheckpointIntervalRequest {
+  ref: ResourceRef;
+  /** Only a resource labelled with exactly this owner is changed. */
+  owner: Owner;
+  seconds: number;
+}
+
+/** The resource's input was set; the resource is gone; it is not ours; the backend cannot change a running agent's inputs. */
+export type SetAgentInputOutcome = 'set' | 'absent' | 'not-ours' | 'unsupported';
+
+/** The storage API's word on the buckets of a run's datasets (activities/storage). */
+export interface StorageActivities {
+  /** Each bucket's location (GCS `buckets.get`), or why it is unknown; never throws for one bucket's error. */
+  locateBuckets(input: { buckets: string[] }): Promise<BucketAnswer[]>;
 }

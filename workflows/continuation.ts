@@ -75,6 +75,14 @@ function buildRunStateSchema() {
     requestedAt: IsoTime.optional(),
     training: z.strictObject({ fromStep: z.int().min(0), fromMs: z.number().finite(), steps: z.int().min(0), seconds: z.number().nonnegative().finite() }).optional(),
     moveAskedAt: IsoTime.optional(),
+    checkpointInterval: z
+      .strictObject({
+        seconds: z.number().positive().finite(),
+        preemptionsPerHour: z.number().nonnegative().finite(),
+        checkpointSeconds: z.number().nonnegative().finite(),
+        frozen: z.string().max(2000).optional(),
+      })
+      .optional(),
   });
 
   // The zone memory a run read: a prior for placement only (it names no resource).
@@ -184,6 +192,8 @@ function buildRunStateSchema() {
       .optional(),
     totalSteps: z.int().min(1).optional(),
     progressMark: z.strictObject({ attempt: z.int().min(1), step: z.int().min(0), atMs: z.number().finite() }).optional(),
+    intervalCheckAt: z.number().finite().optional(),
+    bucketLocations: z.record(z.string().min(1).max(222), z.strictObject({ location: z.string().min(1).max(64).optional(), problem: z.string().max(2000).optional() })).optional(),
   });
 }
 

@@ -218,6 +218,8 @@ const buildRunSpecSchema = () =>
         interval: duration({ min: 1 }).optional(),
         /** The chosen interval's cap (default 30 min). */
         maxInterval: duration({ min: 1 }).optional(),
+        /** The chosen interval's floor (default 1 min): lower it only where a checkpoint is cheap to write and store. */
+        minInterval: duration({ min: 1 }).optional(),
       }),
       resources: z.strictObject({
         accelerators: z

@@ -78,6 +78,8 @@ export interface AgentSnapshot {
   checkpoint?: CheckpointRef;
   /** Milliseconds the agent took to upload that checkpoint (its measured cost). */
   checkpointMs?: number;
+  /** The checkpoint interval (seconds) the agent last handed the trainer. */
+  checkpointInterval?: number;
   /** The trainer's exit code, once it exited and the agent finished uploading. */
   exitCode?: number;
   /** The agent stopped the trainer because the run asked it to move (`sterna/moving`, run/flex-cut.ts). */

@@ -71,6 +71,7 @@ export function parseAgentValues(values: Record<string, string>): {
   totalBytes?: number;
   checkpoint?: CheckpointRef;
   checkpointMs?: number;
+  checkpointInterval?: number;
   exitCode?: number;
   /** The agent saw GCE's preemption notice on its metadata server. */
   noticed?: boolean;
@@ -78,6 +79,7 @@ export function parseAgentValues(values: Record<string, string>): {
   moving?: boolean;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
+  const seconds = (v: string | undefined) => (v !== undefined && /^\d{1,9}(\.\d{1,6})?$/.test(v.trim()) ? Number(v.trim()) : undefined);
   let checkpoint: CheckpointRef | undefined;
   const raw = values.checkpoint;
   if (raw) {
@@ -95,6 +97,7 @@ export function parseAgentValues(values: Record<string, string>): {
     totalBytes: int(values['total-bytes']),
     checkpoint,
     checkpointMs: checkpoint ? int(values['checkpoint-ms']) : undefined,
+    checkpointInterval: seconds(values['checkpoint-interval']),
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
     moving: values.moving === 'TRUE' ? true : undefined,

@@ -12,8 +12,8 @@
 # A node of a gang (sterna-num-nodes > 1) knows its rank; only rank 0 publishes checkpoints.
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
 # sterna/gpu, sterna/checkpoint, sterna/checkpoint-ms, sterna/exit, sterna/staged-bytes,
-# sterna/reused-bytes, sterna/total-bytes), GCE's own way for a VM to
-# report without SSH. A checkpoint is published only after it is fully uploaded.
+# sterna/reused-bytes, sterna/total-bytes, sterna/checkpoint-interval), GCE's own way for
+# a VM to report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
 # checkpoint; the agent uploads it before the notice period ends. The run's ask to move
 # (instance attribute sterna-move=TRUE) stops the trainer the same way, with no deadline.
@@ -280,6 +280,26 @@ for kv in "${ENVS[@]}"; do
   case "$name" in '' | [0123456789]* | *[!$NAME_CHARS]*) refuse_input "an env name is not letters, digits and _" ;; esac
 done
 
+# --- the checkpoint interval ---------------------------------------------------------
+# The trainer re-reads the interval in force from STERNA_CHECKPOINT_INTERVAL_FILE: it
+# starts as STERNA_CHECKPOINT_INTERVAL, and on GCE the run may change it while the
+# attempt trains, through the metadata attribute sterna-checkpoint-interval
+# (workflows/run/live-interval.ts). Written whole, then renamed: never read half-written.
+INTERVAL_FILE="$STATE/checkpoint-interval"
+interval=""
+set_interval() { # set_interval SECONDS -> in force, and published, if it is a new number
+  [[ "$1" =~ ^[0-9]{1,9}(\.[0-9]{1,6})?$ ]] || return 0
+  [ "$1" = "$interval" ] && return 0
+  if ! { printf '%s\n' "$1" > "$INTERVAL_FILE.tmp" && mv -f "$INTERVAL_FILE.tmp" "$INTERVAL_FILE"; }; then
+    log "could not write the checkpoint interval"; return 0
+  fi
+  interval="$1"
+  publish checkpoint-interval "$1"
+}
+for kv in "${ENVS[@]}"; do
+  case "$kv" in STERNA_CHECKPOINT_INTERVAL=*) set_interval "${kv#*=}" ;; esac
+done
+
 # --- secrets: into the trainer's environment only ------------------------------------
 # Held in this shell's unexported variables, so no process of the agent (curl...) sees
 # them; exported only in the subshell that becomes the trainer. Never logged.
@@ -359,6 +379,7 @@ cd "$WORK" || exit 70
     STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
     STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
     ${GANG_ENV[@]+"${GANG_ENV[@]}"} \
+    STERNA_CHECKPOINT_INTERVAL_FILE="$INTERVAL_FILE" \
     nice -n 0 -- "${ARGV[@]}"
 ) &
 TRAINER=$!
@@ -375,6 +396,7 @@ move_asked() {
 }
 
 while kill -0 "$TRAINER" 2>/dev/null; do
+  [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] && set_interval "$(attr sterna-checkpoint-interval)"
   publish_progress
   publish_gpu
   upload_new_checkpoints

@@ -26,7 +26,7 @@ import {
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
-import { isOwnedBy } from '../../workflows/naming';
+import { isOwnedBy, type Owner } from '../../workflows/naming';
 import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt, nodeRefs, nodeRequest } from '../../workflows/run/gang';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
@@ -49,6 +49,7 @@ import {
   type ReleaseResult,
   type UnpricedZone,
 } from './provider';
+import type { SetAgentInputOutcome } from '../../workflows/activity-contract';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
@@ -114,6 +115,8 @@ const MAX_TIME_LIMIT_MS = 120 * 24 * 3600 * 1000;
 const DEFAULT_POWER_OFF_AFTER_SECONDS = 600;
 /** Expected flex-start wait for a GPU type the catalog has no figure for (an assumption). */
 const FLEX_START_DEFAULT_WAIT_SECONDS = 1800;
+/** Reads and writes of a VM's metadata before a lost fingerprint race is reported. */
+const METADATA_WRITE_ATTEMPTS = 5;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
@@ -139,6 +142,12 @@ function errorMessage(err: unknown): string {
   } catch {
     return message;
   }
+}
+
+/** GCE's answer to a write with a stale fingerprint: 412 conditionNotMet (gRPC FAILED_PRECONDITION). */
+function isConditionNotMet(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 412 || e?.code === 9 || /conditionNotMet|fingerprint/i.test(e?.message ?? '');
 }
 
 function isAlreadyExists(err: unknown): boolean {
@@ -630,6 +639,30 @@ export class GceProvider implements ComputeProvider {
 
   async readAgent(ref: ResourceRef): Promise<AgentValues> {
     return parseAgentValues(await this.guestAttributes(ref));
+  }
+
+  /**
+   * setMetadata replaces every item and takes the fingerprint of the metadata it
+   * replaces: read, change one item, write; a write that lost a race (412
+   * conditionNotMet: someone changed the metadata in between) reads again.
+   */
+  async setAgentInput(ref: ResourceRef, owner: Owner, key: string, value: string): Promise<SetAgentInputOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      const instance = await this.getInstance(ref);
+      if (!instance) return 'absent';
+      if (!isOwnedBy(instance.labels, owner)) return 'not-ours';
+      const items = (instance.metadata?.items ?? []).filter((item) => item.key !== key);
+      try {
+        const [op] = await this.api(`set ${key} on ${ref.name}`, () =>
+          this.instances.setMetadata({ project: this.options.project, zone: ref.zone, instance: ref.name, metadataResource: { fingerprint: instance.metadata?.fingerprint, items: [...items, { key, value }] } }),
+        );
+        await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+        return 'set';
+      } catch (err) {
+        if (isNotFound(err)) return 'absent';
+        if (!isConditionNotMet(err) || attempt >= METADATA_WRITE_ATTEMPTS) throw err;
+      }
+    }
   }
 
   /**

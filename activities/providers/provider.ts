@@ -5,7 +5,7 @@
  */
 import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
 import type { PriceBook } from '../../config/price-book';
-import type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone } from '../../workflows/activity-contract';
+import type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, SetAgentInputOutcome, UnpricedZone } from '../../workflows/activity-contract';
 import { OwnerLabel, type Owner } from '../../workflows/naming';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 
@@ -83,6 +83,12 @@ export interface ComputeProvider {
   rateLimitedSince?(sinceMs: number): boolean;
   /** Ends long-lived connections (e.g. GKE's pod watch) when the worker stops. */
   close?(): void;
+  /**
+   * Sets one input the agent re-reads while it runs (GCE: a metadata attribute, by
+   * setMetadata with the metadata's fingerprint), on the owner's resource only. A backend
+   * without it cannot change a running agent's inputs (GKE: environment variables).
+   */
+  setAgentInput?(ref: ResourceRef, owner: Owner, key: string, value: string): Promise<SetAgentInputOutcome>;
 }
 
 /** The owner a resource's labels name, or undefined unless all three owner labels are there and well formed. */

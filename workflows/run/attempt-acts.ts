@@ -4,13 +4,14 @@
  * create's definite answer); anything else leaves open whether the create may still
  * land, and ends the run.
  */
+import { isCancellation } from '@temporalio/workflow';
 import { namedFailureOf } from '../failures';
 import type { Owner } from '../naming';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
 import type { RunEvent } from './machine';
 import { provisionRequest, provisionSummary } from './requests';
-import type { RunState } from './state';
+import type { AppliedInterval, RunState } from './state';
 
 export class AttemptActs {
   constructor(
@@ -48,6 +49,21 @@ export class AttemptActs {
     const attempt = this.state.attempts[number - 1];
     const answer = await this.acts.quick.askMove.executeWithOptions({ summary: `ask ${attempt.ref.name} to checkpoint and stop before its cut` }, [{ ref: attempt.ref }]);
     return { kind: 'move-asked', attempt: number, ...answer };
+  }
+
+  /** A courtesy: an update that cannot be made leaves the attempt on the interval it has (run/live-interval.ts). */
+  async setInterval(number: number, interval: AppliedInterval): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    try {
+      const { outcome } = await this.acts.courtesy.setCheckpointInterval.executeWithOptions({ summary: `checkpoint every ${interval.seconds} s on ${attempt.ref.name}` }, [
+        { ref: attempt.ref, owner: this.owner(number), seconds: interval.seconds },
+      ]);
+      return { kind: 'checkpoint-interval-set', attempt: number, interval, outcome };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const cause = (err as { cause?: Error }).cause;
+      return { kind: 'checkpoint-interval-set', attempt: number, interval, outcome: 'failed', message: cause?.message ?? (err as Error)?.message ?? String(err) };
+    }
   }
 
   async look(number: number): Promise<RunEvent> {

@@ -30,21 +30,29 @@ import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
 import { absorbCheckpointCost } from './checkpoint-interval';
-import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
+import { absorbBucketLocations, absorbStaging, dataCostUsdFor, noteStaged, type BucketAnswer } from './data-placement';
+import { absorbIntervalSet, absorbLiveZoneMemory, liveIntervalStep, liveIntervalTimer, noteStartInterval, type IntervalUpdateOutcome } from './live-interval';
 import { dataCostsFor, flexTermsFor } from './auto-costs';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { markProgress, noteTraining } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
-import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
+import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type AppliedInterval, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
 import type { AdmissionDecision } from '../teams/rules';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
   | { kind: 'start' }
-  /** `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones). */
-  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory }
+  /**
+   * `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones).
+   * `bucketLocations`: the storage API's word on the datasets' buckets, when the run asked (run/data-placement.ts).
+   */
+  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory; bucketLocations?: BucketAnswer[] }
+  /** The zone memory read again while an attempt trains (undefined: not reachable). */
+  | { kind: 'zone-memory'; memory?: ZoneMemory }
+  /** What came of handing the live attempt's agent a new checkpoint interval (run/live-interval.ts). */
+  | { kind: 'checkpoint-interval-set'; attempt: number; interval: AppliedInterval; outcome: IntervalUpdateOutcome; message?: string }
   | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
@@ -76,6 +84,10 @@ export type Command =
   | { kind: 'ask-admission' }
   /** Ask a flex-start attempt's agent for its final checkpoint, to move before the cut (flex-cut.ts); answered by `move-asked`. */
   | { kind: 'ask-move'; attempt: number }
+  /** Read the project's zone memory again (a `zone-memory` event): the live attempt's interval may move. */
+  | { kind: 'read-zone-memory' }
+  /** Hand the live attempt's agent a new checkpoint interval (a `checkpoint-interval-set` event). */
+  | { kind: 'set-checkpoint-interval'; attempt: number; interval: AppliedInterval }
   /** Wait for the next message, or until `untilMs`. */
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
@@ -104,6 +116,8 @@ export interface Context {
   autoCosts?: boolean;
   /** Whether flex-start attempts run until the run's end and move before their cut (runs recorded before the guard did not). */
   flexCut?: boolean;
+  /** Whether this run keeps a training attempt's checkpoint interval current (runs recorded before it did not). */
+  liveInterval?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -157,6 +171,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return refused && { kind: 'fail', ...refused };
     }
     case 'offers':
+      if (event.bucketLocations) absorbBucketLocations(state, event.bucketLocations, now);
       absorbPrices(state, event);
       if (event.zoneMemory) state.zoneMemory = memoryFor(event.zoneMemory, event.offers);
       return absorbOffers(state, spec, event.offers);
@@ -183,6 +198,12 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
     }
     case 'released':
       absorbRelease(state, event, now);
+      return undefined;
+    case 'zone-memory':
+      absorbLiveZoneMemory(state, event.memory, currentAttempt(state));
+      return undefined;
+    case 'checkpoint-interval-set':
+      absorbIntervalSet(state, event.attempt, event.interval, event.outcome, now, event.message);
       return undefined;
     case 'observed':
       return absorbObservation(state, spec, event.observation, event.via, context);
@@ -444,6 +465,8 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     ? state.observerHeardAt! + aliveMs
     : (state.lastHeardAt ?? now) + (state.observerHeardAt === undefined ? spec.recovery.pollSeconds : Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS)) * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
+  const liveStep = context.liveInterval ? liveIntervalStep(state, spec, live, now) : undefined;
+  if (liveStep) return liveStep;
   if (context.gpuUtil && state.phase === Phase.Training) {
     const idle = idleVerdict(state, spec, now);
     if (idle?.kind === 'stop') return { kind: 'fail', failure: idle.failure, message: idle.message };
@@ -483,7 +506,8 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
   // A flex-start VM is cut at its run duration: look right after, not at the next poll.
   const cut = cutAtMs(live);
   const idleAt = context.gpuUtil && state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
-  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt, move?.askAtMs].filter((t): t is number => t !== undefined);
+  const intervalAt = context.liveInterval ? liveIntervalTimer(state, spec, live) : undefined;
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt, move?.askAtMs, intervalAt].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
 
@@ -507,6 +531,7 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
   }
   state.placement.tried.push(triedKey(offer));
   const attempt = beginAttempt(state, offer, context);
+  if (context.liveInterval) noteStartInterval(state, spec, attempt, now);
   if (isFlexStart(offer)) {
     attempt.requestedAt = new Date(now).toISOString();
     // From the run's own end (flex-cut.ts); runs recorded before the guard kept the resource margin.

@@ -81,6 +81,18 @@ export interface Attempt {
   training?: { fromStep: number; fromMs: number; steps: number; seconds: number };
   /** FLEX_START: when the run asked the agent for its final checkpoint, to move before the cut (ISO; flex-cut.ts). */
   moveAskedAt?: string;
+  /** The checkpoint interval the attempt's agent was last given, and why (run/live-interval.ts). */
+  checkpointInterval?: AppliedInterval;
+}
+
+/** A checkpoint interval handed to an agent: at the attempt's start, or updated while it trains. */
+export interface AppliedInterval {
+  seconds: number;
+  /** The zone's preemption rate and the checkpoint cost it was chosen from. */
+  preemptionsPerHour: number;
+  checkpointSeconds: number;
+  /** Set once an update could not reach the VM: the attempt keeps this interval. */
+  frozen?: string;
 }
 
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
@@ -113,6 +125,10 @@ export const TimelineKind = {
   Stopped: 'stopped',
   /** The GPUs stayed below monitoring.minGpuUtilisation for the window (gpu-util.ts). */
   GpuIdle: 'gpu-idle',
+  /** The live attempt's checkpoint interval moved (run/live-interval.ts). */
+  CheckpointInterval: 'checkpoint-interval',
+  /** Where a dataset's bucket is, as the storage API said, or why it is unknown (run/data-placement.ts). */
+  DataLocation: 'data-location',
 } as const;
 export type TimelineKind = (typeof TimelineKind)[keyof typeof TimelineKind];
 
@@ -189,6 +205,16 @@ export interface RunState {
   totalSteps?: number;
   /** Where the current attempt's step rate is measured from (progress.ts). */
   progressMark?: { attempt: number; step: number; atMs: number };
+  /** Epoch ms the live attempt's checkpoint interval is looked at again (run/live-interval.ts). */
+  intervalCheckAt?: number;
+  /** Dataset buckets' locations from the storage API, or why each is unknown, by bucket (run/data-placement.ts). */
+  bucketLocations?: Record<string, BucketLocation>;
+}
+
+/** One bucket's location as the storage API gave it (`location`), or the reason it is unknown (`problem`). */
+export interface BucketLocation {
+  location?: string;
+  problem?: string;
 }
 
 export interface GpuState extends GpuReading {

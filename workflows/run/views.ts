@@ -2,7 +2,7 @@
  * Pure views of a run's state: the cost ledger, the status the query answers, the result
  * a finished run returns.
  */
-import type { Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
+import type { AppliedInterval, Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
 import { meanUtilisation } from './gpu-util';
 import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
@@ -94,6 +94,8 @@ export interface RunStatus {
   progress?: Progress;
   /** The latest attempt's staging: bytes staged, rate and ETA. */
   staging?: StagingView;
+  /** The latest attempt's checkpoint interval, and the preemption rate and checkpoint cost it was chosen from (run/live-interval.ts). */
+  checkpointInterval?: AppliedInterval;
   /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
   waiting?: string;
   /** A gang run: every node of the current attempt, by rank (run/gang.ts). */
@@ -151,6 +153,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(state.gpu ? { gpu: gpuStatus(state.gpu) } : {}),
     ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
     ...(state.staging ? { staging: stagingView(state.staging) } : {}),
+    ...(current?.checkpointInterval ? { checkpointInterval: current.checkpointInterval } : {}),
     ...withWaiting(current, state.phase),
     ...(current && gangSize(current.ref) > 1 ? { nodes: gangNodesView(current.ref) } : {}),
     timeline: state.timeline,
