@@ -35,7 +35,8 @@ export interface GangInputs {
 
 /** What a run needs, from its spec: used to list offers. */
 export interface CapacityRequest {
-  accelerators: { type: string; count: number }[];
+  /** A slice (GKE): `partition` a MIG profile, `sharing` time-sharing (with `maxSharedClients`, exactly that many). */
+  accelerators: { type: string; count: number; partition?: string; sharing?: 'time-sharing'; maxSharedClients?: number }[];
   machineType?: string;
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };

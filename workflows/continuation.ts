@@ -55,6 +55,8 @@ function buildRunStateSchema() {
     priceSource: z.enum(['billing', 'catalog']).optional(),
     expectedWaitSeconds: z.number().nonnegative().finite().optional(),
     nodes: z.int().min(2).max(64).optional(),
+    partition: z.string().min(1).max(16).optional(),
+    maxSharedClients: z.int().min(2).max(48).optional(),
   });
 
   const AttemptSchema = z.strictObject({

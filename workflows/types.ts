@@ -39,6 +39,10 @@ export interface Offer {
   expectedWaitSeconds?: number;
   /** A gang of this many nodes (run/gang.ts); absent means one. Prices and quota count every node. */
   nodes?: number;
+  /** GKE: a MIG partition of the GPU (e.g. `1g.10gb`); the price is the slice's share (workflows/pricing-slices.ts). */
+  partition?: string;
+  /** GKE: a time-shared GPU, shared by this many pods; the price is the slice's share. */
+  maxSharedClients?: number;
 }
 
 /** Where a created resource lives; enough to observe and release it. */

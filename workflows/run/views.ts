@@ -12,6 +12,7 @@ import type { CheckpointRef } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
+import { describeShape } from '../gpu-slices';
 import { gangNodesView, gangSize } from './gang';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
@@ -51,7 +52,7 @@ export function ledger(state: RunState, nowMs: number): Ledger {
       attempt: a.attempt,
       zone: a.offer.zone,
       provisioningModel: a.offer.provisioningModel,
-      accelerator: `${a.offer.accelerator} x${a.offer.acceleratorCount}`,
+      accelerator: describeShape(a.offer),
       pricePerHour: a.offer.pricePerHour,
       ...(a.offer.pricesAsOf ? { pricesAsOf: a.offer.pricesAsOf, priceSource: a.offer.priceSource } : {}),
       runningSeconds: seconds,
