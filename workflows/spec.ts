@@ -370,7 +370,7 @@ const buildRunSpecSchema = () =>
         ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'a gang runs on whole GPUs; drop partition/sharing, or use nodes: 1' });
       }
       if (spec.resources.nodes > 1 && spec.backend === 'gce' && (spec.pricing.mode === PricingMode.FlexStart || spec.pricing.flexStart)) {
-        // Each VM's flex-start request would wait for capacity on its own: no all-or-nothing start.
+        // Each GCE node's flex-start request would wait for capacity on its own: no all-or-nothing start.
         ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'gang runs (nodes > 1) on GCE cannot use flex-start yet; use pricing.mode spot, on-demand or auto without pricing.flexStart' });
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {

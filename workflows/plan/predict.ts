@@ -28,6 +28,7 @@
  */
 import { deadlineMs } from '../pricing';
 import { nextCandidate, triedKey } from '../run/machine';
+import { gangSize } from '../run/gang';
 import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
@@ -138,8 +139,6 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
       continue;
     }
     const workHours = speed.hours;
-    // Per node: an offer that says it is for the whole gang (offer.nodes) is already priced for all N.
-    const pricePerNode = (offer.nodes ?? 1) === nodes && nodes > 1 ? offer.pricePerHour / nodes : offer.pricePerHour;
     const spot = offer.provisioningModel === 'SPOT';
     const observed = memory ? zonePrior(memory, { zone: offer.zone, accelerator: offer.accelerator, model: offer.provisioningModel }, nowMs).preemptionsPerHour : undefined;
     // A gang is preempted when any one of its nodes is.
@@ -149,18 +148,20 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
     const lostShare = rate * lossHours;
     const expectedHours = lostShare < 1 ? workHours / (1 - lostShare) : Infinity;
     const finishMs = nowMs + expectedHours * 3_600_000;
+    // One VM's price: a gang's offer (GCE, run/gang.ts) is already priced for all its nodes.
+    const vmPricePerHour = offer.pricePerHour / gangSize(offer);
     rows.push({
       accelerator: offer.accelerator,
       acceleratorCount: offer.acceleratorCount,
       zone: offer.zone,
       region: offer.region,
       provisioningModel: offer.provisioningModel,
-      pricePerHour: pricePerNode,
+      pricePerHour: vmPricePerHour,
       nodes,
       workHours,
-      workCostUsd: pricePerNode * nodes * workHours,
+      workCostUsd: vmPricePerHour * nodes * workHours,
       expectedHours,
-      expectedCostUsd: pricePerNode * nodes * expectedHours,
+      expectedCostUsd: vmPricePerHour * nodes * expectedHours,
       expectedPreemptions: rate * expectedHours,
       finishAt: Number.isFinite(finishMs) ? new Date(finishMs).toISOString() : undefined,
       missRisk: deadline === undefined ? undefined : missRisk((deadline - nowMs) / 3_600_000 - workHours, rate * expectedHours, lossHours),
