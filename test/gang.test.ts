@@ -165,13 +165,13 @@ describe('gang runs (pure, no server)', () => {
   });
 
   describe('spec', () => {
-    it('runs gangs on GCE, but not on flex-start there (each VM would wait on its own)', () => {
+    it('runs gangs on GCE and GKE, on whole GPUs, and on GCE without flex-start (GKE asks for all N in one request)', () => {
       assert.equal(parseSpec(specInput()).resources.nodes, 2);
       assert.equal(parseSpec(specInput({ resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] } })).resources.nodes, 1);
+      assert.equal(parseSpec(specInput({ backend: 'gke' })).resources.nodes, 2);
+      assert.equal(parseSpec(specInput({ backend: 'gke', pricing: { mode: 'flex-start' } })).resources.nodes, 2);
       const flex = specProblems(specInput({ pricing: { mode: 'flex-start' } }));
-      assert.ok(flex.some((p) => p.path === 'resources.nodes' && /on GCE cannot use flex-start/.test(p.message)), JSON.stringify(flex));
-      const gke = specProblems(specInput({ backend: 'gke', pricing: { mode: 'flex-start' } }));
-      assert.ok(!gke.some((p) => p.path === 'resources.nodes'), 'a GKE gang on flex-start is admitted whole by its ProvisioningRequest');
+      assert.ok(flex.some((p) => p.path === 'resources.nodes' && /flex-start/.test(p.message)), JSON.stringify(flex));
     });
 
     it('asks for offers for every node, and for every node\'s GPUs from its team', () => {
