@@ -12,7 +12,7 @@
  * - writes "<step>/<total steps>" to $STERNA_PROGRESS_FILE (so progress shows percent and ETA);
  * - with `--hash-env NAME`, prints the sha256 of environment variable NAME (a secret the
  *   run passed by reference), so one can check the secret arrived without it being shown.
- * - in a gang (STERNA_NUM_NODES > 1) each rank trains on its shard of the rows (every
+ * - with `--data-parallel` in a gang (STERNA_NUM_NODES > 1) each rank trains on its shard of the rows (every
  *   Nth row from its rank on) and the ranks add their gradients over TCP each step, rank 0
  *   (STERNA_MASTER_ADDR:STERNA_MASTER_PORT) as the hub, in rank order; only rank 0 writes
  *   checkpoints. A lost peer parks the rank until the gang is released.
@@ -20,7 +20,7 @@
  * weight (JSON round-trips doubles exactly), so a run preempted any number of times ends
  * with exactly the weights of an uninterrupted one.
  *
- *   node trainer.js --data data/train.csv --steps 300 [--lr 0.1] [--step-ms 20] [--hash-env HF_TOKEN]
+ *   node trainer.js --data data/train.csv --steps 300 [--lr 0.1] [--step-ms 20] [--hash-env HF_TOKEN] [--data-parallel]
  */
 import { readFileSync, renameSync, writeFileSync, readdirSync, unlinkSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -298,8 +298,10 @@ async function main(): Promise<void> {
     const value = process.env[name];
     console.log(value === undefined ? `${name} is not set` : `sha256(${name}) = ${createHash('sha256').update(value, 'utf8').digest('hex')}`);
   }
-  const nodes = Number(process.env.STERNA_NUM_NODES ?? '1');
-  const rank = Number(process.env.STERNA_NODE_RANK ?? '0');
+  // Data parallel only when asked: a gang's ranks must reach rank 0 (STERNA_MASTER_ADDR) to train together.
+  const dataParallel = process.argv.includes('--data-parallel');
+  const nodes = dataParallel ? Number(process.env.STERNA_NUM_NODES ?? '1') : 1;
+  const rank = dataParallel ? Number(process.env.STERNA_NODE_RANK ?? '0') : 0;
   // A gang's rank trains on its shard of the rows; the gradients are summed over all of them.
   const { x, y } = nodes > 1 ? shardOf(loadData(argValue('data')), rank, nodes) : loadData(argValue('data'));
   const totalSteps = Number(argValue('steps'));

@@ -31,7 +31,7 @@ const ACCELERATOR = 'nvidia-l4';
 function gangSpec() {
   const spec = exampleSpec();
   return exampleSpec({
-    command: ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', String(STEPS), '--step-ms', '25'],
+    command: ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', String(STEPS), '--step-ms', '25', '--data-parallel'],
     resources: { accelerators: [{ type: ACCELERATOR, count: 1 }], nodes: NODES },
     pricing: { ...spec.pricing, budgetUsd: 20 },
   });

@@ -133,7 +133,8 @@ publish phase starting
 # STERNA_NUM_NODES, STERNA_MASTER_ADDR and STERNA_MASTER_PORT, as torchrun expects.
 # Rank 0 is the master: its address is its own internal one (the metadata server's).
 # Only rank 0 publishes checkpoints: every rank holds the same weights.
-NODE_RANK=0
+# On GKE the pod's environment has them already (STERNA_NODE_RANK from its completion index).
+NODE_RANK="${STERNA_NODE_RANK:-0}"
 GANG_ENV=()
 NUM_NODES="$(attr sterna-num-nodes)"
 if [ -n "$NUM_NODES" ]; then
