@@ -158,6 +158,11 @@ describe('gang names and manifests', () => {
     assert.equal(env.STERNA_NUM_NODES, '3');
     assert.equal(env.STERNA_MASTER_ADDR, 'st-gang-0000000-a1-0.st-gang-0000000-a1.team-a.svc');
     assert.equal(env.STERNA_MASTER_PORT, '29500');
+    // The agent reads the same as its inputs (STERNA_ATTR_<attribute>), the rank from the pod itself.
+    assert.equal(env.STERNA_ATTR_sterna_node_rank, env.STERNA_NODE_RANK);
+    assert.equal(env.STERNA_ATTR_sterna_num_nodes, '3');
+    assert.equal(env.STERNA_ATTR_sterna_master_addr, env.STERNA_MASTER_ADDR);
+    assert.equal(env.STERNA_ATTR_sterna_master_port, '29500');
     const single = provider.jobManifest(request(offer));
     assert.equal(single.spec?.completionMode, undefined);
     assert.ok(!(single.spec?.template.spec?.containers[0].env ?? []).some((e) => e.name === 'STERNA_NODE_RANK'));

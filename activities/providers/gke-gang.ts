@@ -31,14 +31,19 @@ export function masterAddress(name: string, namespace: string): string {
   return `${name}-0.${name}.${namespace}.svc`;
 }
 
-/** The gang variables of every pod; the rank is read from the pod's own completion index. */
+/**
+ * The gang variables of every pod; the rank is read from the pod's own completion index.
+ * Each is given twice: as the trainer reads it, and as the agent reads its inputs
+ * (`STERNA_ATTR_<attribute>`, the gang attributes `sterna-node-rank`, `sterna-num-nodes`,
+ * `sterna-master-addr`, `sterna-master-port`), because the Job's own attributes are the
+ * same for every pod while a rank is each pod's.
+ */
 export function gangEnv(name: string, namespace: string, nodes: number): V1EnvVar[] {
-  return [
-    { name: 'STERNA_NODE_RANK', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${COMPLETION_INDEX}']` } } },
-    { name: 'STERNA_NUM_NODES', value: String(nodes) },
-    { name: 'STERNA_MASTER_ADDR', value: masterAddress(name, namespace) },
-    { name: 'STERNA_MASTER_PORT', value: String(GANG_MASTER_PORT) },
-  ];
+  const rank = { fieldRef: { fieldPath: `metadata.annotations['${COMPLETION_INDEX}']` } };
+  const values = { NODE_RANK: undefined, NUM_NODES: String(nodes), MASTER_ADDR: masterAddress(name, namespace), MASTER_PORT: String(GANG_MASTER_PORT) };
+  return Object.entries(values).flatMap(([key, value]) =>
+    [`STERNA_${key}`, `STERNA_ATTR_sterna_${key.toLowerCase()}`].map((envName) => (value === undefined ? { name: envName, valueFrom: rank } : { name: envName, value })),
+  );
 }
 
 /** The headless Service that names the gang's pods, owned by its Job. */
