@@ -115,9 +115,16 @@ export function renderAggregatedAcceleratorTypes(project: string, catalog: Catal
   return { kind: 'compute#acceleratorTypeAggregatedList', id: `projects/${project}/aggregated/acceleratorTypes`, items, selfLink: `${API_BASE}projects/${project}/aggregated/acceleratorTypes` };
 }
 
-function networkIp(id: string): string {
-  const n = Number(BigInt(id) % 65_000n);
-  return `10.128.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+/**
+ * A VM's internal address (networkInterfaces[0].networkIP). Guests are processes on this
+ * machine, so it is a loopback address of its own (Linux routes all of 127.0.0.0/8 to
+ * loopback): VMs reach each other at it, as on a VPC, and two VMs can listen on the
+ * same port (a gang's rank 0 on STERNA_MASTER_PORT) without meeting.
+ */
+export function internalAddress(id: string): string {
+  const n = Number(BigInt(id) % BigInt(128 * 254 * 254));
+  const rest = n % (254 * 254);
+  return `127.${64 + Math.floor(n / (254 * 254))}.${1 + Math.floor(rest / 254)}.${1 + (rest % 254)}`;
 }
 
 export function renderInstance(i: InstanceRecord): Record<string, unknown> {
@@ -145,7 +152,7 @@ export function renderInstance(i: InstanceRecord): Record<string, unknown> {
     kind: 'compute#networkInterface',
     name: `nic${index}`,
     network: `${API_BASE}projects/${i.project}/global/networks/default`,
-    networkIP: networkIp(i.id),
+    networkIP: internalAddress(i.id),
     fingerprint: fingerprint([i.id, index]),
     ...n,
   }));

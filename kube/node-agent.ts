@@ -18,6 +18,7 @@ import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
 import { guardProcessGroup, stopGuard } from '../config/process-guard';
+import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/gpu-slices';
 
 export interface FakeNode {
   name: string;
@@ -33,6 +34,20 @@ export interface FakeNode {
    * `cloud.google.com/gke-queued`, as GKE does.
    */
   flexStart?: boolean;
+  /** A multi-instance GPU node pool's partition size (e.g. `1g.10gb`): each GPU is advertised as its partitions. */
+  partition?: string;
+  /** A time-sharing node pool: each GPU (or partition) is advertised as this many shares. */
+  maxSharedClients?: number;
+}
+
+/** A container's `valueFrom.fieldRef` as the kubelet resolves it (the downward API's pod fields). */
+export function fieldValue(pod: V1Pod, fieldPath: string): string | undefined {
+  const keyed = /^metadata\.(annotations|labels)\['([^']+)'\]$/.exec(fieldPath);
+  if (keyed) return pod.metadata?.[keyed[1] as 'annotations' | 'labels']?.[keyed[2]];
+  if (fieldPath === 'metadata.name') return pod.metadata?.name;
+  if (fieldPath === 'metadata.namespace') return pod.metadata?.namespace;
+  if (fieldPath === 'spec.nodeName') return pod.spec?.nodeName;
+  return undefined;
 }
 
 interface RunningPod {
@@ -81,11 +96,19 @@ export class NodeAgent {
     if (node.spot) labels['cloud.google.com/gke-spot'] = 'true';
     if (node.flexStart) labels['cloud.google.com/gke-flex-start'] = 'true';
     if (node.machineType) labels['node.kubernetes.io/instance-type'] = node.machineType;
+    // GKE's labels on MIG and time-sharing pools; the device plugin then advertises every
+    // partition or share as one nvidia.com/gpu (its default "single" strategy).
+    if (node.partition) labels[SliceLabel.Partition] = node.partition;
+    if (node.maxSharedClients !== undefined) {
+      labels[SliceLabel.SharingStrategy] = SharingStrategy.TimeSharing;
+      labels[SliceLabel.MaxSharedClients] = String(node.maxSharedClients);
+    }
+    const devices = node.gpus * devicesPerGpu(node.accelerator, node);
     // GKE taints GPU nodes (and, on request, spot nodes) so only pods that ask land there.
     const taints = [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }];
     if (node.spot) taints.push({ key: 'cloud.google.com/gke-spot', value: 'true', effect: 'NoSchedule' });
     if (node.flexStart) taints.push({ key: 'cloud.google.com/gke-queued', value: 'true', effect: 'NoSchedule' });
-    const resources = { cpu: '8', memory: '32Gi', pods: '110', 'nvidia.com/gpu': String(node.gpus), 'ephemeral-storage': '100Gi' };
+    const resources = { cpu: '8', memory: '32Gi', pods: '110', 'nvidia.com/gpu': String(devices), 'ephemeral-storage': '100Gi' };
     const created = await this.core.createNode({ body: { metadata: { name: node.name, labels }, spec: { taints } } });
     const now = new Date();
     created.status = {
@@ -159,7 +182,7 @@ export class NodeAgent {
     };
     for (const e of container.env ?? []) {
       const field = e.valueFrom?.fieldRef?.fieldPath;
-      const value = field === 'metadata.name' ? pod.metadata!.name : field === 'metadata.namespace' ? pod.metadata!.namespace : field === 'spec.nodeName' ? pod.spec!.nodeName : e.value;
+      const value = field ? fieldValue(pod, field) : e.value;
       if (value !== undefined) env[e.name] = value;
     }
     // secretKeyRef, as the kubelet resolves it: read the Secret, or the container cannot start.

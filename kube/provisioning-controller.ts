@@ -37,7 +37,8 @@ export class ProvisioningController {
   private readonly behaviour = new Map<string, Behaviour>();
   private readonly handled = new Set<string>();
   /** Request uid -> the node it brought. */
-  private readonly nodes = new Map<string, string>();
+  /** The nodes each granted request brought (one per pod of its pod set). */
+  private readonly nodes = new Map<string, string[]>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private watch?: { abort(): void };
   private readonly namespace: string;
@@ -77,9 +78,9 @@ export class ProvisioningController {
     if (type === 'ERROR' || type === 'BOOKMARK' || request.spec?.provisioningClassName !== QUEUED_PROVISIONING_CLASS) return;
     const uid = request.metadata.uid ?? request.metadata.name;
     if (type === 'DELETED') {
-      const node = this.nodes.get(uid);
+      const nodes = this.nodes.get(uid) ?? [];
       this.nodes.delete(uid);
-      if (node) await this.agent.removeNode(node);
+      for (const node of nodes) await this.agent.removeNode(node);
       return;
     }
     if (this.handled.has(uid)) return;
@@ -97,9 +98,12 @@ export class ProvisioningController {
         return;
       }
       if (behaviour.kind === 'grant' && zone && accelerator) {
-        const node = `flex-${request.metadata.name}`.slice(0, 63);
-        await this.agent.addNode({ name: node, zone, accelerator, gpus, spot: false, flexStart: true });
-        this.nodes.set(uid, node);
+        // One node per pod of the set: a gang's request brings all of its nodes at once.
+        const count = Math.max(1, request.spec.podSets[0].count);
+        const base = `flex-${request.metadata.name}`;
+        const names = count === 1 ? [base.slice(0, 63)] : Array.from({ length: count }, (_, i) => `${base.slice(0, 59)}-${i}`);
+        for (const name of names) await this.agent.addNode({ name, zone, accelerator, gpus, spot: false, flexStart: true });
+        this.nodes.set(uid, names);
       }
       await this.setCondition(request, 'Provisioned', 'True', 'Provisioned', 'The capacity was provisioned; pods may consume it.');
       if (behaviour.kind === 'expire') {

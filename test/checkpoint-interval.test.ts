@@ -4,48 +4,22 @@
  */
 import { strict as assert } from 'node:assert';
 import { parseAgentValues } from '../activities/agent/script';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
+import { runKey } from '../workflows/naming';
 import { checkpointInterval, intervalForZone, ownZoneRate, PRIOR_CHECKPOINT_SECONDS, PRIOR_PREEMPTIONS_PER_HOUR } from '../workflows/run/checkpoint-interval';
-import { next, type Command, type RunEvent } from '../workflows/run/machine';
 import { provisionRequest } from '../workflows/run/requests';
-import { initialState, type RunState } from '../workflows/run/state';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import { type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
 import { emptyMemory, OutcomeKind, record, ZoneModel, zonePrior } from '../workflows/zones/memory';
+import { EXEC, offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-ckpt';
-const EXEC = executionToken('first');
 const HOUR = 3600;
 
-function offer(zone: string, price: number): Offer {
-  return { backend: 'gce', zone, region: zone.slice(0, -2), accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-4', provisioningModel: 'SPOT', pricePerHour: price, onDemandPricePerHour: 0.7, quotaAvailable: true };
-}
+const offer = (zone: string, price: number): Offer => offerIn(zone, price);
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
-  last!: Command;
-
+class Run extends RunHarness {
   constructor(overrides: Partial<RunSpecInput> = {}) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, ...overrides });
-    this.state = initialState(WORKFLOW, T0, undefined, undefined);
-  }
-
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false });
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, attempt), owner, at: '', snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
+    super(WORKFLOW, specOf(overrides));
   }
 
   /** Provisions what the machine asks for: returns the attempt and the interval its VM gets. */

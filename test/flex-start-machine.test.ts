@@ -7,59 +7,33 @@
  */
 import { strict as assert } from 'node:assert';
 import { FailureType } from '../workflows/failures';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
+import { runKey } from '../workflows/naming';
 import { ENDINGS, Next, PROVISION_FAILURES } from '../workflows/run/endings';
 import { FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import { type Context } from '../workflows/run/machine';
 import { RESOURCE_LIMIT_MARGIN_SECONDS } from '../workflows/run/resource-limit';
 import { provisionRequest } from '../workflows/run/requests';
-import { AttemptOutcome, initialState, type RunState } from '../workflows/run/state';
+import { AttemptOutcome } from '../workflows/run/state';
 import { statusOf } from '../workflows/run/views';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import { parseSpec, type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
+import { EXEC, offerIn, RunHarness, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-flex';
-const EXEC = executionToken('first-run-id');
 
-function offer(zone: string, price: number, model: Offer['provisioningModel']): Offer {
-  return { backend: 'gce', zone, region: zone.slice(0, -2), accelerator: 'nvidia-tesla-a100', acceleratorCount: 1, machineType: 'a2-highgpu-1g', provisioningModel: model, pricePerHour: price, onDemandPricePerHour: 3.7, quotaAvailable: true };
-}
+const offer = (zone: string, price: number, model: Offer['provisioningModel']): Offer =>
+  offerIn(zone, price, { accelerator: 'nvidia-tesla-a100', machineType: 'a2-highgpu-1g', provisioningModel: model, onDemandPricePerHour: 3.7 });
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
-  last!: Command;
-
+class Run extends RunHarness {
   constructor(input: Partial<RunSpecInput>) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, ...input });
-    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
-    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
+    super(WORKFLOW, parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, ...input }));
   }
 
-  context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
-  }
+  /** Runs recorded before `auto` weighed flex-start by expected cost leave it off. */
+  autoCosts = false;
 
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
-  }
-
-  provisionedAttempt(): number {
-    assert.equal(this.last.kind, 'provision', JSON.stringify(this.last));
-    return (this.last as { attempt: number }).attempt;
+  override context(): Context {
+    return { ...super.context(), autoCosts: this.autoCosts };
   }
 }
 
@@ -137,6 +111,24 @@ describe('flex-start in the run machine (pure)', () => {
     tight.send({ kind: 'start' });
     tight.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
     assert.equal(tight.state.attempts[tight.provisionedAttempt() - 1].offer.provisioningModel, 'STANDARD');
+
+    // The same run as the policy decides it today (workflows/policy/flex-tier.ts, by expected
+    // cost): it waits for spot while waiting is free; once the all-zones outage has used its
+    // share of the slack the policy would pay on-demand, and flex-start at half the price,
+    // with a full wait still leaving on-demand time, is the cheaper in expectation.
+    const weighed = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '1h' } }, time: { deadlineAfter: '12h', expectedDuration: '2h' } });
+    weighed.autoCosts = true;
+    weighed.send({ kind: 'start' });
+    assert.equal(weighed.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] }).kind, 'wait', 'early on, the policy waits for spot');
+    assert.equal(weighed.at(8 * 3600 + 40 * 60).send({ kind: 'tick' }).kind, 'find-capacity');
+    weighed.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
+    assert.equal(weighed.state.attempts[weighed.provisionedAttempt() - 1].offer.provisioningModel, 'FLEX_START');
+    assert.ok(weighed.state.timeline.some((e) => /^policy: flex-start in us-central1-a \(the lowest expected cost/.test(e.event)), JSON.stringify(weighed.state.timeline));
+    const tightly = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '2h' } }, time: { deadlineAfter: '2h5m', expectedDuration: '2h' } });
+    tightly.autoCosts = true;
+    tightly.send({ kind: 'start' });
+    tightly.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
+    assert.equal(tightly.state.attempts[tightly.provisionedAttempt() - 1].offer.provisioningModel, 'STANDARD', 'no room for a full wait: on-demand');
 
     // Without pricing.flexStart there is no flex-start tier.
     const without = new Run({ pricing: { mode: 'auto' }, time: { deadlineAfter: '12h', expectedDuration: '2h' } });

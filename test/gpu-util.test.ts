@@ -6,19 +6,17 @@
 import { strict as assert } from 'node:assert';
 import { parseAgentValues, parseGpu } from '../activities/agent/script';
 import { FailureType } from '../workflows/failures';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import { type Command, type Context } from '../workflows/run/machine';
 import { progressOf } from '../workflows/run/progress';
-import { initialState, TimelineKind, type RunState } from '../workflows/run/state';
+import { TimelineKind, type RunState } from '../workflows/run/state';
 import { currentDetailsOf, searchAttributesOf, statusOf } from '../workflows/run/views';
 import { SternaGpuUtil } from '../workflows/search-attributes';
-import { checkSpec, parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import type { AgentSnapshot, GpuReading, Offer } from '../workflows/types';
+import { offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-gpu';
-const EXEC = executionToken('first-run-id');
-const OFFER: Offer = { backend: 'gce', zone: 'us-central1-a', region: 'us-central1', accelerator: 'nvidia-l4', acceleratorCount: 2, machineType: 'g2-standard-24', provisioningModel: 'SPOT', pricePerHour: 0.36, onDemandPricePerHour: 1.4, quotaAvailable: true };
+const OFFER: Offer = offerIn('us-central1-a', 0.36, { acceleratorCount: 2, machineType: 'g2-standard-24', onDemandPricePerHour: 1.4 });
 
 function reading(utilisation: number): GpuReading {
   return { utilisation, memoryUsedMiB: 1000, memoryTotalMiB: 46068, gpus: 2 };
@@ -28,45 +26,28 @@ function gpuOf(run: Run): RunState['gpu'] {
   return run.state.gpu;
 }
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
-  last!: Command;
-
+class Run extends RunHarness {
   constructor(
     monitoring: RunSpecInput['monitoring'],
     private readonly gpuUtil = true,
   ) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 2 }] }, pricing: { mode: 'spot' }, monitoring });
-    this.state = initialState(WORKFLOW, T0, undefined, undefined);
+    super(WORKFLOW, specOf({ resources: { accelerators: [{ type: 'nvidia-l4', count: 2 }] }, monitoring }));
   }
 
-  context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false, gpuUtil: this.gpuUtil };
+  override context(): Context {
+    return { ...super.context(), gpuUtil: this.gpuUtil };
   }
 
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, 1), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, phase: 'training', ...snapshot } } });
+  /** What a look saw of attempt 1, training unless `snapshot` says otherwise. */
+  observed(snapshot: Partial<AgentSnapshot>): Command {
+    return this.observe(1, { phase: 'training', ...snapshot });
   }
 
   /** Provisioned and training at t = 0. */
   training(): this {
     this.send({ kind: 'start' });
-    this.send({ kind: 'offers', offers: [OFFER] });
-    this.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(this.now).toISOString(), adopted: false });
-    this.observe({ step: 0 });
+    this.provisioned([OFFER]);
+    this.observed({ step: 0 });
     return this;
   }
 }
@@ -101,13 +82,13 @@ describe('GPU utilisation (pure, no server)', () => {
   describe('the idle rule', () => {
     it('stops the run with GpuIdle once every reading stayed below the minimum for the window, and waits no longer than that', () => {
       const run = new Run({ minGpuUtilisation: 10, idleWindow: 60 }).training();
-      run.at(10).observe({ step: 5, gpu: reading(0) });
+      run.at(10).observed({ step: 5, gpu: reading(0) });
       assert.equal(run.state.gpu?.belowSinceMs, T0 + 10_000);
       // Nothing new is heard: the wait ends at the window's end at the latest.
       const wait = run.at(11).send({ kind: 'tick' });
       assert.equal(wait.kind, 'wait');
       assert.ok((wait as { untilMs: number }).untilMs <= T0 + 70_000);
-      assert.equal(run.at(69).observe({ step: 6, gpu: reading(3) }).kind, 'wait');
+      assert.equal(run.at(69).observed({ step: 6, gpu: reading(3) }).kind, 'wait');
       const stop = run.at(70).send({ kind: 'tick' });
       assert.equal(stop.kind, 'fail');
       assert.equal((stop as { failure: string }).failure, FailureType.GpuIdle);
@@ -116,13 +97,13 @@ describe('GPU utilisation (pure, no server)', () => {
 
     it('a reading at or above the minimum starts the window over', () => {
       const run = new Run({ minGpuUtilisation: 10, idleWindow: 60 }).training();
-      run.at(10).observe({ gpu: reading(0) });
-      run.at(50).observe({ gpu: reading(10) });
+      run.at(10).observed({ gpu: reading(0) });
+      run.at(50).observed({ gpu: reading(10) });
       assert.equal(run.state.gpu?.belowSinceMs, undefined);
-      run.at(55).observe({ gpu: reading(2) });
+      run.at(55).observed({ gpu: reading(2) });
       // Its looks find the same reading (guest attributes hold the last one published).
-      assert.notEqual(run.at(100).observe({ gpu: reading(2) }).kind, 'fail');
-      assert.equal(run.at(115).observe({ gpu: reading(2) }).kind, 'fail');
+      assert.notEqual(run.at(100).observed({ gpu: reading(2) }).kind, 'fail');
+      assert.equal(run.at(115).observed({ gpu: reading(2) }).kind, 'fail');
     });
 
     it('readings while staging do not count: the GPUs idle by nature then', () => {
@@ -130,34 +111,34 @@ describe('GPU utilisation (pure, no server)', () => {
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: [OFFER] });
       run.send({ kind: 'provisioned', attempt: 1, adopted: false, startedAt: new Date(T0).toISOString() });
-      run.at(5).observe({ phase: 'staging', gpu: reading(0) });
+      run.at(5).observed({ phase: 'staging', gpu: reading(0) });
       assert.equal(gpuOf(run), undefined);
-      run.at(100).observe({ phase: 'training', step: 1, gpu: reading(0) });
+      run.at(100).observed({ phase: 'training', step: 1, gpu: reading(0) });
       assert.equal(gpuOf(run)?.belowSinceMs, T0 + 100_000);
     });
 
     it('"flag" records it once in the timeline and the status, and the run goes on; busy GPUs clear the flag', () => {
       const run = new Run({ minGpuUtilisation: 25, idleWindow: 30, idleAction: 'flag' }).training();
-      run.at(10).observe({ gpu: reading(5) });
-      assert.notEqual(run.at(40).observe({ gpu: reading(5) }).kind, 'fail');
-      assert.notEqual(run.at(45).observe({ gpu: reading(5) }).kind, 'fail');
+      run.at(10).observed({ gpu: reading(5) });
+      assert.notEqual(run.at(40).observed({ gpu: reading(5) }).kind, 'fail');
+      assert.notEqual(run.at(45).observed({ gpu: reading(5) }).kind, 'fail');
       assert.equal(run.state.timeline.filter((e) => e.kind === TimelineKind.GpuIdle).length, 1);
       assert.equal(statusOf(run.state, run.now, run.spec).gpu?.idle, true);
-      run.at(50).observe({ gpu: reading(80) });
+      run.at(50).observed({ gpu: reading(80) });
       assert.equal(statusOf(run.state, run.now, run.spec).gpu?.idle, false);
     });
 
     it('no minimum in the spec: readings are kept, nothing stops', () => {
       const run = new Run({}).training();
-      run.at(10).observe({ gpu: reading(0) });
-      assert.notEqual(run.at(100_000).observe({ gpu: reading(0) }).kind, 'fail');
+      run.at(10).observed({ gpu: reading(0) });
+      assert.notEqual(run.at(100_000).observed({ gpu: reading(0) }).kind, 'fail');
       assert.equal(run.state.gpu?.utilisation, 0);
     });
 
     it('runs recorded before the patch keep no readings and never stop for them', () => {
       const run = new Run({ minGpuUtilisation: 10, idleWindow: 60 }, false).training();
-      run.at(10).observe({ step: 3, totalSteps: 30, gpu: reading(0) });
-      assert.notEqual(run.at(1000).observe({ gpu: reading(0) }).kind, 'fail');
+      run.at(10).observed({ step: 3, totalSteps: 30, gpu: reading(0) });
+      assert.notEqual(run.at(1000).observed({ gpu: reading(0) }).kind, 'fail');
       assert.equal(run.state.gpu, undefined);
       assert.equal(run.state.totalSteps, undefined);
       assert.ok(!searchAttributesOf(run.state, run.spec, run.now).some((a) => a.key.name === SternaGpuUtil.name));
@@ -166,10 +147,10 @@ describe('GPU utilisation (pure, no server)', () => {
 
   it('averages utilisation over time, not over readings, and publishes it as SternaGpuUtil', () => {
     const run = new Run({}).training();
-    run.at(10).observe({ gpu: reading(100) });
-    run.at(40).observe({ gpu: reading(0) });
-    run.at(41).observe({ gpu: reading(0) });
-    run.at(50).observe({ gpu: reading(0) });
+    run.at(10).observed({ gpu: reading(100) });
+    run.at(40).observed({ gpu: reading(0) });
+    run.at(41).observed({ gpu: reading(0) });
+    run.at(50).observed({ gpu: reading(0) });
     // 100% for 30 s, then 0% for 10 s.
     assert.equal(statusOf(run.state, run.now, run.spec).gpu?.meanUtilisation, 75);
     const attribute = searchAttributesOf(run.state, run.spec, run.now).find((a) => a.key.name === SternaGpuUtil.name);
@@ -179,8 +160,8 @@ describe('GPU utilisation (pure, no server)', () => {
   describe('progress', () => {
     it('step of the total the trainer reported, with percent, rate, ETA and the predicted cost at the live price', () => {
       const run = new Run({}).training();
-      run.at(10).observe({ step: 10, totalSteps: 110 });
-      run.at(60).observe({ step: 60, totalSteps: 110 });
+      run.at(10).observed({ step: 10, totalSteps: 110 });
+      run.at(60).observed({ step: 60, totalSteps: 110 });
       const p = progressOf(run.state, run.spec, 0.5, run.now);
       assert.deepEqual({ step: p.step, totalSteps: p.totalSteps, stepsPerSecond: p.stepsPerSecond, etaSeconds: p.etaSeconds }, { step: 60, totalSteps: 110, stepsPerSecond: 1, etaSeconds: 50 });
       assert.ok(Math.abs(p.percent! - (60 / 110) * 100) < 1e-9);
@@ -192,10 +173,10 @@ describe('GPU utilisation (pure, no server)', () => {
 
     it("the spec's monitoring.totalSteps wins over the trainer's report; without a total there is no percent", () => {
       const run = new Run({ totalSteps: 1000 }).training();
-      run.at(10).observe({ step: 100, totalSteps: 500 });
+      run.at(10).observed({ step: 100, totalSteps: 500 });
       assert.equal(progressOf(run.state, run.spec, 0, run.now).percent, 10);
       const unknown = new Run({}).training();
-      unknown.at(10).observe({ step: 100 });
+      unknown.at(10).observed({ step: 100 });
       assert.deepEqual(progressOf(unknown.state, unknown.spec, 0, unknown.now), { step: 100, totalSteps: undefined });
     });
   });

@@ -5,59 +5,28 @@
 import { strict as assert } from 'node:assert';
 import { payloadFor, uiLink } from '../activities/notify/payload';
 import { loadWorkerConfig } from '../config/worker-config';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import { type Command, type RunEvent } from '../workflows/run/machine';
 import { notificationsDue, notifyWakeAtMs, remember, type NotifyEvent, type NotifyMoment } from '../workflows/run/notify';
-import { initialState, Phase, type RunState } from '../workflows/run/state';
-import { checkSpec, parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import { Phase } from '../workflows/run/state';
+import { checkSpec, type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
+import { offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-7';
-const EXEC = executionToken('first');
-const OFFERS: Offer[] = ['us-central1-a', 'us-east1-b', 'europe-west4-a'].map((zone) => ({
-  backend: 'gce',
-  zone,
-  region: zone.slice(0, -2),
-  accelerator: 'nvidia-l4',
-  acceleratorCount: 1,
-  machineType: 'g2-standard-4',
-  provisioningModel: 'SPOT',
-  pricePerHour: 0.36,
-  onDemandPricePerHour: 0.7,
-  quotaAvailable: true,
-}));
+const OFFERS: Offer[] = ['us-central1-a', 'us-east1-b', 'europe-west4-a'].map((zone) => offerIn(zone, 0.36));
 
 /** The machine and the notification decision, stepped as the workflow steps them. */
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
+class Run extends RunHarness {
   /** Every notification handed to delivery, in order. */
   readonly told: NotifyEvent[] = [];
-  last!: Command;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
-    this.spec = parseSpec({
-      command: ['python', 'train.py'],
-      checkpoint: { uri: 'gs://ckpt/run' },
-      resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] },
-      pricing: { mode: 'spot' },
-      recovery: { pollSeconds: 5, zoneCooldown: '1h', maxRestartsOnError: 2 },
-      labels: { team: 'ml' },
-      ...overrides,
-    });
-    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
-    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
-  }
-
-  context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
+    super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h', maxRestartsOnError: 2 }, labels: { team: 'ml' }, ...overrides }));
   }
 
   /** One driver step: the machine, then what is due (and remembered, as the driver does). */
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
+  override send(event: RunEvent): Command {
+    super.send(event);
     this.tell({ kind: 'step' });
     return this.last;
   }
@@ -69,27 +38,9 @@ class Run {
     return due;
   }
 
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
-  }
-
   /** Provisions whatever the machine asks for next; attempt `n` stages. */
-  provisioned(): number {
-    const command = this.last.kind === 'find-capacity' ? this.send({ kind: 'offers', offers: OFFERS }) : this.last;
-    assert.equal(command.kind, 'provision', JSON.stringify(command));
-    const attempt = (command as { attempt: number }).attempt;
-    this.send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
-    return attempt;
-  }
-
-  released(attempt: number): Command {
-    return this.send({ kind: 'released', attempt, outcome: 'deleted', stoppedAt: new Date(this.now).toISOString() });
+  override provisioned(offers = OFFERS): number {
+    return super.provisioned(offers);
   }
 
   kinds(): string[] {

@@ -3,7 +3,7 @@
  * and that the read budget holds for any fleet size.
  */
 import { strict as assert } from 'node:assert';
-import { absorbLook, emptyMemory, markSent, observationsDue, planLook, readBucket, type DueObservation } from '../activities/fleet/planner';
+import { absorbLook, emptyMemory, markSent, MIN_BUDGET_SCALE, nextBudgetScale, observationsDue, planLook, readBucket, type DueObservation } from '../activities/fleet/planner';
 import type { FleetResource } from '../activities/providers/provider';
 import { carry, resume, type FleetMemory } from '../activities/fleet/memory';
 import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../workflows/fleet/contract';
@@ -234,6 +234,43 @@ describe('fleet planner', () => {
     assert.ok(maxGapMs <= expectedGapMs * 1.3, `a running VM went ${maxGapMs / 1000} s unread (expected about ${expectedGapMs / 1000} s)`);
   });
 });
+
+  it('gives way when the project refuses calls for its rate quota: halves its budget at each refusal, then regains it over minutes', () => {
+    const fleet = Array.from({ length: 2000 }, (_, i) => vm(i));
+    const readsInMinute = (from: number, refusedUntil: number, memory: FleetMemory) => {
+      let reads = 0;
+      for (let t = from; t < from + 60_000; t += INTERVAL_MS) {
+        const plan = planLook(memory, fleet, T0 + t, settings, t < refusedUntil);
+        reads += plan.reads.length;
+        memory = absorbLook(plan.memory, { reads: Object.fromEntries(plan.reads.map((r) => [resourceKey(r), training(10).values])), checked: [], preempted: [] }, T0 + t);
+      }
+      return { reads, memory };
+    };
+    // A fleet of 2,000 spends the whole budget, minute after minute (the burst's share aside).
+    const full = readBucket(settings).refillPerMs * 60_000;
+    let minute = readsInMinute(0, 0, emptyMemory(T0, settings));
+    minute = readsInMinute(60_000, 0, minute.memory);
+    assert.ok(minute.reads >= 0.95 * full, `${minute.reads} reads at full budget`);
+    // Refused in the first 20 s of a minute (four looks): the budget is down to 1/16, and the minute reads at most that share.
+    minute = readsInMinute(120_000, 140_000, minute.memory);
+    assert.ok(Math.abs(minute.memory.budgetScale - (1 / 16 + (40_000 / 60_000) * 0.125)) < 1e-9, `budget share ${minute.memory.budgetScale}`);
+    assert.ok(minute.reads <= settings.readsPerMinute / 8, `${minute.reads} reads in the refused minute`);
+    // Without refusals it regains the whole budget within 8 minutes.
+    for (let m = 3; m < 11; m++) minute = readsInMinute(m * 60_000, 0, minute.memory);
+    assert.equal(minute.memory.budgetScale, 1);
+    assert.ok(minute.reads >= 0.95 * full, `${minute.reads} reads once regained`);
+  });
+
+  it('never shrinks below a sixteenth of its budget, and carries its share through continue-as-new', () => {
+    let scale = 1;
+    for (let i = 0; i < 10; i++) scale = nextBudgetScale(scale, true, INTERVAL_MS);
+    assert.equal(scale, MIN_BUDGET_SCALE);
+    const plan = planLook(emptyMemory(T0, settings), [vm(1)], T0 + INTERVAL_MS, settings, true);
+    assert.deepEqual(plan.reads, [], 'a refusal leaves no token to spend in the same look');
+    assert.equal(resume(carry(plan.memory), 'gce').budgetScale, 0.5);
+    const { budgetScale: _dropped, ...older } = carry(plan.memory);
+    assert.equal(resume(older, 'gce').budgetScale, 1, 'a memory carried before the budget could shrink stands at the full budget');
+  });
 
 describe('fleet memory, as carried between watchFleet calls', () => {
   it('keeps what each run was told, so a resumed observer tells nothing twice', () => {

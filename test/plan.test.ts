@@ -154,6 +154,13 @@ describe('the plan (pure)', () => {
     assert.equal(spot(pair).preemptionsPerHour, 2 * PRIOR_PREEMPTIONS_PER_HOUR);
     assert.ok(spot(pair).expectedHours > spot(single).expectedHours, 'more preemptions, more hours');
     assert.equal(spot(pair).expectedCostUsd, 0.2 * 2 * spot(pair).expectedHours);
+    // An offer the provider already priced for the whole gang (GKE: offer.nodes) is not charged twice.
+    const gangPriced = predictPlan({ spec: gang, offers: [{ ...offers[0], pricePerHour: 1.2, nodes: 2 }], nowMs: NOW });
+    assert.deepEqual([gangPriced.rows[0].pricePerHour, gangPriced.rows[0].expectedCostUsd], [0.6, 1.2]);
+    // GCE prices a gang's offer for all its nodes (run/gang.ts): the plan charges that price once.
+    const gangOffers = offers.map((o) => ({ ...o, pricePerHour: o.pricePerHour * 2, nodes: 2 }));
+    const priced = predictPlan({ spec: gang, offers: gangOffers, nowMs: NOW });
+    assert.deepEqual(priced.rows.map((r) => [r.pricePerHour, r.expectedCostUsd]), pair.rows.map((r) => [r.pricePerHour, r.expectedCostUsd]));
   });
 
   it('shows what the work costs per option, and says when the offer the run tries first is dearer for the work than another', () => {

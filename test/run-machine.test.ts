@@ -7,79 +7,39 @@ import { FailureType } from '../workflows/failures';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { ENDINGS } from '../workflows/run/endings';
 import { limitAtMs } from '../workflows/run/limits';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
-import { AttemptOutcome, initialState, TimelineKind, type RunState } from '../workflows/run/state';
+import { type Context } from '../workflows/run/machine';
+import { AttemptOutcome, TimelineKind } from '../workflows/run/state';
 import { budgetProblem, newDeadlineProblem } from '../workflows/run/validators';
 import { ledger, resultOf } from '../workflows/run/views';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import { type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
+import { EXEC, offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const WORKFLOW = 'run-42';
-const EXEC = executionToken('first-run-id');
 
-function offer(zone: string, price: number, model: 'SPOT' | 'STANDARD' = 'SPOT'): Offer {
-  return { backend: 'gce', zone, region: zone.slice(0, -2), accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-4', provisioningModel: model, pricePerHour: price, onDemandPricePerHour: 0.7, quotaAvailable: true };
-}
+const offer = (zone: string, price: number, model: 'SPOT' | 'STANDARD' = 'SPOT'): Offer => offerIn(zone, price, { provisioningModel: model });
 
 const OFFERS = [offer('us-central1-a', 0.2), offer('us-east1-b', 0.25), offer('europe-west4-a', 0.3), offer('us-central1-a', 0.7, 'STANDARD')];
 
-/** A run under test: its state, its clock, and the commands the machine asked for. */
-class Harness {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
+/** A run under test, with the context flags the driver passes. */
+class Harness extends RunHarness {
   suggested = false;
   /** Runs recorded before they asked for the observer themselves replay with false. */
   asksObserver = false;
-  last!: Command;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
-    this.spec = parseSpec({
-      command: ['python', 'train.py'],
-      checkpoint: { uri: 'gs://ckpt/run' },
-      resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] },
-      pricing: { mode: 'spot' },
-      recovery: { pollSeconds: 5, zoneCooldown: '1h' },
-      ...overrides,
-    });
-    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
-    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
+    super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
   }
 
-  context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: this.suggested, attemptsAtStart: 0, asksObserver: this.asksObserver };
-  }
-
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = { run: runKey(WORKFLOW), execution: EXEC, attempt }, via: 'observer' | 'look' = 'look', quietSeconds?: number): Command {
-    return this.send({
-      kind: 'observed',
-      via,
-      observation: { name: resourceName(WORKFLOW, owner.execution, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot }, quietSeconds },
-    });
+  override context(): Context {
+    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver };
   }
 
   /** start -> offers -> provisioned: attempt `n` trains. */
   running(offers = OFFERS): this {
     assert.deepEqual(this.send({ kind: 'start' }), { kind: 'find-capacity' });
-    const provision = this.send({ kind: 'offers', offers });
-    assert.equal(provision.kind, 'provision');
-    this.send({ kind: 'provisioned', attempt: (provision as { attempt: number }).attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
+    this.provisioned(offers);
     return this;
-  }
-
-  released(attempt: number, outcome: 'deleted' | 'absent' | 'not-ours' = 'deleted'): Command {
-    return this.send({ kind: 'released', attempt, outcome, stoppedAt: new Date(this.now).toISOString() });
   }
 }
 

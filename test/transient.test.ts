@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { InstancesClient } from '@google-cloud/compute';
-import { CallDeadlineExceeded, isTransient, retryTransient, withDeadline } from '../activities/providers/transient';
+import { CallDeadlineExceeded, isRateLimited, isTransient, retryTransient, withDeadline } from '../activities/providers/transient';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
 describe('transient API errors, as the real compute client reports them', function () {
@@ -30,17 +30,21 @@ describe('transient API errors, as the real compute client reports them', functi
     assert.equal(isTransient(await errorOf()), false);
   });
 
-  it('calls GCE\'s 403 rateLimitExceeded transient, and a plain 403 not', async () => {
+  it('calls GCE\'s 403 rateLimitExceeded transient and rate-limited (the fleet observer gives way), and a plain 403 neither', async () => {
     await emulator.admin.setRateQuotas({ limits: { read_requests_per_region: 1 } });
     try {
       await get().catch(() => undefined);
       const limited = await get().then(() => assert.fail('expected 403'), (e: unknown) => e);
       assert.equal((limited as { code?: number }).code, 403);
       assert.equal(isTransient(limited), true, String(limited));
+      assert.equal(isRateLimited(limited), true, String(limited));
     } finally {
       await emulator.admin.setRateQuotas({ limits: { read_requests_per_region: null } });
     }
-    assert.equal(isTransient(Object.assign(new Error('{"error":{"code":403,"message":"Required permission compute.instances.get"}}'), { code: 403 })), false);
+    const forbidden = Object.assign(new Error('{"error":{"code":403,"message":"Required permission compute.instances.get"}}'), { code: 403 });
+    assert.equal(isTransient(forbidden), false);
+    assert.equal(isRateLimited(forbidden), false);
+    assert.equal(isRateLimited(await errorOf({ fraction: 1, status: 503 })), false, 'a 503 is not the quota');
   });
 
   it('calls a refused connection and its own deadline transient', async () => {

@@ -261,7 +261,7 @@ describe('the fleet observer and the zone memory', () => {
   const key = `${ref.zone}/${ref.name}`;
   function fleet(preempted: boolean | undefined): FleetMemory {
     const entry: WatchedResource = { ref, owner, lifecycle: 'terminated', preempted: preempted ?? false, agent: {}, absentLooks: 0 };
-    return { resources: preempted === undefined ? {} : { [key]: entry }, tokens: 0, tokensAtMs: T0 };
+    return { resources: preempted === undefined ? {} : { [key]: entry }, tokens: 0, tokensAtMs: T0, budgetScale: 1 };
   }
   const listed = (extra: Partial<FleetResource>): FleetResource[] => [{ ref, owner, lifecycle: 'terminated', lastStartAt: new Date(T0).toISOString(), ...extra }];
 

@@ -21,15 +21,28 @@ export interface AgentInputs {
   pollSeconds: number;
   /** This run's data cache in the attempt's region: staged datasets are kept there and reused. */
   dataCacheUri?: string;
+  /** A node of a gang (resources.nodes > 1): its rank and where rank 0 listens (run/gang.ts). */
+  gang?: GangInputs;
+}
+
+/** Where a gang's nodes meet: rank 0's internal address (absent on rank 0 itself, which reads its own) and port. */
+export interface GangInputs {
+  rank: number;
+  nodes: number;
+  masterAddr?: string;
+  masterPort: number;
 }
 
 /** What a run needs, from its spec: used to list offers. */
 export interface CapacityRequest {
-  accelerators: { type: string; count: number }[];
+  /** A slice (GKE): `partition` a MIG profile, `sharing` time-sharing (with `maxSharedClients`, exactly that many). */
+  accelerators: { type: string; count: number; partition?: string; sharing?: 'time-sharing'; maxSharedClients?: number }[];
   machineType?: string;
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };
   provisioningModels: ('SPOT' | 'STANDARD' | 'FLEX_START')[];
+  /** A gang: offers are for this many nodes at once (priced and quota-checked for all of them); absent means 1. */
+  nodes?: number;
 }
 
 /** A zone that offers the accelerator but that the price book cannot price: reported, never dropped silently. */

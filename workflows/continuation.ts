@@ -54,11 +54,14 @@ function buildRunStateSchema() {
     pricesAsOf: z.string().min(1).max(40).optional(),
     priceSource: z.enum(['billing', 'catalog']).optional(),
     expectedWaitSeconds: z.number().nonnegative().finite().optional(),
+    nodes: z.int().min(2).max(64).optional(),
+    partition: z.string().min(1).max(16).optional(),
+    maxSharedClients: z.int().min(2).max(48).optional(),
   });
 
   const AttemptSchema = z.strictObject({
     attempt: z.int().min(1),
-    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional() }),
+    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional(), nodes: z.int().min(2).max(64).optional() }),
     offer: OfferSchema,
     outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]),
     startedAt: IsoTime.optional(),
@@ -206,9 +209,10 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
   if (state.runId !== execution.workflowId) throw refuse(`state.runId ${state.runId} is not this workflow (${execution.workflowId})`);
   state.attempts.forEach((a, i) => {
     if (a.attempt !== i + 1) throw refuse(`state.attempts.${i}.attempt is ${a.attempt}, expected ${i + 1}`);
-    const expected = resourceName(execution.workflowId, execution.execution, a.attempt);
+    const expected = resourceName(execution.workflowId, execution.execution, a.attempt, a.offer.nodes ?? 1);
     if (a.ref.name !== expected) throw refuse(`state.attempts.${i}.ref.name ${a.ref.name} is not this run's resource (${expected})`);
     if (a.ref.backend !== spec.backend || a.offer.backend !== spec.backend) throw refuse(`state.attempts.${i} is on another backend than the spec`);
+    if (a.ref.nodes !== undefined && a.ref.nodes !== a.offer.nodes) throw refuse(`state.attempts.${i}.ref.nodes is not its offer's`);
   });
   return { spec, state };
 }

@@ -30,6 +30,9 @@ function slug(text: string, max: number): string {
 /** The labels Sterna puts on everything it creates; no spec may set them. */
 export const OwnerLabel = { Run: 'sterna-run', Execution: 'sterna-exec', Attempt: 'sterna-attempt' } as const;
 
+/** A gang's node carries its rank here (run/gang.ts): labels.ts's spare Sterna label. */
+export const RankLabel = 'sterna-rank';
+
 /** Who a resource belongs to: the run, the execution chain and the attempt. */
 export interface Owner {
   /** `sterna-run`: runKey(workflow id). */
@@ -50,10 +53,16 @@ export function executionToken(firstExecutionRunId: string): string {
   return `${fnv1a(firstExecutionRunId)}${fnv1a(`${firstExecutionRunId}/sterna`)}`;
 }
 
-/** The VM / Job name for one attempt: `st-<run>-<hash>-<exec>-a<attempt>`. */
-export function resourceName(workflowId: string, execution: string, attempt: number): string {
+/** What a gang's node names add to its attempt's name (`-n63`, run/gang.ts). */
+const NODE_SUFFIX_CHARS = 4;
+
+/**
+ * The VM / Job name for one attempt: `st-<run>-<hash>-<exec>-a<attempt>`. A gang's
+ * (`nodes` > 1) leaves room for its nodes' `-n<rank>`; one node's is as it always was.
+ */
+export function resourceName(workflowId: string, execution: string, attempt: number, nodes = 1): string {
   const suffix = `-${fnv1a(workflowId)}-${execution.slice(0, 7)}-a${attempt}`;
-  const base = slug(workflowId, 63 - 3 - suffix.length);
+  const base = slug(workflowId, 63 - 3 - suffix.length - (nodes > 1 ? NODE_SUFFIX_CHARS : 0));
   return `st-${base || 'run'}${suffix}`;
 }
 

@@ -17,6 +17,10 @@ import { notifySpecSchema } from './run/notify-spec';
 import { looksSecret, parseSecretRef, SECRET_BACKEND, SECRET_REF_RULE } from './secrets';
 import { MAX_OBJECT_BYTES, relativePathProblem, storageUriProblem } from './storage-uri';
 import { forbiddenCharacter, utf8Length } from './text';
+import { MAX_SHARED_CLIENTS, SharingStrategy, sliceProblems } from './gpu-slices';
+
+/** Backends that create, watch and release a gang (resources.nodes > 1) as one. */
+const GANG_BACKENDS: readonly string[] = ['gce', 'gke'];
 
 /**
  * The building block for every string in a spec: printable text only. Every schema here is
@@ -217,12 +221,26 @@ const buildRunSpecSchema = () =>
       }),
       resources: z.strictObject({
         accelerators: z
-          .array(z.strictObject({ type: text().regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'), count: z.int().min(1).max(16) }))
+          .array(
+            z.strictObject({
+              type: text().regex(/^nvidia-[a-z0-9-]{1,56}$/, 'a GCE accelerator type such as nvidia-l4'),
+              count: z.int().min(1).max(16),
+              /** GKE only: a multi-instance GPU partition (MIG profile) such as 1g.10gb, instead of the whole GPU. */
+              partition: text().regex(/^[1-7]g\.[0-9]{1,3}gb$/, 'a MIG profile such as 1g.10gb or 3g.40gb').optional(),
+              /** GKE only: a GPU time-shared with other pods (GKE's gpu-sharing-strategy). */
+              sharing: z.enum([SharingStrategy.TimeSharing]).optional(),
+              /** With sharing: only pools whose GPUs are shared by exactly this many pods; any time-shared pool when absent. */
+              maxSharedClients: z.int().min(MAX_SHARED_CLIENTS.min).max(MAX_SHARED_CLIENTS.max).optional(),
+            }),
+          )
           .min(1, 'list at least one acceptable accelerator, e.g. [{ "type": "nvidia-l4", "count": 1 }]')
           .max(32),
         machineType: text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
         diskSizeGb: z.int().min(10).max(65536).default(100),
-        /** A gang: this many VMs (or pods) at once, in one zone, all or nothing. */
+        /**
+         * A gang: this many VMs (or pods) at once, in one zone, all or nothing (workflows/run/gang.ts).
+         * Prices (pricing.maxPricePerHour, the budget, the ledger) count every node.
+         */
         nodes: z.int().min(1).max(64).default(1),
       }),
       placement: z
@@ -341,9 +359,19 @@ const buildRunSpecSchema = () =>
       if (spec.pricing.flexStart && spec.pricing.mode !== PricingMode.FlexStart && spec.pricing.mode !== PricingMode.Auto) {
         ctx.addIssue({ code: 'custom', path: ['pricing', 'flexStart'], message: `flex-start settings apply to pricing.mode "flex-start" or "auto", not "${spec.pricing.mode}"` });
       }
-      if (spec.resources.nodes > 1) {
+      spec.resources.accelerators.forEach((entry, i) => {
+        for (const { field, message } of sliceProblems(entry, spec.backend)) ctx.addIssue({ code: 'custom', path: ['resources', 'accelerators', i, field], message });
+      });
+      if (spec.resources.nodes > 1 && !GANG_BACKENDS.includes(spec.backend)) {
         // Until each backend creates, watches and releases a gang as one, a run of N nodes would silently get one.
         ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: `gang runs (nodes > 1) are not supported yet on backend ${spec.backend}; use nodes: 1` });
+      }
+      if (spec.resources.nodes > 1 && spec.resources.accelerators.some((a) => a.partition !== undefined || a.sharing !== undefined)) {
+        ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'a gang runs on whole GPUs; drop partition/sharing, or use nodes: 1' });
+      }
+      if (spec.resources.nodes > 1 && spec.backend === 'gce' && (spec.pricing.mode === PricingMode.FlexStart || spec.pricing.flexStart)) {
+        // Each GCE node's flex-start request would wait for capacity on its own: no all-or-nothing start.
+        ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'gang runs (nodes > 1) on GCE cannot use flex-start yet; use pricing.mode spot, on-demand or auto without pricing.flexStart' });
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
         ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });

@@ -106,7 +106,9 @@ class Driver {
     const teamAdmission = patched('sterna-team-admission');
     // Runs recorded before GPU readings and the idle rule replay without them.
     const gpuUtil = patched('sterna-gpu-util');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil };
+    // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
+    const autoCosts = patched('sterna-auto-costs');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, autoCosts };
   }
 
   installHandlers(): void {

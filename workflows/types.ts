@@ -25,7 +25,7 @@ export interface Offer {
   acceleratorCount: number;
   machineType: string;
   provisioningModel: ProvisioningModel;
-  /** Whole-instance price in USD per hour. */
+  /** Whole-instance price in USD per hour; for a gang, of all its nodes together. */
   pricePerHour: number;
   /** The on-demand price of the same shape in the same zone, for the savings ledger. */
   onDemandPricePerHour: number;
@@ -37,6 +37,12 @@ export interface Offer {
   priceSource?: 'billing' | 'catalog';
   /** FLEX_START only: how long the request is expected to wait for capacity (seconds; an estimate). */
   expectedWaitSeconds?: number;
+  /** A gang of this many nodes (run/gang.ts); absent means one. Prices and quota count every node. */
+  nodes?: number;
+  /** GKE: a MIG partition of the GPU (e.g. `1g.10gb`); the price is the slice's share (workflows/pricing-slices.ts). */
+  partition?: string;
+  /** GKE: a time-shared GPU, shared by this many pods; the price is the slice's share. */
+  maxSharedClients?: number;
 }
 
 /** Where a created resource lives; enough to observe and release it. */
@@ -47,6 +53,8 @@ export interface ResourceRef {
   zone: string;
   /** GKE only: the namespace of the Job. */
   namespace?: string;
+  /** A gang of this many nodes, named `<name>-n<rank>` (run/gang.ts); absent means one resource called `name`. */
+  nodes?: number;
 }
 
 /** What the VM-side agent and the provider say about a running attempt. */

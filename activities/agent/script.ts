@@ -47,6 +47,13 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
   if (inputs.dataCacheUri) attributes['sterna-data-cache'] = inputs.dataCacheUri;
+  if (inputs.gang) {
+    // A gang's node (workflows/run/gang.ts): rank 0 reads its own address on the VM.
+    attributes['sterna-node-rank'] = String(inputs.gang.rank);
+    attributes['sterna-num-nodes'] = String(inputs.gang.nodes);
+    attributes['sterna-master-port'] = String(inputs.gang.masterPort);
+    if (inputs.gang.masterAddr) attributes['sterna-master-addr'] = inputs.gang.masterAddr;
+  }
   return attributes;
 }
 

@@ -9,6 +9,7 @@
 #
 #   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
 #
+# A node of a gang (sterna-num-nodes > 1) knows its rank; only rank 0 publishes checkpoints.
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
 # sterna/gpu, sterna/checkpoint, sterna/checkpoint-ms, sterna/exit, sterna/staged-bytes,
 # sterna/reused-bytes, sterna/total-bytes), GCE's own way for a VM to
@@ -126,6 +127,29 @@ POLL="$(attr sterna-poll-seconds)"
 [[ "$POLL" =~ ^[0-9]+(\.[0-9]+)?$ ]] || POLL=1
 publish phase starting
 
+# --- a gang's node: its rank, and where rank 0 listens ------------------------------
+# A node of a gang (sterna-num-nodes) gives its trainer STERNA_NODE_RANK,
+# STERNA_NUM_NODES, STERNA_MASTER_ADDR and STERNA_MASTER_PORT, as torchrun expects.
+# Rank 0 is the master: its address is its own internal one (the metadata server's).
+# Only rank 0 publishes checkpoints: every rank holds the same weights.
+NODE_RANK=0
+GANG_ENV=()
+NUM_NODES="$(attr sterna-num-nodes)"
+if [ -n "$NUM_NODES" ]; then
+  NODE_RANK="$(attr sterna-node-rank)"
+  [[ "$NUM_NODES" =~ ^[1-9][0-9]?$ && "$NODE_RANK" =~ ^(0|[1-9][0-9]?)$ ]] && [ "$NODE_RANK" -lt "$NUM_NODES" ] || refuse_input "sterna-node-rank / sterna-num-nodes"
+  MASTER_ADDR="$(attr sterna-master-addr)"
+  MASTER_PORT="$(attr sterna-master-port)"
+  for try in 1 2 3 4 5; do
+    if [ -n "$MASTER_ADDR" ] || [ "$NODE_RANK" != 0 ]; then break; fi
+    MASTER_ADDR="$(curl -sf -H 'Metadata-Flavor: Google' "$MD/instance/network-interfaces/0/ip" 2>/dev/null || true)"
+    [ -n "$MASTER_ADDR" ] || sleep "$try"
+  done
+  [[ "$MASTER_ADDR" =~ ^[0-9A-Za-z.:-]{1,253}$ ]] || refuse_input "sterna-master-addr (rank 0's internal address)"
+  [[ "$MASTER_PORT" =~ ^[1-9][0-9]{0,4}$ ]] || refuse_input "sterna-master-port"
+  GANG_ENV=(STERNA_NODE_RANK="$NODE_RANK" STERNA_NUM_NODES="$NUM_NODES" STERNA_MASTER_ADDR="$MASTER_ADDR" STERNA_MASTER_PORT="$MASTER_PORT")
+fi
+
 # --- stage the datasets -------------------------------------------------------------
 decode_list sterna-datasets || refuse_input sterna-datasets   # uri, path, uri, path, ...
 DATASETS=("${LIST[@]}")
@@ -185,6 +209,7 @@ fi
 last_uploaded=-1
 upload_new_checkpoints() {
   local newest="" step=-1 f n sum dest started_ns
+  [ "$NODE_RANK" = 0 ] || return 0   # a gang's checkpoints are rank 0's
   for f in "$CKPT_DIR"/step-*; do
     [ -f "$f" ] || continue
     n="$(basename "$f")"; n="${n#step-}"; n="${n%%.*}"
@@ -332,6 +357,7 @@ cd "$WORK" || exit 70
   exec env -- "${ENVS[@]}" \
     STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
     STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
+    ${GANG_ENV[@]+"${GANG_ENV[@]}"} \
     nice -n 0 -- "${ARGV[@]}"
 ) &
 TRAINER=$!

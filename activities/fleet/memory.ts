@@ -55,6 +55,11 @@ export interface FleetMemory {
   /** The read budget's token bucket: tokens left, as of `tokensAtMs`. */
   tokens: number;
   tokensAtMs: number;
+  /**
+   * The share of `readsPerMinute` the budget stands at (1/16 to 1): halved when the
+   * project refuses a call for its rate quota, regained over minutes without a refusal.
+   */
+  budgetScale: number;
 }
 
 export function toldOf(entry: WatchedResource, atMs: number): Told {
@@ -137,7 +142,7 @@ function decodeRow(row: unknown[], backend: Backend): WatchedResource | undefine
 }
 
 export function carry(memory: FleetMemory): CarriedMemory {
-  return { version: 1, tokens: memory.tokens, tokensAtMs: memory.tokensAtMs, rows: Object.values(memory.resources).map(encodeRow) };
+  return { version: 1, tokens: memory.tokens, tokensAtMs: memory.tokensAtMs, budgetScale: memory.budgetScale, rows: Object.values(memory.resources).map(encodeRow) };
 }
 
 /** The memory a carried one describes; a row it cannot read is dropped (that resource is then new). */
@@ -147,5 +152,6 @@ export function resume(carried: CarriedMemory, backend: Backend): FleetMemory {
     const entry = Array.isArray(row) ? decodeRow(row, backend) : undefined;
     if (entry) resources[resourceKey(entry.ref)] = entry;
   }
-  return { resources, tokens: carried.tokens, tokensAtMs: carried.tokensAtMs };
+  // Memories carried before the budget could shrink stand at the full budget.
+  return { resources, tokens: carried.tokens, tokensAtMs: carried.tokensAtMs, budgetScale: carried.budgetScale ?? 1 };
 }

@@ -39,16 +39,33 @@ export interface TokenBucket {
   reserve: number;
 }
 
-/** The burst is part of the minute's budget, so any 60 s holds at most `readsPerMinute` reads. */
-export function readBucket(settings: FleetSettings): TokenBucket {
-  const capacity = Math.max(1, Math.floor((settings.readsPerMinute * settings.burstSeconds) / 60));
-  const refillPerMs = Math.max(0, settings.readsPerMinute - capacity) / 60_000;
+/** The smallest share of its budget the observer shrinks to while the project refuses calls. */
+export const MIN_BUDGET_SCALE = 1 / 16;
+/** Without refusals the budget grows back by this share per minute (a halving is undone in under 5 minutes). */
+const BUDGET_REGAIN_PER_MINUTE = 0.125;
+
+/**
+ * The budget's share after a look: halved when the project refused any of the worker's
+ * calls for its rate quota since the last look, otherwise regained linearly (additive
+ * increase, multiplicative decrease). The observer's reads are the only ones that can
+ * wait, so it is what gives way when creates, deletes and other workers share the quota.
+ */
+export function nextBudgetScale(scale: number, rateLimited: boolean, elapsedMs: number): number {
+  if (rateLimited) return Math.max(MIN_BUDGET_SCALE, scale / 2);
+  return Math.min(1, scale + (Math.max(0, elapsedMs) / 60_000) * BUDGET_REGAIN_PER_MINUTE);
+}
+
+/** The burst is part of the minute's budget, so any 60 s holds at most `readsPerMinute` (times `scale`) reads. */
+export function readBucket(settings: FleetSettings, scale = 1): TokenBucket {
+  const perMinute = settings.readsPerMinute * scale;
+  const capacity = Math.max(1, Math.floor((perMinute * settings.burstSeconds) / 60));
+  const refillPerMs = Math.max(0, perMinute - capacity) / 60_000;
   const reserve = Math.max(0, Math.floor(capacity - refillPerMs * settings.intervalSeconds * 1000));
   return { capacity, refillPerMs, reserve };
 }
 
 export function emptyMemory(nowMs: number, settings: FleetSettings): FleetMemory {
-  return { resources: {}, tokens: readBucket(settings).capacity, tokensAtMs: nowMs };
+  return { resources: {}, tokens: readBucket(settings).capacity, tokensAtMs: nowMs, budgetScale: 1 };
 }
 
 export interface LookPlan {
@@ -138,12 +155,19 @@ function paceLimits(resources: WatchedResource[], settings: FleetSettings): Reco
   return { [Priority.Ended]: Infinity, [Priority.Changed]: Infinity, [Priority.Busy]: share(busy, settings.busyReadSeconds), [Priority.Progress]: share(watched.length, settings.progressReadSeconds) };
 }
 
-/** What to read and check in this look, given the new listing. */
-export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: number, settings: FleetSettings): LookPlan {
-  const bucket = readBucket(settings);
+/**
+ * What to read and check in this look, given the new listing. `rateLimited`: the project
+ * refused a call for its rate quota since the last look; the budget halves and no token
+ * is left to spend until it refills.
+ */
+export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: number, settings: FleetSettings, rateLimited = false): LookPlan {
+  const elapsedMs = Math.max(0, nowMs - memory.tokensAtMs);
+  const budgetScale = nextBudgetScale(memory.budgetScale, rateLimited, elapsedMs);
+  const bucket = readBucket(settings, budgetScale);
   const readInListing = new Set(listing.filter((l) => l.agent).map((l) => resourceKey(l.ref)));
   const resources = reconcile(memory, listing);
-  const tokens = Math.min(bucket.capacity, memory.tokens + Math.max(0, nowMs - memory.tokensAtMs) * bucket.refillPerMs);
+  const refilled = Math.min(bucket.capacity, memory.tokens + elapsedMs * bucket.refillPerMs);
+  const tokens = rateLimited ? Math.min(refilled, 0) : refilled;
   const limits = paceLimits(Object.values(resources), settings);
   const due = Object.entries(resources)
     .map(([key, entry]) => ({ entry, priority: readPriority(entry, nowMs, settings, readInListing.has(key)) }))
@@ -161,7 +185,7 @@ export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: n
   const preemptionChecks = Object.values(resources)
     .filter((e) => e.preemptionCheckDue)
     .map((e) => e.ref);
-  return { memory: { resources, tokens: tokens - reads.length, tokensAtMs: nowMs }, reads, preemptionChecks };
+  return { memory: { resources, tokens: tokens - reads.length, tokensAtMs: nowMs, budgetScale }, reads, preemptionChecks };
 }
 
 export interface LookResults {

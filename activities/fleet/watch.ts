@@ -68,7 +68,7 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
   const listing = await provider.listFleet();
   stats.listings++;
   stats.resources = Math.max(stats.resources, listing.length);
-  const plan = planLook(memory, listing, nowMs, input.settings);
+  const plan = planLook(memory, listing, nowMs, input.settings, provider.rateLimitedSince?.(memory.tokensAtMs) ?? false);
   const results: LookResults = { reads: {}, checked: [], preempted: [] };
   await mapLimit(plan.reads, CONCURRENCY, async (ref) => {
     stats.reads++;

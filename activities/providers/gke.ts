@@ -40,6 +40,16 @@
  *   request Failed, BookingExpired, or not Provisioned within the wait -> FlexStartWaitExpired
  * Release deletes all three. A flex-start node is never preempted: its pod losing its
  * node is the run duration's end, not a preemption.
+ *
+ * GPU slices (workflows/gpu-slices.ts): a MIG partition or a time-shared GPU is offered
+ * from the node pools whose nodes carry GKE's partition / sharing labels; the pod selects
+ * them by those labels and asks for one `nvidia.com/gpu` (each partition or share is one
+ * device under GKE's default strategy), and pays its share of the node's GPU price
+ * (workflows/pricing-slices.ts). Whole-GPU pods keep off sliced nodes.
+ *
+ * Gangs (offer.nodes = N > 1; gke-gang.ts): one Indexed Job of N pods and a headless
+ * Service for their names, admitted all or nothing; a partial gang is released as a
+ * stockout. Offers are priced for all N pods.
  */
 import {
   BatchV1Api,
@@ -49,6 +59,7 @@ import {
   Watch,
   type V1EnvVar,
   type V1Job,
+  type V1NodeSelectorRequirement,
   type V1Pod,
   type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
@@ -61,6 +72,9 @@ import { fnv1a, isOwnedBy } from '../../workflows/naming';
 import { parseSecretRef, SecretScheme } from '../../workflows/secrets';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
+import { devicesPerGpu, sameSlice, SharingStrategy, sliceKey, SliceLabel, type GpuSlice } from '../../workflows/gpu-slices';
+import { gpuEquivalent, nodeShare } from '../../workflows/pricing-slices';
+import { gangEnv, gangProgress, gangService, leadPod, podStarted, rankOf } from './gke-gang';
 import {
   ownerFromLabels,
   ReleaseOutcome,
@@ -99,7 +113,7 @@ export interface GkeProviderOptions {
    * pod asks): a pool with no node right now is invisible in the Kubernetes API, so it
    * is declared here (from `gcloud container node-pools list`) to be offered anyway.
    */
-  nodePools?: { name: string; zones: string[]; accelerator: string; gpusPerNode: number; spot: boolean; machineType?: string; flexStart?: boolean }[];
+  nodePools?: { name: string; zones: string[]; accelerator: string; gpusPerNode: number; spot: boolean; machineType?: string; flexStart?: boolean; partition?: string; maxSharedClients?: number }[];
   pollIntervalMs?: number;
   storageUriForVm?: (uri: string) => string;
 }
@@ -143,13 +157,31 @@ interface ProvisioningRequestObject {
 }
 
 /** What one node (or one zone of a declared node pool) can hold. */
-interface PoolShape {
+interface PoolShape extends GpuSlice {
   zone: string;
   accelerator: string;
+  /** Physical GPUs (a sliced node advertises `devicesPerGpu` devices for each). */
   gpus: number;
   spot: boolean;
   machineType?: string;
   flexStart?: boolean;
+}
+
+/** The slicing a node's labels declare (GKE's MIG and time-sharing node labels). */
+function sliceOfNode(labels: Record<string, string>): GpuSlice {
+  const partition = labels[SliceLabel.Partition];
+  const clients = Number(labels[SliceLabel.MaxSharedClients]);
+  const shared = labels[SliceLabel.SharingStrategy] === SharingStrategy.TimeSharing && Number.isInteger(clients) && clients > 1;
+  return { ...(partition ? { partition } : {}), ...(shared ? { maxSharedClients: clients } : {}) };
+}
+
+/** The slicing of `pool` that `want` accepts, or undefined: whole GPUs only on whole-GPU pools, a slice only on its own. */
+function sliceFor(want: CapacityRequest['accelerators'][number], pool: GpuSlice): GpuSlice | undefined {
+  const wanted: GpuSlice = {
+    ...(want.partition ? { partition: want.partition } : {}),
+    ...(want.sharing ? { maxSharedClients: want.maxSharedClients ?? pool.maxSharedClients ?? 0 } : {}),
+  };
+  return sameSlice(wanted, { partition: pool.partition, maxSharedClients: pool.maxSharedClients }) ? wanted : undefined;
 }
 
 function round6(usd: number): number {
@@ -298,12 +330,16 @@ export class GkeProvider implements ComputeProvider {
       const accelerator = labels[ACCELERATOR_LABEL];
       // A flex-start node belongs to the request that brought it: it is not capacity to offer.
       if (!zone || !accelerator || node.spec?.unschedulable || labels[FLEX_START_LABEL] === 'true') continue;
-      const gpus = Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? 0);
-      pools.push({ zone, accelerator, gpus, spot: labels[SPOT_LABEL] === 'true', machineType: labels[INSTANCE_TYPE_LABEL] });
+      // A sliced node advertises each partition (or each share) as one nvidia.com/gpu.
+      const slice = sliceOfNode(labels);
+      const gpus = Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? 0) / devicesPerGpu(accelerator, slice);
+      pools.push({ zone, accelerator, gpus, spot: labels[SPOT_LABEL] === 'true', machineType: labels[INSTANCE_TYPE_LABEL], ...slice });
     }
     for (const pool of this.options.nodePools ?? []) {
-      for (const zone of pool.zones) pools.push({ zone, accelerator: pool.accelerator, gpus: pool.gpusPerNode, spot: pool.spot, machineType: pool.machineType, flexStart: pool.flexStart });
+      const slice = { ...(pool.partition ? { partition: pool.partition } : {}), ...(pool.maxSharedClients ? { maxSharedClients: pool.maxSharedClients } : {}) };
+      for (const zone of pool.zones) pools.push({ zone, accelerator: pool.accelerator, gpus: pool.gpusPerNode, spot: pool.spot, machineType: pool.machineType, flexStart: pool.flexStart, ...slice });
     }
+    const nodes = request.nodes ?? 1;
     const best = new Map<string, Offer>();
     const unpriced = new Map<string, UnpricedZone>();
     const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
@@ -315,10 +351,11 @@ export class GkeProvider implements ComputeProvider {
       if (request.zones?.deny?.includes(zone) || (request.zones?.allow && !request.zones.allow.includes(zone))) continue;
       if (request.regions?.deny?.includes(region) || (request.regions?.allow && !request.regions.allow.includes(region))) continue;
       for (const want of request.accelerators) {
-        if (want.type !== accelerator || pool.gpus < want.count) continue;
+        const slice = sliceFor(want, pool);
+        if (want.type !== accelerator || !slice || pool.gpus * devicesPerGpu(accelerator, slice) < want.count) continue;
         if (request.machineType && pool.machineType && request.machineType !== pool.machineType) continue;
-        const priced = this.priceShare(prices, request.machineType, pool, region, want.count);
-        const key = `${zone}/${accelerator}/${want.count}/${model}`;
+        const priced = this.priceShare(prices, request.machineType, pool, region, want.count, slice, nodes);
+        const key = `${zone}/${accelerator}/${want.count}/${model}${sliceKey(slice)}`;
         if (!priced) {
           const machineType = pool.machineType ?? request.machineType ?? prices.machineTypeFor(accelerator, want.count);
           if (machineType) unpriced.set(key, { zone, accelerator, machineType });
@@ -327,14 +364,27 @@ export class GkeProvider implements ComputeProvider {
         const known = best.get(key);
         if (known && known.pricePerHour <= priced.pricePerHour) continue;
         const wait = pool.flexStart ? { expectedWaitSeconds: FLEX_START_EXPECTED_WAIT_SECONDS[accelerator] ?? FLEX_START_DEFAULT_WAIT_SECONDS } : {};
-        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced, ...stamp, ...wait });
+        const shape = { ...slice, ...(nodes > 1 ? { nodes } : {}) };
+        best.set(key, { backend: 'gke', zone, region, accelerator, acceleratorCount: want.count, provisioningModel: model, quotaAvailable: true, ...priced, ...stamp, ...wait, ...shape });
       }
     }
     for (const key of best.keys()) unpriced.delete(key);
     return { offers: [...best.values()], unpriced: [...unpriced.values()], prices: prices.stamp };
   }
 
-  private priceShare(prices: PriceBook, wanted: string | undefined, pool: PoolShape, region: string, count: number): Pick<Offer, 'machineType' | 'pricePerHour' | 'onDemandPricePerHour'> | undefined {
+  /**
+   * What `nodes` pods of `count` devices (of this slicing) pay: each its share of its
+   * node (workflows/pricing-slices.ts), times the gang's nodes.
+   */
+  private priceShare(
+    prices: PriceBook,
+    wanted: string | undefined,
+    pool: PoolShape,
+    region: string,
+    count: number,
+    slice: GpuSlice,
+    nodes: number,
+  ): Pick<Offer, 'machineType' | 'pricePerHour' | 'onDemandPricePerHour'> | undefined {
     const { accelerator, spot } = pool;
     const flexStart = pool.flexStart ? { flexStart: true } : {};
     if (pool.machineType && (!wanted || wanted === pool.machineType)) {
@@ -342,7 +392,7 @@ export class GkeProvider implements ComputeProvider {
       const price = prices.pricePerHour({ ...query, spot, ...flexStart });
       const onDemand = prices.pricePerHour({ ...query, spot: false });
       if (price !== undefined && onDemand !== undefined) {
-        const share = count / pool.gpus;
+        const share = nodeShare(count, slice, pool.gpus) * nodes;
         return { machineType: pool.machineType, pricePerHour: round6(price * share), onDemandPricePerHour: round6(onDemand * share) };
       }
     }
@@ -352,7 +402,9 @@ export class GkeProvider implements ComputeProvider {
     const price = prices.pricePerHour({ region, machineType, accelerator, count, spot, ...flexStart });
     const onDemand = prices.pricePerHour({ region, machineType, accelerator, count, spot: false });
     if (price === undefined || onDemand === undefined) return undefined;
-    return { machineType, pricePerHour: price, onDemandPricePerHour: onDemand };
+    // The catalog's shape holds `count` whole GPUs; a slice pays its share of them.
+    const share = (gpuEquivalent(count, slice) / count) * nodes;
+    return share === 1 ? { machineType, pricePerHour: price, onDemandPricePerHour: onDemand } : { machineType, pricePerHour: round6(price * share), onDemandPricePerHour: round6(onDemand * share) };
   }
 
   /** The Job for one attempt; exported through `jobManifest` so tests can validate it. */
@@ -372,6 +424,18 @@ export class GkeProvider implements ComputeProvider {
     const nodeSelector: Record<string, string> = { [ACCELERATOR_LABEL]: offer.accelerator, [ZONE_LABEL]: offer.zone };
     if (spot) nodeSelector[SPOT_LABEL] = 'true';
     if (flex) nodeSelector[FLEX_START_LABEL] = 'true';
+    if (offer.partition) nodeSelector[SliceLabel.Partition] = offer.partition;
+    if (offer.maxSharedClients !== undefined) {
+      nodeSelector[SliceLabel.SharingStrategy] = SharingStrategy.TimeSharing;
+      nodeSelector[SliceLabel.MaxSharedClients] = String(offer.maxSharedClients);
+    }
+    // Anything but the other model's nodes (spot pods must not land on standard nodes), and
+    // a whole GPU never on a sliced node (its nvidia.com/gpu is a partition or a share).
+    const unlike: V1NodeSelectorRequirement[] = [SPOT_LABEL, SliceLabel.Partition, SliceLabel.SharingStrategy]
+      .filter((key) => !(key in nodeSelector))
+      .map((key) => ({ key, operator: 'DoesNotExist' }));
+    const nodes = offer.nodes ?? 1;
+    const gang = nodes > 1;
     const labels = { ...request.labels, 'sterna-managed': 'true' };
     return {
       apiVersion: 'batch/v1',
@@ -382,6 +446,8 @@ export class GkeProvider implements ComputeProvider {
         ...(flex ? { suspend: true } : {}),
         // The workflow owns retries and zone failover; the Job runs its pod once.
         backoffLimit: 0,
+        // A gang: one pod per rank, all at once, each named `<job>-<rank>` (gke-gang.ts).
+        ...(gang ? { completionMode: 'Indexed', completions: nodes, parallelism: nodes } : {}),
         // Bounded even if nothing releases it: the Job controller stops its pod at the
         // run's limit, and a finished Job goes (long after the run has read how it ended).
         activeDeadlineSeconds: activeDeadlineSeconds(request.releaseBy, Date.now()),
@@ -394,8 +460,8 @@ export class GkeProvider implements ComputeProvider {
             ...(this.options.serviceAccountName ? { serviceAccountName: this.options.serviceAccountName } : {}),
             terminationGracePeriodSeconds: this.options.terminationGracePeriodSeconds ?? 15,
             nodeSelector,
-            // Anything but the other model's nodes: spot pods must not land on standard nodes.
-            affinity: spot ? undefined : { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: SPOT_LABEL, operator: 'DoesNotExist' }] }] } } },
+            ...(gang ? { subdomain: request.name } : {}),
+            affinity: unlike.length === 0 ? undefined : { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: unlike }] } } },
             tolerations: [
               { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
               ...(spot ? [{ key: SPOT_LABEL, operator: 'Equal', value: 'true', effect: 'NoSchedule' }] : []),
@@ -413,6 +479,7 @@ export class GkeProvider implements ComputeProvider {
                   ...Object.entries(attributes).map(([key, value]) => ({ name: `STERNA_ATTR_${key.replace(/-/g, '_')}`, value })),
                   // By reference only: the kubelet reads the Secret; the Job holds its name and key.
                   ...secretEnv(request.agent.secrets),
+                  ...(gang ? gangEnv(request.name, this.namespace, nodes) : []),
                 ],
                 resources: { limits: { 'nvidia.com/gpu': gpus }, requests: { 'nvidia.com/gpu': gpus } },
               },
@@ -426,16 +493,19 @@ export class GkeProvider implements ComputeProvider {
   async provision(request: ProvisionRequest, onProgress: (status: string) => void): Promise<ProvisionResult> {
     const ref: ResourceRef = { backend: 'gke', name: request.name, zone: request.offer.zone, namespace: this.namespace };
     let adopted = false;
+    let job: V1Job;
     try {
-      await this.batch.createNamespacedJob({ namespace: this.namespace, body: this.jobManifest(request) });
+      job = await this.batch.createNamespacedJob({ namespace: this.namespace, body: this.jobManifest(request) });
     } catch (err) {
       if (!isStatus(err, 409)) throw err;
       const existing = await this.batch.readNamespacedJob({ name: request.name, namespace: this.namespace });
       if (!isOwnedBy(existing.metadata?.labels, request.owner)) {
         throw failure(FailureType.ResourceConflict, `Job ${request.name} exists but is not this run's attempt ${request.owner.attempt}; it is left alone`);
       }
+      job = existing;
       adopted = true;
     }
+    const nodes = request.offer.nodes ?? 1;
     const pendingSeconds = this.options.pendingTimeoutSeconds ?? 300;
     const startupSeconds = this.options.startupTimeoutSeconds ?? 900;
     const giveUp = async (type: FailureType, message: string): Promise<never> => {
@@ -443,8 +513,10 @@ export class GkeProvider implements ComputeProvider {
       await this.release({ ref, owner: request.owner, createMayBeInFlight: false });
       throw failure(type, message);
     };
+    if (nodes > 1) await this.ensureGangService(request, job, giveUp);
     const flex = request.offer.provisioningModel === 'FLEX_START';
     if (flex) await this.awaitProvisioned(request, onProgress, giveUp);
+    if (nodes > 1) return this.awaitGang(request, ref, adopted, nodes, onProgress, giveUp);
     const started = Date.now();
     let scheduledAt: number | undefined;
     for (;;) {
@@ -485,6 +557,69 @@ export class GkeProvider implements ComputeProvider {
     }
   }
 
+  /** The gang's headless Service (idempotent), owned by its Job; one of another owner is a conflict, left alone. */
+  private async ensureGangService(request: ProvisionRequest, job: V1Job, giveUp: (type: FailureType, message: string) => Promise<never>): Promise<void> {
+    const body = gangService(request.name, this.namespace, job.metadata!.labels!, { uid: job.metadata!.uid! });
+    try {
+      await this.core.createNamespacedService({ namespace: this.namespace, body });
+    } catch (err) {
+      if (!isStatus(err, 409)) throw err;
+      const existing = await this.core.readNamespacedService({ name: request.name, namespace: this.namespace });
+      if (!isOwnedBy(existing.metadata?.labels, request.owner)) {
+        await giveUp(FailureType.ResourceConflict, `Service ${request.name} exists but is not this run's attempt ${request.owner.attempt}; it is left alone`);
+      }
+    }
+  }
+
+  /**
+   * All or nothing: returns once every rank's pod has started. Ranks still unscheduled
+   * past the pending timeout make a partial gang, released whole as a stockout of the
+   * zone; any rank disrupted, refused by its node or losing its node ends the attempt
+   * as a single pod's would.
+   */
+  private async awaitGang(
+    request: ProvisionRequest,
+    ref: ResourceRef,
+    adopted: boolean,
+    nodes: number,
+    onProgress: (status: string) => void,
+    giveUp: (type: FailureType, message: string) => Promise<never>,
+  ): Promise<ProvisionResult> {
+    const pendingSeconds = this.options.pendingTimeoutSeconds ?? 300;
+    const startupSeconds = this.options.startupTimeoutSeconds ?? 900;
+    const flex = request.offer.provisioningModel === 'FLEX_START';
+    const { zone } = request.offer;
+    const started = Date.now();
+    let allScheduledAt: number | undefined;
+    for (;;) {
+      if (flex) await this.checkBooking(request, giveUp);
+      const pods = await this.podsOf(request.name);
+      const progress = gangProgress(pods, nodes, scheduled);
+      onProgress(`gang of ${nodes}: ${progress.scheduled} scheduled, ${progress.started} started`);
+      if (pods.some(podDisrupted)) throw failure(FailureType.Preempted, `a pod of the gang ${request.name} was disrupted before the gang ran`);
+      const refused = pods.find((p) => p.status?.phase === 'Failed' && ADMISSION_FAILURE.test(p.status?.reason ?? ''));
+      if (refused) await giveUp(FailureType.Stockout, `the node in ${zone} refused rank ${rankOf(refused)} of ${request.name}: ${refused.status?.reason ?? ''}; the gang is released`);
+      const bad = pods.map(waitingReason).find((reason) => reason !== undefined && BAD_CONTAINER_REASONS.has(reason));
+      if (bad) await giveUp(FailureType.InvalidSpec, `the container of ${request.name} cannot start: ${bad}`);
+      if (progress.started === nodes) return { ref, adopted, window: { startedAt: progress.firstStartedAt } };
+      for (const pod of pods) {
+        if (pod.spec?.nodeName && !podStarted(pod) && !(await this.nodeExists(pod.spec.nodeName))) {
+          await giveUp(FailureType.Preempted, `the node of rank ${rankOf(pod)} of ${request.name} went away before the gang started`);
+        }
+      }
+      if (progress.scheduled === nodes) {
+        allScheduledAt ??= Date.now();
+        if (Date.now() - allScheduledAt > startupSeconds * 1000) {
+          await giveUp(FailureType.Stockout, `the gang ${request.name} was scheduled in ${zone} but not all of its ${nodes} pods started within ${startupSeconds} s`);
+        }
+      } else if (Date.now() - started > pendingSeconds * 1000) {
+        // A partial gang holds GPUs it cannot use: all of it goes, and the zone counts as stocked out.
+        await giveUp(FailureType.Stockout, `only ${progress.scheduled} of the ${nodes} pods of the gang ${request.name} could be scheduled in ${zone} within ${pendingSeconds} s; the partial gang is released`);
+      }
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+  }
+
   /** The PodTemplate and ProvisioningRequest of a flex-start attempt (idempotent), then its Job admitted once Provisioned. */
   private async awaitProvisioned(request: ProvisionRequest, onProgress: (status: string) => void, giveUp: (type: FailureType, message: string) => Promise<never>): Promise<void> {
     const terms = request.flexStart;
@@ -500,7 +635,8 @@ export class GkeProvider implements ComputeProvider {
       spec: {
         provisioningClassName: QUEUED_CLASS,
         parameters: { maxRunDurationSeconds: String(terms.maxRunDurationSeconds) },
-        podSets: [{ count: 1, podTemplateRef: { name: request.name } }],
+        // A gang's N pods are one request: provisioned together or not at all.
+        podSets: [{ count: request.offer.nodes ?? 1, podTemplateRef: { name: request.name } }],
       },
     };
     await this.custom.createNamespacedCustomObject({ ...PROVISIONING_REQUESTS, namespace: this.namespace, body }).catch(ignoreStatus(409));
@@ -531,21 +667,32 @@ export class GkeProvider implements ComputeProvider {
 
   async observe(ref: ResourceRef): Promise<AgentSnapshot> {
     const pods = await this.podsOf(ref.name);
-    const pod = pods[0];
+    // A gang speaks through rank 0's agent; a single-pod Job through its first pod.
+    const pod = leadPod(pods);
     if (!pod) {
       const job = await this.batch.readNamespacedJob({ name: ref.name, namespace: this.namespace }).catch((err: unknown) => (isStatus(err, 404) ? undefined : Promise.reject(err)));
       return { lifecycle: job ? 'pending' : 'gone', preempted: false };
     }
     const values: Record<string, string> = {};
     for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) if (key.startsWith('sterna/')) values[key.slice('sterna/'.length)] = value;
-    const nodeGone = pod.spec?.nodeName ? !(await this.nodeExists(pod.spec.nodeName)) : false;
+    // A gang is only as alive as its weakest rank: any rank disrupted or off its node preempts it all.
+    const members = rankOf(pod) === undefined ? [pod] : pods;
     // A flex-start node is never preempted: when it goes, its run duration is over.
     const flex = Boolean(pod.metadata?.annotations?.[CONSUME_ANNOTATION]);
-    const preempted = !flex && (podDisrupted(pod) || (nodeGone && pod.status?.phase !== 'Succeeded'));
+    const preempted = !flex && (await this.anyLost(members));
     const phase = pod.status?.phase;
     const lifecycle = phase === 'Running' ? (preempted ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
     const { noticed: _gceOnly, ...agent } = parseAgentValues(values);
     return { lifecycle, preempted, ...agent };
+  }
+
+  /** Whether any of these pods was disrupted, or lost its node before it succeeded (one node read per such pod). */
+  private async anyLost(pods: V1Pod[]): Promise<boolean> {
+    for (const pod of pods) {
+      if (podDisrupted(pod)) return true;
+      if (pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' && !(await this.nodeExists(pod.spec.nodeName))) return true;
+    }
+    return false;
   }
 
   private async nodeExists(name: string): Promise<boolean> {
@@ -562,9 +709,13 @@ export class GkeProvider implements ComputeProvider {
     // A Job create is one synchronous API call: once it has returned or failed, nothing
     // of it can land later, so there is no in-flight window to wait out here.
     const job = await this.batch.readNamespacedJob({ name: ref.name, namespace: this.namespace }).catch((err: unknown) => (isStatus(err, 404) ? undefined : Promise.reject(err)));
-    if (!job) return { outcome: ReleaseOutcome.Absent };
+    if (!job) {
+      // The garbage collector removes a gang's Service once its Job is gone; it may not have yet.
+      await this.releaseGangService(ref.name, owner);
+      return { outcome: ReleaseOutcome.Absent };
+    }
     if (!isOwnedBy(job.metadata?.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
-    const [pod] = await this.podsOf(ref.name).catch(() => [] as V1Pod[]);
+    const pod = leadPod(await this.podsOf(ref.name).catch(() => [] as V1Pod[]));
     const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
     const result: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: toIso(pod?.status?.startTime) };
     try {
@@ -576,7 +727,14 @@ export class GkeProvider implements ComputeProvider {
     if (result.startedAt) result.stoppedAt = toIso(terminated?.finishedAt) ?? new Date().toISOString();
     const flexRequest = job.metadata?.annotations?.[REQUEST_ANNOTATION];
     if (flexRequest) await this.releaseBooking(flexRequest, owner);
+    if (job.spec?.completionMode === 'Indexed') await this.releaseGangService(ref.name, owner);
     return result;
+  }
+
+  /** Deletes a gang's headless Service, only if ours. */
+  private async releaseGangService(name: string, owner: ReleaseRequest['owner']): Promise<void> {
+    const service = await this.core.readNamespacedService({ name, namespace: this.namespace }).catch(ignoreStatus(404));
+    if (service && isOwnedBy(service.metadata?.labels, owner)) await this.core.deleteNamespacedService({ name, namespace: this.namespace }).catch(ignoreStatus(404));
   }
 
   /** Deletes a flex-start attempt's ProvisioningRequest and PodTemplate, each only if ours. */
@@ -606,19 +764,19 @@ export class GkeProvider implements ComputeProvider {
     this.ensureWatch();
     const settled = this.watchConnectedAtMs !== undefined && Date.now() - this.watchConnectedAtMs >= WATCH_SETTLE_MS;
     const pods = settled ? [...this.pods.values()] : (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: 'sterna-run' })).items;
-    // A Job may have made a second pod after a disruption; the attempt is its first, as in observe.
-    const firstByJob = new Map<string, V1Pod>();
+    // A Job may have made a second pod after a disruption; the attempt is its first (a
+    // gang's: rank 0's first), as in observe. A gang is disrupted when any rank is.
+    const podsByJob = new Map<string, V1Pod[]>();
     for (const pod of pods) {
       const job = pod.metadata?.labels?.['job-name'];
-      if (!job) continue;
-      const known = firstByJob.get(job);
-      if (!known || epochMs(pod.metadata?.creationTimestamp) < epochMs(known.metadata?.creationTimestamp)) firstByJob.set(job, pod);
+      if (job) podsByJob.set(job, [...(podsByJob.get(job) ?? []), pod]);
     }
     const resources: FleetResource[] = [];
-    for (const [job, pod] of firstByJob) {
+    for (const [job, all] of podsByJob) {
+      const pod = leadPod(all.sort((a, b) => epochMs(a.metadata?.creationTimestamp) - epochMs(b.metadata?.creationTimestamp)))!;
       const owner = ownerFromLabels(pod.metadata?.labels);
       if (!owner) continue;
-      const preempted = podDisrupted(pod);
+      const preempted = (rankOf(pod) === undefined ? [pod] : all).some(podDisrupted);
       resources.push({
         ref: { backend: 'gke', name: job, zone: pod.spec?.nodeSelector?.[ZONE_LABEL] ?? '', namespace: this.namespace },
         owner,
@@ -638,7 +796,7 @@ export class GkeProvider implements ComputeProvider {
   }
 
   async readAgent(ref: ResourceRef): Promise<AgentValues> {
-    const [pod] = await this.podsOf(ref.name);
+    const pod = leadPod(await this.podsOf(ref.name));
     return parseAgentValues(pod ? agentAnnotations(pod) : {});
   }
 
@@ -646,10 +804,11 @@ export class GkeProvider implements ComputeProvider {
   async preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]> {
     const preempted: ResourceRef[] = [];
     for (const ref of refs) {
-      const [pod] = await this.podsOf(ref.name);
-      if (!pod) continue;
-      const nodeGone = pod.spec?.nodeName && pod.status?.phase !== 'Succeeded' ? !(await this.nodeExists(pod.spec.nodeName)) : false;
-      if (podDisrupted(pod) || nodeGone) preempted.push(ref);
+      const pods = await this.podsOf(ref.name);
+      const lead = leadPod(pods);
+      if (!lead) continue;
+      // A gang is preempted when any rank is; a single-pod Job by its first pod.
+      if (await this.anyLost(rankOf(lead) === undefined ? [lead] : pods)) preempted.push(ref);
     }
     return preempted;
   }

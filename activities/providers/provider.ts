@@ -73,6 +73,8 @@ export interface ComputeProvider {
    * (GCE has `globalOperations.aggregatedList` for one call; the emulator does not yet).
    */
   preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]>;
+  /** True when the API refused any of this worker's calls for its rate quota since `sinceMs` (GCE). */
+  rateLimitedSince?(sinceMs: number): boolean;
   /** Ends long-lived connections (e.g. GKE's pod watch) when the worker stops. */
   close?(): void;
 }

@@ -24,6 +24,15 @@ export class CallDeadlineExceeded extends Error {
   }
 }
 
+/** The API refused for its per-minute rate quota (GCE: 403 rateLimitExceeded; 429 elsewhere), anywhere in the cause chain. */
+export function isRateLimited(err: unknown): boolean {
+  const e = err as { code?: unknown; status?: unknown; message?: unknown; cause?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  const status = typeof e.status === 'number' ? e.status : typeof e.code === 'number' ? e.code : undefined;
+  if (status === 429 || (status === 403 && RATE_LIMIT_REASONS.test(String(e.message ?? '')))) return true;
+  return e.cause !== undefined && e.cause !== err && isRateLimited(e.cause);
+}
+
 export function isTransient(err: unknown): boolean {
   if (err instanceof CallDeadlineExceeded) return true;
   const e = err as { code?: unknown; status?: unknown; message?: unknown; cause?: unknown; name?: unknown } | undefined;

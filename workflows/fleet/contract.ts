@@ -58,6 +58,8 @@ export interface CarriedMemory {
   version: 1;
   tokens: number;
   tokensAtMs: number;
+  /** Absent in memories carried before the budget could shrink (then 1). */
+  budgetScale?: number;
   rows: unknown[][];
 }
 

@@ -28,6 +28,7 @@
  */
 import { deadlineMs } from '../pricing';
 import { nextCandidate, triedKey } from '../run/machine';
+import { gangSize } from '../run/gang';
 import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
@@ -147,18 +148,20 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
     const lostShare = rate * lossHours;
     const expectedHours = lostShare < 1 ? workHours / (1 - lostShare) : Infinity;
     const finishMs = nowMs + expectedHours * 3_600_000;
+    // One VM's price: a gang's offer (GCE, run/gang.ts) is already priced for all its nodes.
+    const vmPricePerHour = offer.pricePerHour / gangSize(offer);
     rows.push({
       accelerator: offer.accelerator,
       acceleratorCount: offer.acceleratorCount,
       zone: offer.zone,
       region: offer.region,
       provisioningModel: offer.provisioningModel,
-      pricePerHour: offer.pricePerHour,
+      pricePerHour: vmPricePerHour,
       nodes,
       workHours,
-      workCostUsd: offer.pricePerHour * nodes * workHours,
+      workCostUsd: vmPricePerHour * nodes * workHours,
       expectedHours,
-      expectedCostUsd: offer.pricePerHour * nodes * expectedHours,
+      expectedCostUsd: vmPricePerHour * nodes * expectedHours,
       expectedPreemptions: rate * expectedHours,
       finishAt: Number.isFinite(finishMs) ? new Date(finishMs).toISOString() : undefined,
       missRisk: deadline === undefined ? undefined : missRisk((deadline - nowMs) / 3_600_000 - workHours, rate * expectedHours, lossHours),

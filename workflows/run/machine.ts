@@ -14,6 +14,7 @@ import { FailureType } from '../failures';
 import { DEFAULT_FLEET_SETTINGS } from '../fleet/contract';
 import type { ResourceObservation } from '../messages';
 import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
+import { sliceKey } from '../gpu-slices';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
 import { flexStartMaxWaitSeconds, modelsOf } from '../pricing';
@@ -26,8 +27,10 @@ import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from '.
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
+import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
 import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
+import { dataCostsFor, flexTermsFor } from './auto-costs';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { markProgress, noteTraining } from './progress';
@@ -88,6 +91,12 @@ export interface Context {
   teamAdmission?: boolean;
   /** Whether this run keeps GPU readings, progress and the idle rule (runs recorded before it did not). */
   gpuUtil?: boolean;
+  /**
+   * Whether `auto` weighs flex-start and the run's data cost inside its policy, by expected
+   * cost (runs recorded before kept the fixed flex-start rule and ranked data cost only
+   * within the action the policy chose).
+   */
+  autoCosts?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -172,7 +181,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return absorbObservation(state, spec, event.observation, event.via, context);
     case 'notice': {
       const live = currentAttempt(state);
-      if (live && event.name === live.ref.name) {
+      if (live && namesPartOf(live.ref, event.name)) {
         state.notice = live.ref.name;
         record(state, now, {
           kind: TimelineKind.PreemptionNotice,
@@ -233,9 +242,11 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
   record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
 }
 
-function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
+function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
   const live = currentAttempt(state);
-  if (!live || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
+  // A gang's node speaks for the gang only when it has something to say (run/gang.ts).
+  const observation = live && gangObservation(live.ref, heard);
+  if (!live || !observation || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
   if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
   const now = context.nowMs;
   state.lastHeardAt = now;
@@ -422,7 +433,9 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     if (now >= state.policyCheckAt) {
       state.policyCheckAt = now + POLICY_CHECK_SECONDS * 1000;
       const offers = state.placement?.offers ?? [];
-      if (offers.length > 0 && askPolicy(state, spec, offers, actionOf(live.offer), now).kind === ActionKind.OnDemand) {
+      const costs = context.autoCosts === true;
+      const move = offers.length > 0 ? askPolicy(state, spec, costs ? usableFlex(state, spec, offers, now) : offers, actionOf(live.offer), now, costs).kind : undefined;
+      if (move === ActionKind.OnDemand || (costs && move === ActionKind.FlexStart)) {
         const stop = endAttempt(state, spec, live, AttemptOutcome.Switched, now);
         return stop ?? decide(state, spec, context);
       }
@@ -447,7 +460,7 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
     state.phase = Phase.FindingCapacity;
     return { kind: 'find-capacity' };
   }
-  const offer = nextCandidate(state, spec, now);
+  const offer = nextCandidate(state, spec, now, context.autoCosts === true);
   if (!offer) {
     state.placement = undefined;
     state.capacityRetryAt = now + NO_CAPACITY_BACKOFF_MS;
@@ -471,7 +484,8 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
 
 /** One offer's place in a round: zone, model, accelerator and count. */
 export function triedKey(offer: Offer): string {
-  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}`;
+  // A slice is its own shape (absent for whole GPUs, so a whole-GPU key reads as it always did).
+  return `${offer.zone}/${offer.provisioningModel}/${offer.accelerator}/${offer.acceleratorCount}${sliceKey(offer)}`;
 }
 
 function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt {
@@ -480,7 +494,7 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   // the API call and the activity's result.
   const attempt: Attempt = {
     attempt: number,
-    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number), zone: offer.zone },
+    ref: gangRef({ backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, gangSize(offer)), zone: offer.zone }, offer),
     offer,
     outcome: AttemptOutcome.Running,
     resumedFromStep: state.lastCheckpoint?.step,
@@ -494,10 +508,14 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   return attempt;
 }
 
-/** The next offer to try in this round, or undefined when the round is over. */
-export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
+/**
+ * The next offer to try in this round, or undefined when the round is over. `costs`: the
+ * auto policy weighs flex-start and the data cost itself (runs recorded before did not).
+ */
+export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, costs = true): Offer | undefined {
   const round = state.placement!;
   const untried = (o: Offer) => !round.tried.includes(triedKey(o));
+  if (autoPolicyApplies(state, spec) && costs) return autoCandidate(state, spec, nowMs);
   if (autoPolicyApplies(state, spec)) {
     // The deadline-aware policy picks the zone and model; after each failed try it is
     // asked again, now knowing that zone is out.
@@ -530,7 +548,40 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Of
 }
 
 /**
- * The flex-start tier of `auto` (a spec with `pricing.flexStart`): where the deadline
+ * `auto`: the deadline-aware policy picks the zone and the model - spot, on-demand or (a
+ * spec with `pricing.flexStart`) flex-start - by expected cost, the run's data cost
+ * included; after each failed try it is asked again, now knowing that zone is out.
+ */
+function autoCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
+  const round = state.placement!;
+  const models = spec.pricing.flexStart ? [ProvisioningModel.Spot, ProvisioningModel.FlexStart, ProvisioningModel.OnDemand] : [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
+  const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, models, nowMs));
+  const decision = askPolicy(state, spec, usableFlex(state, spec, round.offers, nowMs), idle, nowMs, true);
+  const chosen = offersFor(decision, ranked).find((o) => usable(state, spec, o, nowMs));
+  if (decision.kind === ActionKind.Idle) {
+    record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
+    return undefined;
+  }
+  const why = decision.kind === ActionKind.FlexStart ? ' (the lowest expected cost under the deadline, a full wait included)' : '';
+  if (chosen) record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: ${decision.kind} in ${decision.zone}${why}`, zone: decision.zone, model: chosen.provisioningModel });
+  return chosen;
+}
+
+/** Untried in this round and not cooling down for its model. */
+function usable(state: RunState, spec: RunSpec, offer: Offer, nowMs: number): boolean {
+  return !state.placement!.tried.includes(triedKey(offer)) && !inCooldown(offer, state.zoneEvents, placementPolicy(state, spec, [offer.provisioningModel], nowMs));
+}
+
+/** The offers the policy weighs: flex-start only where a request can be made now (acceptable, untried, not cooling down). */
+function usableFlex(state: RunState, spec: RunSpec, offers: readonly Offer[], nowMs: number): Offer[] {
+  if (!spec.pricing.flexStart || state.placement === undefined) return offers.filter((o) => !isFlexStart(o));
+  const flex = rankOffers(offers, state.zoneEvents, placementPolicy(state, spec, [ProvisioningModel.FlexStart], nowMs)).filter((o) => usable(state, spec, o, nowMs));
+  return offers.filter((o) => !isFlexStart(o) || flex.includes(o));
+}
+
+/**
+ * The flex-start tier of `auto` (a spec with `pricing.flexStart`) as runs recorded before
+ * `autoCosts` decide it: where the deadline
  * policy moves to on-demand, or waits for spot until the last moment a flex-start request
  * can still fail and leave on-demand time, the cheapest usable flex-start offer goes
  * instead when run/flex-start.ts says it beats on-demand under the deadline.
@@ -572,7 +623,7 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
   };
 }
 
-function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
+function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number, costs = false) {
   // A run that read the zone memory starts the policy from it, and sees its stockouts.
   const { action, state: policyState } = decideAuto(state.policyState, {
     memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
@@ -587,6 +638,7 @@ function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], cur
     changeoverSeconds: CHANGEOVER_SECONDS,
     stepSeconds: POLICY_CHECK_SECONDS,
     current,
+    ...(costs ? { flexStart: flexTermsFor(spec), dataCost: dataCostsFor(spec, state) } : {}),
   });
   state.policyState = policyState;
   return action;

@@ -9,6 +9,7 @@ import { deadlineMs, flexStartMaxWaitSeconds, modelsOf } from '../pricing';
 import { parseSpec, specWarnings, type RunSpec, type RunSpecInput } from '../spec';
 import { ProvisioningModel, type Backend, type Offer } from '../types';
 import { intervalForZone } from './checkpoint-interval';
+import { gangSize } from './gang';
 import { dataCacheUri } from './data-placement';
 import { ZoneModel, zonePrior } from '../zones/memory';
 import { resourceReleaseByMs } from './resource-limit';
@@ -25,6 +26,8 @@ export function capacityRequest(spec: RunSpec): { backend: Backend; request: Cap
       zones: placement.zones,
       // Flex-start offers only for a spec that may use them; every other run asks as it always did.
       provisioningModels: modelsOf(spec).includes(ProvisioningModel.FlexStart) ? ['SPOT', 'STANDARD', 'FLEX_START'] : ['SPOT', 'STANDARD'],
+      // A gang's offers are for all its nodes; a single node's request is as it always was.
+      ...(resources.nodes > 1 ? { nodes: resources.nodes } : {}),
     },
   };
 }
@@ -65,7 +68,8 @@ function rememberedRate(state: RunState, offer: Offer, nowMs: number): number | 
 /** The activity's summary in the web UI. */
 export function provisionSummary(offer: Offer): string {
   const model = { SPOT: 'spot', STANDARD: 'on-demand', FLEX_START: 'flex-start' }[offer.provisioningModel];
-  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${model} in ${offer.zone}`;
+  const nodes = gangSize(offer) > 1 ? ` on each of ${gangSize(offer)} nodes` : '';
+  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}${nodes}) ${model} in ${offer.zone}`;
 }
 
 /** A fresh run's state: limits from the spec at `nowMs`, and the spec's warnings on its timeline. */

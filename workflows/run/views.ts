@@ -12,6 +12,8 @@ import type { CheckpointRef } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
+import { describeShape } from '../gpu-slices';
+import { gangNodesView, gangSize } from './gang';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -33,6 +35,8 @@ export interface LedgerLine {
   costUsd: number;
   onDemandCostUsd: number;
   outcome: AttemptOutcome;
+  /** A gang's nodes (its price is all of theirs); absent for a single node. */
+  nodes?: number;
 }
 
 export interface Ledger {
@@ -48,13 +52,14 @@ export function ledger(state: RunState, nowMs: number): Ledger {
       attempt: a.attempt,
       zone: a.offer.zone,
       provisioningModel: a.offer.provisioningModel,
-      accelerator: `${a.offer.accelerator} x${a.offer.acceleratorCount}`,
+      accelerator: describeShape(a.offer),
       pricePerHour: a.offer.pricePerHour,
       ...(a.offer.pricesAsOf ? { pricesAsOf: a.offer.pricesAsOf, priceSource: a.offer.priceSource } : {}),
       runningSeconds: seconds,
       costUsd: (a.offer.pricePerHour * seconds) / 3600,
       onDemandCostUsd: (a.offer.onDemandPricePerHour * seconds) / 3600,
       outcome: a.outcome,
+      ...(gangSize(a.offer) > 1 ? { nodes: gangSize(a.offer) } : {}),
     };
   });
   return {
@@ -91,6 +96,8 @@ export interface RunStatus {
   staging?: StagingView;
   /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
   waiting?: string;
+  /** A gang run: every node of the current attempt, by rank (run/gang.ts). */
+  nodes?: { rank: number; name: string }[];
   timeline: TimelineEvent[];
 }
 
@@ -145,6 +152,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
     ...(state.staging ? { staging: stagingView(state.staging) } : {}),
     ...withWaiting(current, state.phase),
+    ...(current && gangSize(current.ref) > 1 ? { nodes: gangNodesView(current.ref) } : {}),
     timeline: state.timeline,
   };
 }
@@ -159,7 +167,8 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   const p = progressOf(state, spec, cost, nowMs);
   // Amounts in "USD", never "$": the UI's Markdown reads a pair of dollar signs as math.
   const money = (usd: number) => `${usd.toFixed(4)} USD`;
-  const where = live ? ` in ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}), attempt ${live.attempt}` : '';
+  const nodes = live && gangSize(live.offer) > 1 ? ` on each of ${gangSize(live.offer)} nodes` : '';
+  const where = live ? ` in ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}${nodes}), attempt ${live.attempt}` : '';
   const lines = [`**Phase** ${state.phase}${where}`];
   if (p.step !== undefined) {
     const of = p.totalSteps !== undefined ? ` of ${p.totalSteps} (${p.percent!.toFixed(1)}%)` : '';

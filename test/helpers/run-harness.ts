@@ -1,0 +1,96 @@
+/**
+ * A run under test without a server: the same pure machine the workflow drives
+ * (workflows/run/machine.ts), its state, a hand-moved clock and the last command it
+ * asked for. Test files extend it with the steps their behaviour needs.
+ */
+import { strict as assert } from 'node:assert';
+import { executionToken, resourceName, runKey, type Owner } from '../../workflows/naming';
+import { next, type Command, type Context, type RunEvent } from '../../workflows/run/machine';
+import { initialState, type RunState } from '../../workflows/run/state';
+import { parseSpec, type RunSpec, type RunSpecInput } from '../../workflows/spec';
+import type { AgentSnapshot, Offer } from '../../workflows/types';
+
+export const T0 = Date.parse('2026-12-01T00:00:00Z');
+export const EXEC = executionToken('first-run-id');
+
+/** A one-GPU offer; fields may be overridden (model, accelerator, machine, prices). */
+export function offerIn(zone: string, pricePerHour: number, fields: Partial<Offer> = {}): Offer {
+  return {
+    backend: 'gce',
+    zone,
+    region: zone.slice(0, -2),
+    accelerator: 'nvidia-l4',
+    acceleratorCount: 1,
+    machineType: 'g2-standard-4',
+    provisioningModel: 'SPOT',
+    pricePerHour,
+    onDemandPricePerHour: 0.7,
+    quotaAvailable: true,
+    ...fields,
+  };
+}
+
+/** A spec for a one-L4 spot run; `overrides` replace whole top-level sections. */
+export function specOf(overrides: Partial<RunSpecInput> = {}): RunSpec {
+  return parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, ...overrides });
+}
+
+export class RunHarness {
+  readonly state: RunState;
+  now = T0;
+  last!: Command;
+
+  constructor(
+    readonly workflowId: string,
+    readonly spec: RunSpec,
+  ) {
+    const deadline = spec.time.deadlineAfter !== undefined ? T0 + spec.time.deadlineAfter * 1000 : undefined;
+    this.state = initialState(workflowId, T0, spec.pricing.budgetUsd, deadline);
+  }
+
+  context(): Context {
+    return { nowMs: this.now, workflowId: this.workflowId, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
+  }
+
+  send(event: RunEvent): Command {
+    this.last = next(this.state, this.spec, event, this.context());
+    return this.last;
+  }
+
+  /** Moves the clock to `seconds` after the run's start. */
+  at(seconds: number): this {
+    this.now = T0 + seconds * 1000;
+    return this;
+  }
+
+  owner(attempt: number): Owner {
+    return { run: runKey(this.workflowId), execution: EXEC, attempt };
+  }
+
+  /** What a look (or the observer) saw of attempt `attempt`'s resource: running, unless `snapshot` says otherwise. */
+  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = this.owner(attempt), via: 'observer' | 'look' = 'look', quietSeconds?: number): Command {
+    return this.send({
+      kind: 'observed',
+      via,
+      observation: { name: resourceName(this.workflowId, owner.execution, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot }, quietSeconds },
+    });
+  }
+
+  /** The attempt the last command provisions. */
+  provisionedAttempt(): number {
+    assert.equal(this.last.kind, 'provision', JSON.stringify(this.last));
+    return (this.last as { attempt: number }).attempt;
+  }
+
+  /** Provisions whatever the machine asks for next (answering a find-capacity with `offers`); returns the attempt, now running. */
+  provisioned(offers: Offer[]): number {
+    if (this.last.kind === 'find-capacity') this.send({ kind: 'offers', offers });
+    const attempt = this.provisionedAttempt();
+    this.send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
+    return attempt;
+  }
+
+  released(attempt: number, outcome: 'deleted' | 'absent' | 'not-ours' = 'deleted'): Command {
+    return this.send({ kind: 'released', attempt, outcome, stoppedAt: new Date(this.now).toISOString() });
+  }
+}
