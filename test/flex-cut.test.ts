@@ -7,64 +7,38 @@
  * fallback; a GKE flex-start node cut at its run duration is a move, not a failure.
  */
 import { strict as assert } from 'node:assert';
-import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { CHECKPOINT_SAFETY, MOVE_MARGIN_SECONDS, planMove } from '../workflows/run/flex-cut';
 import { FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import { type Context } from '../workflows/run/machine';
 import { PRIOR_CHECKPOINT_SECONDS } from '../workflows/run/checkpoint-interval';
-import { initialState, type RunState } from '../workflows/run/state';
-import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import type { AgentSnapshot, Offer } from '../workflows/types';
+import { parseSpec, type RunSpecInput } from '../workflows/spec';
+import type { Offer } from '../workflows/types';
+import { offerIn, RunHarness, T0 } from './helpers/run-harness';
 
-const T0 = Date.parse('2026-12-01T00:00:00Z');
 const DAY = 24 * 3600;
 const WORKFLOW = 'run-flex-cut';
-const EXEC = executionToken('first-run-id');
 
 function flexOffer(zone: string, backend: Offer['backend'] = 'gce'): Offer {
-  return { backend, zone, region: zone.slice(0, -2), accelerator: 'nvidia-tesla-a100', acceleratorCount: 1, machineType: 'a2-highgpu-1g', provisioningModel: 'FLEX_START', pricePerHour: 1.85, onDemandPricePerHour: 3.7, quotaAvailable: true };
+  return offerIn(zone, 1.85, { backend, accelerator: 'nvidia-tesla-a100', machineType: 'a2-highgpu-1g', provisioningModel: 'FLEX_START', onDemandPricePerHour: 3.7 });
 }
 
 function checkpoint(step: number) {
   return { uri: `gs://ckpt/run/step-${step}.json`, sha256: 'a'.repeat(64), step };
 }
 
-class Run {
-  readonly spec: RunSpec;
-  readonly state: RunState;
-  now = T0;
-  last!: Command;
-
+class Run extends RunHarness {
   constructor(input: Partial<RunSpecInput>) {
-    this.spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, pricing: { mode: 'flex-start' }, ...input });
-    const deadline = this.spec.time.deadlineAfter !== undefined ? T0 + this.spec.time.deadlineAfter * 1000 : undefined;
-    this.state = initialState(WORKFLOW, T0, this.spec.pricing.budgetUsd, deadline);
+    super(WORKFLOW, parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, pricing: { mode: 'flex-start' }, ...input }));
   }
 
-  context(): Context {
-    return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false, flexCut: true };
-  }
-
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
-    return this.last;
-  }
-
-  at(seconds: number): this {
-    this.now = T0 + seconds * 1000;
-    return this;
-  }
-
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>): Command {
-    const owner = { run: runKey(WORKFLOW), execution: EXEC, attempt };
-    return this.send({ kind: 'observed', via: 'look', observation: { name: resourceName(WORKFLOW, EXEC, attempt), owner, at: new Date(this.now).toISOString(), snapshot: { lifecycle: 'running', preempted: false, ...snapshot } } });
+  override context(): Context {
+    return { ...super.context(), flexCut: true };
   }
 
   /** Places the next attempt on `offers` and has it running (and training) from `atSeconds`. */
   running(offers: Offer[], atSeconds: number): number {
     this.send({ kind: 'offers', offers });
-    assert.equal(this.last.kind, 'provision', JSON.stringify(this.last));
-    const attempt = (this.last as { attempt: number }).attempt;
+    const attempt = this.provisionedAttempt();
     this.at(atSeconds).send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
     return attempt;
   }
