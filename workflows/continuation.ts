@@ -61,7 +61,7 @@ function buildRunStateSchema() {
 
   const AttemptSchema = z.strictObject({
     attempt: z.int().min(1),
-    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional() }),
+    ref: z.strictObject({ backend: Backend, name: z.string().min(1), zone: z.string().min(1), namespace: z.string().optional(), nodes: z.int().min(2).max(64).optional() }),
     offer: OfferSchema,
     outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]),
     startedAt: IsoTime.optional(),

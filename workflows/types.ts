@@ -53,6 +53,8 @@ export interface ResourceRef {
   zone: string;
   /** GKE only: the namespace of the Job. */
   namespace?: string;
+  /** A gang of this many nodes, named `<name>-n<rank>` (run/gang.ts); absent means one resource called `name`. */
+  nodes?: number;
 }
 
 /** What the VM-side agent and the provider say about a running attempt. */
