@@ -6,6 +6,7 @@
 import { Context, CancelledFailure } from '@temporalio/activity';
 import type { PriceBook } from '../config/price-book';
 import type { SternaActivities } from '../workflows/activity-contract';
+import { INTERVAL_ATTRIBUTE } from '../workflows/run/live-interval';
 import type { ComputeProvider } from './providers/provider';
 
 export type { SternaActivities } from '../workflows/activity-contract';
@@ -77,6 +78,17 @@ export function createActivities(providers: Providers, options: ActivityOptions 
 
     async observe({ ref }) {
       return providerFor(ref.backend).observe(ref);
+    },
+
+    async askMove({ ref }) {
+      const provider = providerFor(ref.backend);
+      return provider.askMove ? provider.askMove(ref) : { delivered: false, detail: `the ${ref.backend} backend cannot ask its agent yet` };
+    },
+
+    async setCheckpointInterval({ ref, owner, seconds }) {
+      const provider = providerFor(ref.backend);
+      if (!provider.setAgentInput) return { outcome: 'unsupported' };
+      return { outcome: await provider.setAgentInput(ref, owner, INTERVAL_ATTRIBUTE, String(seconds)) };
     },
   };
 }

@@ -8,8 +8,13 @@
  * value. Entering a mode by a switch costs the cheapest state of any *other* mode at the
  * same slack (restarting the same mode in place is never better than continuing it).
  * Idle costs nothing, so it is just a shift of that minimum by one unit of slack.
+ *
+ * With a flex-start tier, a flex-start mode is entered only at a tick where a request is
+ * granted (the optimum knows the grants: it asks exactly then, or waits idle for them) and
+ * then runs unpreempted; the DP is otherwise the same, so it stays exact, and a lower
+ * bound for every online policy (which must ask before it knows, and wait).
  */
-import { type Problem, modeCount } from './problem';
+import { type Problem, canEnter, modeCount, priceAt } from './problem';
 import { modeChar } from './schedule';
 
 export interface OptimalRun {
@@ -85,7 +90,7 @@ export function optimal(p: Problem): OptimalRun | undefined {
     for (let m = 1; m < modes; m++) {
       const c = prices[m];
       if (!Number.isFinite(c)) continue;
-      stepMode(l, d, m, c, v, next, best, bestId, second, stayedWarm, (t * modes + m) * l.width);
+      stepMode(l, d, m, c, canEnter(p, m, t), v, next, best, bestId, second, stayedWarm, (t * modes + m) * l.width);
     }
     const done = finished(l, p, t, next);
     if (done !== undefined && done.cost < (answer?.cost ?? Infinity)) answer = done;
@@ -96,13 +101,11 @@ export function optimal(p: Problem): OptimalRun | undefined {
 }
 
 function priceTick(p: Problem, mode: number, t: number): number {
-  const z = p.zones.length;
-  if (mode <= z) return p.available[mode - 1][t] === 1 ? p.spotPrice[mode - 1][t] * p.tickHours : Infinity;
-  return p.onDemandPrice[mode - z - 1] * p.tickHours;
+  return priceAt(p, mode, t) * p.tickHours;
 }
 
-function stepMode(l: Layout, d: number, m: number, c: number, v: Float64Array, next: Float64Array, best: Float64Array, bestId: Int32Array, second: Float64Array, stayedWarm: Uint8Array, warmRow: number): void {
-  const entry = (s: number) => (modeOfState(l, bestId[s]) === m ? second[s] : best[s]);
+function stepMode(l: Layout, d: number, m: number, c: number, enterable: boolean, v: Float64Array, next: Float64Array, best: Float64Array, bestId: Int32Array, second: Float64Array, stayedWarm: Uint8Array, warmRow: number): void {
+  const entry = (s: number) => (!enterable ? Infinity : modeOfState(l, bestId[s]) === m ? second[s] : best[s]);
   const row = (level: number) => stateId(l, m, level) * l.width;
   const top = row(d + 1);
   if (d === 0) {

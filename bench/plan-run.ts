@@ -48,6 +48,8 @@ export interface PlanBenchOptions {
   workSeconds: number;
   /** Real seconds between the synthetic trainer's checkpoints (the spec's pinned interval). */
   checkpointSeconds: number;
+  /** Real seconds each attempt stages data before it trains; undefined keeps the emulator's default (5 emulated s). */
+  stagingSeconds?: number;
   pollSeconds: number;
   trace: string;
   /** Trace tick at the emulator's time 0; drawn from the seed when absent. */
@@ -114,7 +116,12 @@ export async function runPlanBench(o: PlanBenchOptions, log: (line: string) => v
       seed: o.seed,
       guest: 'synthetic',
       // One emulated second per step: the trainer does timeFactor steps per real second.
-      synthetic: { steps, stepSeconds: 1, checkpointEvery: Math.max(1, Math.round(o.checkpointSeconds * o.timeFactor)) },
+      synthetic: {
+        steps,
+        stepSeconds: 1,
+        checkpointEvery: Math.max(1, Math.round(o.checkpointSeconds * o.timeFactor)),
+        ...(o.stagingSeconds !== undefined ? { stagingSeconds: o.stagingSeconds * o.timeFactor } : {}),
+      },
       bucketsDir,
     });
     const admin = new EmulatorAdminClient(emulator.endpoint);

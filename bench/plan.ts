@@ -1,6 +1,6 @@
 /**
  * `npm run bench:plan -- [--runs 12] [--concurrency 3] [--time-factor 60] [--work 150s]
- *   [--checkpoint 10s] [--poll-seconds 1] [--trace <file>] [--start-tick <n>] [--seed 1]
+ *   [--checkpoint 10s] [--staging <d>] [--poll-seconds 1] [--trace <file>] [--start-tick <n>] [--seed 1]
  *   [--out <file.json>] [--keep]`
  *
  * Predictions against outcomes: each run is planned (`planRun`, as `sterna plan`), then
@@ -23,6 +23,7 @@ const program = new Command('bench:plan')
   .option('--time-factor <n>', 'the trace (and the synthetic trainer) run this many times faster than real time', '60')
   .option('--work <d>', 'real training time each run needs, uninterrupted', '150s')
   .option('--checkpoint <d>', "real time between the trainer's checkpoints (the spec's pinned interval)", '10s')
+  .option('--staging <d>', "real time each attempt stages data before training (default: the emulator's 5 emulated seconds)")
   .option('--poll-seconds <s>', "every run's recovery.pollSeconds", '1')
   .option('--trace <file>', 'spot availability trace (../shared/traces)', DEFAULT_PLAN_TRACE)
   .option('--start-tick <n>', 'trace tick at the start (default: drawn from the seed)')
@@ -45,7 +46,7 @@ function summaryLines(label: string, s: PlanBenchSummary): string[] {
 function formatPlanReport(r: PlanBenchResult): string {
   const o = r.options;
   const lines = [
-    `bench:plan — ${r.runs.length} runs, trace ${r.trace.name} (${r.trace.accelerator}) from tick ${o.startTick}, ${o.timeFactor}x; work ${o.workSeconds} s, checkpoint every ${o.checkpointSeconds} s; waves of ${o.concurrency}`,
+    `bench:plan — ${r.runs.length} runs, trace ${r.trace.name} (${r.trace.accelerator}) from tick ${o.startTick}, ${o.timeFactor}x; work ${o.workSeconds} s, checkpoint every ${o.checkpointSeconds} s${o.stagingSeconds !== undefined ? `, staging ${o.stagingSeconds} s per attempt` : ''}; waves of ${o.concurrency}`,
     '',
     'run wave  zone            pred s  actual s  pred $    billed $  ledger $  pred preempt  preempt  rate/h (source)  loss s (source)  speed      cost err  finish err',
   ];
@@ -81,7 +82,7 @@ function formatPlanReport(r: PlanBenchResult): string {
 }
 
 async function main(): Promise<void> {
-  const f = program.parse().opts<{ runs: string; concurrency: string; timeFactor: string; work: string; checkpoint: string; pollSeconds: string; trace: string; startTick?: string; seed: string; out?: string; keep?: boolean }>();
+  const f = program.parse().opts<{ runs: string; concurrency: string; timeFactor: string; work: string; checkpoint: string; pollSeconds: string; staging?: string; trace: string; startTick?: string; seed: string; out?: string; keep?: boolean }>();
   const timeFactor = Number(f.timeFactor);
   if (!Number.isFinite(timeFactor) || timeFactor < 1 || timeFactor > 3600) throw new ScaleOptionError(`--time-factor: expected a number from 1 to 3600, got "${f.timeFactor}"`);
   const pollSeconds = Number(f.pollSeconds);
@@ -93,6 +94,7 @@ async function main(): Promise<void> {
       timeFactor,
       workSeconds: seconds('work', f.work, 10),
       checkpointSeconds: seconds('checkpoint', f.checkpoint, 1),
+      ...(f.staging !== undefined ? { stagingSeconds: seconds('staging', f.staging) } : {}),
       pollSeconds,
       trace: f.trace,
       ...(f.startTick !== undefined ? { startTick: wholeNumber('start-tick', f.startTick, 0) } : {}),

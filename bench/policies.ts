@@ -10,5 +10,8 @@ export const OPTIMAL = 'optimal';
 export const HINDSIGHT = 'threshold-hindsight';
 /** Not online: the same family with the one pair of thresholds best over all windows (tuned to the file). */
 export const FIXED = 'threshold-best-fixed';
+/** With the flex-start tier (`--flex`): the optimum without it, and sterna run without it. */
+export const OPTIMAL_NO_FLEX = 'optimal-no-flex';
+export const STERNA_NO_FLEX = 'sterna-no-flex';
 
 export const onlinePolicies: OnlinePolicy<unknown>[] = [onDemandPolicy, uniformProgressPolicy, eagerNextRegionPolicy, sternaPolicy];

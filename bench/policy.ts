@@ -4,6 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_FLEX } from './flex';
 import { formatReport } from './report';
 import { DEFAULT_FLEET_FRACTION, DEFAULT_MEMORY_HOURS, Memory, runBench } from './run';
 import { View } from './simulate';
@@ -56,14 +57,18 @@ const program = new Command('bench:policy')
   .option('--fleet-fraction <f>', 'fleet view: chance another run sees a given zone at a given tick', fraction, DEFAULT_FLEET_FRACTION)
   .option('--on-demand-price-factor <f>', 'multiply every on-demand price (a stress test of the price ratio)', positive, 1)
   .option('--hindsight', 'also report the two-threshold policy with thresholds chosen per window in hindsight')
+  .option('--flex', 'offer the flex-start (DWS) tier: the optimum and sterna with and without it')
+  .option('--flex-wait-hours <h>', 'flex-start: mean wait for capacity (each zone within x2 of it)', positive, DEFAULT_FLEX.meanWaitHours)
+  .option('--flex-max-wait-hours <h>', 'flex-start: a request\'s wait window', positive, DEFAULT_FLEX.maxWaitHours)
   .option('--out <file>', 'write the full results as JSON');
 
 function main(): void {
-  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; hindsight?: boolean; out?: string }>();
+  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; hindsight?: boolean; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; out?: string }>();
   const started = performance.now();
   const loaded = loadTrace(o.trace, o.instanceType);
   const trace = scaleOnDemand(resample(loaded, o.gridSeconds ?? loaded.gapSeconds), o.onDemandPriceFactor);
-  const result = runBench(trace, o, { view: o.view, memory: o.memory });
+  const flex = o.flex === true ? { meanWaitHours: o.flexWaitHours, maxWaitHours: o.flexMaxWaitHours } : undefined;
+  const result = runBench(trace, { ...o, flex }, { view: o.view, memory: o.memory });
   console.log(formatReport(result, (performance.now() - started) / 1000));
   if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(result)}\n`);
 }

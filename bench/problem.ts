@@ -18,6 +18,27 @@ export interface Problem {
   workTicks: number;
   /** Paid ticks without progress after every start or switch. */
   changeoverTicks: number;
+  /** The flex-start tier, when offered (flex.ts). */
+  flex?: FlexTier;
+}
+
+/**
+ * Flex-start (DWS) in a window: a request in zone z pending at tick t is granted at t when
+ * `grant[z][t]` is 1 (the pool's own seeded model, independent of the spot trace); a
+ * granted VM runs at `price[z]` and is never preempted.
+ */
+export interface FlexTier {
+  /** Per zone: USD/hour. */
+  price: number[];
+  /** Per zone, per tick of the window: 1 when a request pending then is granted. */
+  grant: Uint8Array[];
+  /** Per zone: the mean wait, hours (what an online policy is told: the offer's expected wait). */
+  meanWaitHours: number[];
+  /** A request not granted within this many ticks fails. */
+  maxWaitTicks: number;
+  maxWaitHours: number;
+  /** The longest a flex-start VM runs (GCE: 7 days). */
+  maxRunHours: number;
 }
 
 export interface JobSettings {
@@ -47,25 +68,38 @@ export function windowOf(trace: Trace, startTick: number, settings: JobSettings)
   };
 }
 
-/** Mode 0 is idle, 1..Z spot in zone z-1, Z+1..2Z on-demand in zone z-Z-1. */
+/** Mode 0 is idle, 1..Z spot in zone z-1, Z+1..2Z on-demand in zone z-Z-1, and with a flex tier 2Z+1..3Z flex-start in zone z-2Z-1. */
 export const IDLE = 0;
 
 export function modeCount(p: Problem): number {
-  return 2 * p.zones.length + 1;
+  return (p.flex === undefined ? 2 : 3) * p.zones.length + 1;
 }
 
 export function isSpotMode(p: Problem, mode: number): boolean {
   return mode >= 1 && mode <= p.zones.length;
 }
 
-export function zoneOfMode(p: Problem, mode: number): number {
-  return isSpotMode(p, mode) ? mode - 1 : mode - p.zones.length - 1;
+export function isFlexMode(p: Problem, mode: number): boolean {
+  return p.flex !== undefined && mode > 2 * p.zones.length;
 }
 
-/** USD/hour of `mode` at tick `t`, or Infinity when spot has no capacity. */
+export function zoneOfMode(p: Problem, mode: number): number {
+  if (isSpotMode(p, mode)) return mode - 1;
+  return isFlexMode(p, mode) ? mode - 2 * p.zones.length - 1 : mode - p.zones.length - 1;
+}
+
+/** Whether `mode` can be entered at tick `t`: spot with capacity, flex-start when a request is granted then. */
+export function canEnter(p: Problem, mode: number, t: number): boolean {
+  if (mode === IDLE) return true;
+  const z = zoneOfMode(p, mode);
+  if (isSpotMode(p, mode)) return p.available[z][t] === 1;
+  return isFlexMode(p, mode) ? p.flex!.grant[z][t] === 1 : true;
+}
+
+/** USD/hour of `mode` at tick `t` once running, or Infinity when spot has no capacity. */
 export function priceAt(p: Problem, mode: number, t: number): number {
   if (mode === IDLE) return 0;
   const z = zoneOfMode(p, mode);
   if (isSpotMode(p, mode)) return p.available[z][t] === 1 ? p.spotPrice[z][t] : Infinity;
-  return p.onDemandPrice[z];
+  return isFlexMode(p, mode) ? p.flex!.price[z] : p.onDemandPrice[z];
 }

@@ -1,5 +1,5 @@
 /** The human-readable table the benchmark prints. */
-import type { BenchResult } from './run';
+import type { BenchResult, FlexSummary } from './run';
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
@@ -16,5 +16,18 @@ export function formatReport(r: BenchResult, seconds: number): string {
   for (const [name, s] of Object.entries(r.summary)) {
     lines.push(`${name.padEnd(20)}${s.meanCostRatio.toFixed(3).padStart(14)}${s.p95CostRatio.toFixed(3).padStart(14)}${`${s.deadlinesMet}/${s.windows}`.padStart(11)}${pct(s.meanSavingsVsOnDemand).padStart(15)}`);
   }
+  if (r.flex) lines.push('', ...formatFlex(r.flex));
   return lines.join('\n');
+}
+
+/** The flex-start tier's lines: ratios are to the optimum with the tier unless said. */
+export function formatFlex(f: FlexSummary): string[] {
+  return [
+    `flex-start tier: price ${f.priceRatio.toFixed(3)} x on-demand (catalog), mean wait ${(f.options.meanWaitHours * 60).toFixed(0)} min (per zone within x2), window ${f.options.maxWaitHours} h; cost ratios above are to the optimum WITH the tier`,
+    `optimum with / without the tier          ${f.optimumRatio.toFixed(3)}`,
+    `sterna with the tier / optimum with it   ${f.sternaWithFlex.toFixed(3)}  (deadlines ${f.deadlinesWithFlex}/${f.windows}; ${f.flexRequests} requests, ${f.flexExpired} expired)`,
+    `sterna without / optimum without         ${f.sternaWithoutFlex.toFixed(3)}  (deadlines ${f.deadlinesWithoutFlex}/${f.windows})`,
+    `sterna without / optimum with the tier   ${f.sternaWithoutVsFlexOptimum.toFixed(3)}`,
+    `sterna's saving from the tier            ${pct(f.sternaSavings)}`,
+  ];
 }

@@ -8,8 +8,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { DEFAULT_FLEX, type FlexOptions } from './flex';
 import { OPTIMAL, onlinePolicies } from './policies';
-import { type BenchOptions, type BenchResult, Memory, type Variant, runBenchVariants } from './run';
+import { type BenchOptions, type BenchResult, type FlexSummary, Memory, type Variant, flexSummary, runBenchVariants } from './run';
 import { View } from './simulate';
 import { type Trace, loadTrace, resample } from './trace';
 
@@ -17,6 +18,8 @@ export interface RobustnessCase {
   trace: Trace;
   deadlineHours: number;
   changeoverHours: number;
+  /** Offer the flex-start tier (the rows' ratios are then to the optimum with it). */
+  flex?: FlexOptions;
 }
 
 export interface RobustnessRow {
@@ -34,6 +37,8 @@ export interface RobustnessRow {
   sternaCheapest: boolean;
   /** sterna's mean in this view minus its mean in the full view (same memory). */
   gapToFull: number;
+  /** With the flex-start tier: its effect over the pooled windows. */
+  flex?: FlexSummary;
 }
 
 const ONLINE = onlinePolicies.map((p) => p.name);
@@ -45,7 +50,7 @@ function percentile(values: number[], q: number): number {
 
 /** One row per variant for one case, pooling the seeds' windows. */
 export function robustnessRows(c: RobustnessCase, seeds: readonly number[], windows: number, variants: readonly Variant[]): RobustnessRow[] {
-  const options = (seed: number): BenchOptions => ({ jobHours: 48, deadlineHours: c.deadlineHours, changeoverHours: c.changeoverHours, windows, seed });
+  const options = (seed: number): BenchOptions => ({ jobHours: 48, deadlineHours: c.deadlineHours, changeoverHours: c.changeoverHours, windows, seed, flex: c.flex });
   const perSeed: BenchResult[][] = seeds.map((seed) => runBenchVariants(c.trace, options(seed), variants));
   const rows = variants.map((v, i) => {
     const ws = perSeed.flatMap((results) => results[i].windows);
@@ -68,6 +73,7 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
       policies,
       sternaCheapest: ONLINE.every((n) => n === 'sterna' || policies[n].mean > sterna),
       gapToFull: 0,
+      ...(c.flex ? { flex: flexSummary(ws, c.flex) } : {}),
     };
   });
   for (const r of rows) {
@@ -102,6 +108,49 @@ export function formatRows(rows: readonly RobustnessRow[]): string {
   return lines.join('\n');
 }
 
+/** The flex-start table: per row, the optimum and sterna with and without the tier, and deadlines. */
+export function formatFlexRows(rows: readonly RobustnessRow[]): string {
+  const head = ['trace (instances)', 'grid s', 'R h', 'd h', 'view', 'memory', 'optimum with / without flex', 'sterna without flex / its optimum', 'sterna with flex / its optimum', 'sterna without flex / optimum with', 'sterna saving from flex', 'deadlines with / without', 'requests (expired)'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const r of rows) {
+    const f = r.flex;
+    if (f === undefined) continue;
+    const cells = [
+      `${r.trace} (${r.group})`,
+      String(r.gridSeconds),
+      String(r.deadlineHours),
+      String(r.changeoverHours),
+      r.view,
+      r.memory,
+      f3(f.optimumRatio),
+      f3(f.sternaWithoutFlex),
+      f3(f.sternaWithFlex),
+      f3(f.sternaWithoutVsFlexOptimum),
+      `${(100 * f.sternaSavings).toFixed(1)}%`,
+      `${f.deadlinesWithFlex}/${f.windows} / ${f.deadlinesWithoutFlex}/${f.windows}`,
+      `${f.flexRequests} (${f.flexExpired})`,
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** Per view and memory: the flex table's columns averaged over its rows, deadlines summed. */
+export function formatFlexSummary(rows: readonly RobustnessRow[]): string {
+  const head = ['view / memory', 'rows', 'optimum with / without flex', 'sterna without flex / its optimum', 'sterna with flex / its optimum', 'sterna without flex / optimum with', 'sterna saving from flex', 'deadlines with / without', 'requests (expired)'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  const groups = [...new Set(rows.map((r) => `${r.view} / ${r.memory}`))];
+  for (const g of groups) {
+    const fs = rows.filter((r) => `${r.view} / ${r.memory}` === g && r.flex).map((r) => r.flex!);
+    const avg = (f: (x: FlexSummary) => number) => fs.reduce((a, x) => a + f(x), 0) / fs.length;
+    const sum = (f: (x: FlexSummary) => number) => fs.reduce((a, x) => a + f(x), 0);
+    lines.push(
+      `| ${[g, fs.length, f3(avg((x) => x.optimumRatio)), f3(avg((x) => x.sternaWithoutFlex)), f3(avg((x) => x.sternaWithFlex)), f3(avg((x) => x.sternaWithoutVsFlexOptimum)), `${(100 * avg((x) => x.sternaSavings)).toFixed(1)}%`, `${sum((x) => x.deadlinesWithFlex)}/${sum((x) => x.windows)} / ${sum((x) => x.deadlinesWithoutFlex)}/${sum((x) => x.windows)}`, `${sum((x) => x.flexRequests)} (${sum((x) => x.flexExpired)})`].join(' | ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
 /** Every instance group of every trace file in `dir`, on the native grid and one `coarse` times coarser. */
 export function robustnessTraces(dir: string, files: readonly string[], coarse: number): Trace[] {
   const traces: Trace[] = [];
@@ -132,22 +181,34 @@ function main(): void {
     .option('--views <list>', 'views', list, [View.Full, View.Live, View.Fleet])
     .option('--memories <list>', 'memories', list, [Memory.Cold, Memory.Warm])
     .option('--out <file>', 'write the rows as JSON')
+    .option('--flex', 'offer the flex-start tier: the flex table (optimum and sterna with and without it) instead')
+    .option('--flex-wait-hours <h>', 'flex-start: mean wait for capacity (each zone within x2 of it)', Number, DEFAULT_FLEX.meanWaitHours)
+    .option('--flex-max-wait-hours <h>', 'flex-start: a request\'s wait window', Number, DEFAULT_FLEX.maxWaitHours)
+    .option('--deadlines <list>', 'R values, hours', (v) => list(v).map(Number), [52, 70])
+    .option('--changeovers <list>', 'd values, hours', (v) => list(v).map(Number), [0.05, 0.2])
+    .option('--native-only', 'only the native grid')
     .parse()
-    .opts<{ traces: string; files: string[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string }>();
+    .opts<{ traces: string; files: string[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; deadlines: number[]; changeovers: number[]; nativeOnly?: boolean }>();
+  const flex = o.flex === true ? { meanWaitHours: o.flexWaitHours, maxWaitHours: o.flexMaxWaitHours } : undefined;
+  if (flex && !(flex.meanWaitHours > 0 && flex.maxWaitHours > 0)) throw new Error('--flex-wait-hours and --flex-max-wait-hours must be positive numbers');
   for (const v of o.views) if (!Object.values(View).includes(v)) throw new Error(`--views: ${v} is not one of ${Object.values(View).join(', ')}`);
   for (const m of o.memories) if (!Object.values(Memory).includes(m)) throw new Error(`--memories: ${m} is not one of ${Object.values(Memory).join(', ')}`);
   const variants = o.views.flatMap((view) => o.memories.map((memory) => ({ view, memory })));
   const rows: RobustnessRow[] = [];
-  for (const trace of robustnessTraces(o.traces, o.files, o.coarse)) {
-    for (const deadlineHours of [52, 70]) {
-      for (const changeoverHours of [0.05, 0.2]) {
+  for (const trace of robustnessTraces(o.traces, o.files, o.nativeOnly === true ? 1 : o.coarse).filter((t, i, all) => all.indexOf(t) === i)) {
+    for (const deadlineHours of o.deadlines) {
+      for (const changeoverHours of o.changeovers) {
         const started = performance.now();
-        const batch = robustnessRows({ trace, deadlineHours, changeoverHours }, o.seeds, o.windows, variants);
+        const batch = robustnessRows({ trace, deadlineHours, changeoverHours, flex }, o.seeds, o.windows, variants);
         rows.push(...batch);
         console.error(`${trace.name} ${trace.group} ${trace.gapSeconds}s R${deadlineHours} d${changeoverHours}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
         if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(rows)}\n`);
       }
     }
+  }
+  if (flex) {
+    console.log(`${formatFlexSummary(rows)}\n\n${formatFlexRows(rows)}`);
+    return;
   }
   console.log(formatRows(rows));
   const cheapest = rows.filter((r) => r.sternaCheapest).length;

@@ -1,8 +1,10 @@
 /** Runs the optimum and every online policy on the same seeded windows of one trace. */
-import { type JobSettings, ticksFor, windowOf } from './problem';
+import { type FlexOptions, catalogFlexRatio, flexTierFor, withFlex } from './flex';
+import { type JobSettings, type Problem, ticksFor, windowOf } from './problem';
 import { type ThresholdRun, bestFixedPair, thresholdRuns } from './hindsight';
 import { zoneMemory } from './memory';
-import { FIXED, HINDSIGHT, OPTIMAL, onlinePolicies } from './policies';
+import { FIXED, HINDSIGHT, OPTIMAL, OPTIMAL_NO_FLEX, STERNA_NO_FLEX, onlinePolicies } from './policies';
+import { sternaPolicy } from '../workflows/policy';
 import { optimal } from './optimal';
 import { View, simulate } from './simulate';
 import type { Trace } from './trace';
@@ -13,6 +15,9 @@ export interface PolicyResult {
   deadlineMet: boolean;
   finishTick: number;
   schedule: string;
+  /** With the flex-start tier: requests made, and those that ended without capacity. */
+  flexRequests?: number;
+  flexExpired?: number;
 }
 
 export interface WindowResult {
@@ -53,6 +58,27 @@ export interface BenchResult {
   zones: string[];
   windows: WindowResult[];
   summary: Record<string, PolicySummary>;
+  /** With `--flex`: the tier's terms and what it changes (every ratio in `summary` is then to the optimum with flex). */
+  flex?: FlexSummary;
+}
+
+/** The flex-start tier's effect over a set of windows. Ratios are means over windows. */
+export interface FlexSummary {
+  options: FlexOptions;
+  priceRatio: number;
+  /** The optimum with the tier over the optimum without (<= 1: what the tier can save at most). */
+  optimumRatio: number;
+  /** sterna with the tier over the optimum with it; sterna without over the optimum without; sterna without over the optimum with. */
+  sternaWithFlex: number;
+  sternaWithoutFlex: number;
+  sternaWithoutVsFlexOptimum: number;
+  /** 1 - sterna's cost with the tier / its cost without, per window. */
+  sternaSavings: number;
+  deadlinesWithFlex: number;
+  deadlinesWithoutFlex: number;
+  windows: number;
+  flexRequests: number;
+  flexExpired: number;
 }
 
 export interface BenchOptions extends JobSettings {
@@ -66,6 +92,8 @@ export interface BenchOptions extends JobSettings {
   fleetFraction?: number;
   /** Warm memory: hours of trace before the window (default 168). */
   memoryHours?: number;
+  /** Offer the flex-start tier (flex.ts); sterna is also run without it, and the optimum computed both ways. */
+  flex?: FlexOptions;
 }
 
 export const DEFAULT_FLEET_FRACTION = 0.25;
@@ -73,12 +101,19 @@ export const DEFAULT_MEMORY_HOURS = 168;
 
 type Row = WindowResult & { thresholds?: ThresholdRun[] };
 
-function runWindow(trace: Trace, startTick: number, options: BenchOptions, variants: readonly Variant[]): Row[] {
-  const p = windowOf(trace, startTick, options);
+function optimum(p: Problem, startTick: number): NonNullable<ReturnType<typeof optimal>> {
   const best = optimal(p);
   if (best === undefined) throw new Error(`window at ${startTick}: the job cannot finish even on on-demand`);
+  return best;
+}
+
+function runWindow(trace: Trace, startTick: number, options: BenchOptions, variants: readonly Variant[]): Row[] {
+  const plain = windowOf(trace, startTick, options);
+  const p = options.flex === undefined ? plain : withFlex(plain, flexTierFor(plain, startTick, options.seed, options.flex));
+  const best = optimum(p, startTick);
+  const bestPlain = options.flex === undefined ? undefined : optimum(plain, startTick);
   const memory = variants.some((v) => v.memory === Memory.Warm) ? zoneMemory(trace, startTick, options.memoryHours ?? DEFAULT_MEMORY_HOURS) : undefined;
-  const thresholds = options.hindsight === true ? thresholdRuns(p) : undefined;
+  const thresholds = options.hindsight === true ? thresholdRuns(plain) : undefined;
   return variants.map((v) => {
     const policies: Record<string, PolicyResult> = {
       [OPTIMAL]: { cost: best.cost, deadlineMet: true, finishTick: best.finishTick, schedule: best.schedule },
@@ -91,8 +126,13 @@ function runWindow(trace: Trace, startTick: number, options: BenchOptions, varia
       memory: v.memory === Memory.Warm ? memory : undefined,
     };
     for (const policy of onlinePolicies) {
-      const { cost, deadlineMet, finishTick, schedule } = simulate(p, policy, view);
-      policies[policy.name] = { cost, deadlineMet, finishTick, schedule };
+      const { cost, deadlineMet, finishTick, schedule, flexRequests, flexExpired } = simulate(p, policy, view);
+      policies[policy.name] = { cost, deadlineMet, finishTick, schedule, ...(p.flex ? { flexRequests, flexExpired } : {}) };
+    }
+    if (bestPlain !== undefined) {
+      policies[OPTIMAL_NO_FLEX] = { cost: bestPlain.cost, deadlineMet: true, finishTick: bestPlain.finishTick, schedule: bestPlain.schedule };
+      const { cost, deadlineMet, finishTick, schedule } = simulate(plain, sternaPolicy, view);
+      policies[STERNA_NO_FLEX] = { cost, deadlineMet, finishTick, schedule };
     }
     // The threshold family reads every zone each tick: a full-view reference only.
     if (thresholds !== undefined) policies[HINDSIGHT] = thresholdResult(thresholds.reduce((a, b) => (b.cost < a.cost ? b : a)));
@@ -138,7 +178,7 @@ export function runBenchVariants(trace: Trace, options: BenchOptions, variants: 
       for (const w of runs) w.policies[FIXED] = thresholdResult((w.thresholds ?? [])[k]);
     }
     const windows: WindowResult[] = runs.map(({ startTick, optimalCost, policies }) => ({ startTick, optimalCost, policies }));
-    const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name), ...(hindsight ? [HINDSIGHT, FIXED] : [])];
+    const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name), ...(hindsight ? [HINDSIGHT, FIXED] : []), ...(options.flex ? [OPTIMAL_NO_FLEX, STERNA_NO_FLEX] : [])];
     return {
       trace: trace.name,
       instanceGroup: trace.group,
@@ -153,8 +193,29 @@ export function runBenchVariants(trace: Trace, options: BenchOptions, variants: 
       zones: trace.zones.map((z) => z.zone),
       windows,
       summary: Object.fromEntries(names.map((n) => [n, summarise(windows, n)])),
+      ...(options.flex ? { flex: flexSummary(windows, options.flex) } : {}),
     };
   });
+}
+
+/** What the flex-start tier changes over `windows` (run with `flex`). */
+export function flexSummary(windows: readonly WindowResult[], options: FlexOptions): FlexSummary {
+  const mean = (f: (w: WindowResult) => number) => windows.reduce((a, w) => a + f(w), 0) / windows.length;
+  const cost = (w: WindowResult, name: string) => w.policies[name].cost;
+  return {
+    options,
+    priceRatio: catalogFlexRatio(),
+    optimumRatio: mean((w) => w.optimalCost / cost(w, OPTIMAL_NO_FLEX)),
+    sternaWithFlex: mean((w) => cost(w, 'sterna') / w.optimalCost),
+    sternaWithoutFlex: mean((w) => cost(w, STERNA_NO_FLEX) / cost(w, OPTIMAL_NO_FLEX)),
+    sternaWithoutVsFlexOptimum: mean((w) => cost(w, STERNA_NO_FLEX) / w.optimalCost),
+    sternaSavings: mean((w) => 1 - cost(w, 'sterna') / cost(w, STERNA_NO_FLEX)),
+    deadlinesWithFlex: windows.filter((w) => w.policies.sterna.deadlineMet).length,
+    deadlinesWithoutFlex: windows.filter((w) => w.policies[STERNA_NO_FLEX].deadlineMet).length,
+    windows: windows.length,
+    flexRequests: windows.reduce((a, w) => a + (w.policies.sterna.flexRequests ?? 0), 0),
+    flexExpired: windows.reduce((a, w) => a + (w.policies.sterna.flexExpired ?? 0), 0),
+  };
 }
 
 export function runBench(trace: Trace, options: BenchOptions, variant: Variant = { view: View.Full, memory: Memory.Cold }): BenchResult {

@@ -10,7 +10,7 @@ import { type Sighting, liveZones } from '../workflows/policy/live-view';
 import { type Action, ActionKind, type Observation, type OnlinePolicy, type ZoneObservation } from '../workflows/policy/types';
 import type { StatsTable } from '../workflows/policy/zone-stats';
 import { seededRandom } from '../workflows/random';
-import { IDLE, type Problem, isSpotMode, priceAt, zoneOfMode } from './problem';
+import { IDLE, type Problem, canEnter, isFlexMode, isSpotMode, priceAt, zoneOfMode } from './problem';
 import { modeChar } from './schedule';
 
 export const View = { Full: 'full', Live: 'live', Fleet: 'fleet' } as const;
@@ -39,11 +39,15 @@ export interface PolicyRun {
   preemptions: number;
   /** Launches into a zone without capacity. */
   failedLaunches: number;
+  /** Flex-start requests made, and those whose wait window ended without capacity. */
+  flexRequests: number;
+  flexExpired: number;
 }
 
 function actionOf(p: Problem, mode: number): Action {
   if (mode === IDLE) return { kind: ActionKind.Idle };
   const zone = p.zones[zoneOfMode(p, mode)];
+  if (isFlexMode(p, mode)) return { kind: ActionKind.FlexStart, zone };
   return isSpotMode(p, mode) ? { kind: ActionKind.Spot, zone } : { kind: ActionKind.OnDemand, zone };
 }
 
@@ -51,11 +55,21 @@ function modeOf(p: Problem, action: Action): number {
   if (action.kind === ActionKind.Idle) return IDLE;
   const z = p.zones.indexOf(action.zone);
   if (z < 0) throw new Error(`policy chose unknown zone ${action.zone}`);
+  if (action.kind === ActionKind.FlexStart) {
+    if (p.flex === undefined) throw new Error(`policy chose flex-start in ${action.zone}, which this benchmark does not offer`);
+    return z + 1 + 2 * p.zones.length;
+  }
   return action.kind === ActionKind.Spot ? z + 1 : z + 1 + p.zones.length;
 }
 
 function zonesSeen(p: Problem, t: number, current: number, view: View, sightings: readonly Sighting[]): ZoneObservation[] {
-  const quotes = p.zones.map((zone, z) => ({ zone, spotPrice: p.spotPrice[z][t], onDemandPrice: p.onDemandPrice[z] }));
+  const flex = p.flex;
+  const quotes = p.zones.map((zone, z) => ({
+    zone,
+    spotPrice: p.spotPrice[z][t],
+    onDemandPrice: p.onDemandPrice[z],
+    ...(flex ? { flexPrice: flex.price[z], flexWaitHours: flex.meanWaitHours[z] } : {}),
+  }));
   if (view !== View.Full) return liveZones(quotes, actionOf(p, current), sightings);
   return quotes.map((q, z) => ({ ...q, spotAvailable: p.available[z][t] === 1 }));
 }
@@ -71,6 +85,7 @@ function observe(p: Problem, t: number, current: number, inMode: number, progres
     current: actionOf(p, current),
     changeoverRemainingHours: current === IDLE ? 0 : Math.max(0, p.changeoverTicks - inMode) * h,
     zones,
+    ...(p.flex ? { flexStart: { maxWaitHours: p.flex.maxWaitHours, maxRunHours: p.flex.maxRunHours } } : {}),
   };
 }
 
@@ -85,6 +100,10 @@ export function simulate<S>(p: Problem, policy: OnlinePolicy<S>, options: ViewOp
   let probeDebt = 0;
   let schedule = '';
   let sightings: Sighting[] = [];
+  let flexRequests = 0;
+  let flexExpired = 0;
+  // A flex-start request waits (idle, unpaid, the policy not asked) until granted or its window ends.
+  let pending: { mode: number; untilTick: number } | undefined;
   const fleet = seededRandom(options.fleetSeed);
   for (let t = 0; t < p.deadlineTicks; t++) {
     // Capacity lost at this tick preempts a running spot instance before the policy looks.
@@ -96,12 +115,24 @@ export function simulate<S>(p: Problem, policy: OnlinePolicy<S>, options: ViewOp
     if (options.view === View.Fleet) {
       p.zones.forEach((zone, z) => fleet() < options.fleetFraction && sightings.push({ zone, available: p.available[z][t] === 1 }));
     }
-    let next: number;
-    for (;;) {
+    let next = IDLE;
+    const waiting = pending !== undefined && t < pending.untilTick;
+    if (waiting && canEnter(p, pending!.mode, t)) [next, pending] = [pending!.mode, undefined];
+    if (!waiting && pending !== undefined) {
+      flexExpired++;
+      pending = undefined;
+    }
+    while (!waiting) {
       const decision = policy.decide(state, observe(p, t, mode, inMode, progress, zonesSeen(p, t, mode, options.view, sightings)));
       sightings = [];
       state = decision.state;
       next = modeOf(p, decision.action);
+      if (isFlexMode(p, next) && next !== mode) {
+        // A new request: granted now, or the run waits for it (any instance it ran is released).
+        flexRequests++;
+        if (!canEnter(p, next, t)) [pending, next] = [{ mode: next, untilTick: t + p.flex!.maxWaitTicks }, IDLE];
+        break;
+      }
       if (Number.isFinite(priceAt(p, next, t))) break;
       // A launch into a zone without capacity fails and is seen as such. A running
       // instance runs on; from idle the probe's time is spent, and once a whole tick is
@@ -125,7 +156,7 @@ export function simulate<S>(p: Problem, policy: OnlinePolicy<S>, options: ViewOp
     if (mode === IDLE) continue;
     cost += priceAt(p, mode, t) * p.tickHours;
     if (inMode > p.changeoverTicks) progress++;
-    if (progress === p.workTicks) return { cost, deadlineMet: true, finishTick: t, schedule, preemptions, failedLaunches };
+    if (progress === p.workTicks) return { cost, deadlineMet: true, finishTick: t, schedule, preemptions, failedLaunches, flexRequests, flexExpired };
   }
-  return { cost, deadlineMet: false, finishTick: -1, schedule, preemptions, failedLaunches };
+  return { cost, deadlineMet: false, finishTick: -1, schedule, preemptions, failedLaunches, flexRequests, flexExpired };
 }

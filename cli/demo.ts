@@ -24,6 +24,7 @@ import { EmulatorAdminClient } from '../emulator/admin-client';
 import { publishExampleLocally } from '../examples/publish';
 import { buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
+import { BucketLocator } from '../activities/storage';
 import { runKey } from '../workflows/naming';
 import { rankOffers } from '../workflows/placement';
 import type { RunResult } from '../workflows/run/views';
@@ -66,16 +67,17 @@ async function main(opts: DemoOptions): Promise<void> {
     cleanups.push(() => server.stop());
 
     // Emulated time runs 10x faster, so GCE's 30 s preemption notice takes 3 s.
-    const emulator = await startEmulator({ port: 0, stateDir: join(stateDir, 'emulator'), timeFactor: 10 });
+    // It also serves the local buckets' metadata (their location) to the worker.
+    const bucketsDir = join(stateDir, 'buckets');
+    const emulator = await startEmulator({ port: 0, stateDir: join(stateDir, 'emulator'), timeFactor: 10, bucketsDir });
     cleanups.push(() => emulator.close({ killVms: true }));
     const admin = new EmulatorAdminClient(emulator.endpoint);
 
-    const bucketsDir = join(stateDir, 'buckets');
     publishExampleLocally(bucketsDir);
     const provider = buildGceProvider({ project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, catalogPriceBook(), 250);
 
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider } });
+    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider }, storage: BucketLocator.forEmulator(emulator.endpoint) });
     const running = worker.run();
     cleanups.push(async () => {
       worker.shutdown();

@@ -17,6 +17,11 @@ export function progressLine(s: RunStatus): string {
   return `${s.phase.padEnd(16)} attempt ${s.attempt ?? '-'}  ${where.padEnd(26)} step ${String(s.step ?? 0).padStart(5)}${ckpt}  cost ${usd(s.costUsd)}  preemptions ${s.preemptions}${waiting}`;
 }
 
+/** A gang run's nodes, by rank (empty for a single node). */
+export function nodesLines(s: RunStatus): string[] {
+  return s.nodes ? [`  nodes: ${s.nodes.map((n) => `${n.rank} ${n.name}`).join(', ')}`] : [];
+}
+
 /** Where the run's prices come from, and what could not be priced (empty before the first offers). */
 export function pricesLines(s: RunStatus): string[] {
   const p = s.prices;

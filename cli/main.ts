@@ -24,7 +24,7 @@ import { searchAttributeCreateCommands } from '../workflows/search-attributes';
 import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
-import { pricesLines, progressLine, summaryLines, usd } from './format';
+import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
 import { addReaperCommands } from './reaper';
@@ -135,6 +135,7 @@ program
     const status = await getStatus(await connect(), id, { timeoutMs: timeoutMs() });
     if (opts.json) return console.log(JSON.stringify(status, null, 2));
     console.log(progressLine(status));
+    for (const line of nodesLines(status)) console.log(line);
     for (const line of pricesLines(status)) console.log(line);
     for (const e of status.timeline.slice(-10)) console.log(`  ${e.at}  ${e.event}`);
   });

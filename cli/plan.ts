@@ -56,7 +56,7 @@ export function planLines(plan: PlanResult, limit = Infinity): string[] {
   const shown = plan.rows.filter((r, i) => i < limit || r.pick);
   const table = shown.map((r) => [
     r.pick ? '*' : '',
-    `${r.accelerator} x${r.acceleratorCount}${r.nodes > 1 ? ` x ${r.nodes} nodes` : ''}`,
+    `${r.accelerator} x${r.acceleratorCount}${r.slice ? ` (${r.slice})` : ''}${r.nodes > 1 ? ` x ${r.nodes} nodes` : ''}`,
     r.zone,
     r.provisioningModel === 'SPOT' ? 'spot' : 'on-demand',
     r.pricePerHour.toFixed(3),

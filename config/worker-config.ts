@@ -22,6 +22,10 @@
  * plain URLs here may carry secrets, this is not stored in history), STERNA_NOTIFY_UI_URL
  * (the web UI events link to; default http://localhost:8233), and the STERNA_WEBHOOK_*
  * variables that `env://` refs name.
+ * Storage: where datasets' buckets live is read through the GCS JSON API at
+ * STERNA_STORAGE_ENDPOINT (default: the emulator's when STERNA_GCE_ENDPOINT is set,
+ * https://storage.googleapis.com with Application Default Credentials otherwise);
+ * STERNA_STORAGE_LOCATIONS=off turns the lookup off (every bucket's location is unknown).
  * Metrics: STERNA_METRICS_PORT serves Prometheus metrics at /metrics (Sterna's and the
  * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
  * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
@@ -138,6 +142,8 @@ const EnvSchema = z.object({
   STERNA_SDK_METRICS_PORT: z.coerce.number().int('a TCP port').min(1, "a free TCP port for the Temporal SDK's exporter (loopback only)").max(65535, "a free TCP port for the Temporal SDK's exporter (loopback only)").optional(),
   STERNA_NOTIFY_TEAMS: jsonOf(teamWebhooksSchema(), '{"ml": [{"ref": "env://STERNA_WEBHOOK_ML", "format": "slack"}]}').optional(),
   STERNA_NOTIFY_UI_URL: z.url({ protocol: /^https?$/ }).optional(),
+  STERNA_STORAGE_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  STERNA_STORAGE_LOCATIONS: z.enum(['on', 'off'], 'on or off').default('on'),
   STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
 });
 
@@ -159,6 +165,11 @@ export interface Endpoint {
   host: string;
   port: number;
   protocol: 'http' | 'https';
+}
+
+export interface StorageConfig {
+  /** The storage API's base URL; plain http (the emulator) is sent no credentials. */
+  endpoint: string;
 }
 
 export interface PricesConfig {
@@ -200,6 +211,8 @@ export interface WorkerConfig {
   metrics?: MetricsConfig;
   /** Per-team webhooks and the web UI notifications link to. */
   notify: { teams?: TeamWebhooks; uiBaseUrl?: string };
+  /** Where bucket locations are read; absent: not read (every dataset's location is then unknown unless its spec states it). */
+  storage?: StorageConfig;
 }
 
 export class WorkerConfigError extends Error {
@@ -279,7 +292,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     metrics = { host: e.STERNA_METRICS_HOST, port: e.STERNA_METRICS_PORT, sdkPort };
   }
   const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, metrics, notify };
+  const storage = e.STERNA_STORAGE_LOCATIONS === 'off' ? undefined : { endpoint: (e.STERNA_STORAGE_ENDPOINT ?? e.STERNA_GCE_ENDPOINT ?? 'https://storage.googleapis.com').replace(/\/+$/, '') };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, metrics, notify, storage };
 }
 
 /** Node auto-provisioning as pools: it creates a node of any listed accelerator in any listed zone. */

@@ -40,6 +40,15 @@ export interface CapacityChange {
   preemptRunning?: boolean;
 }
 
+/** A bucket as the storage API serves it (admin `buckets/<name>`). */
+export interface BucketView {
+  name: string;
+  exists: boolean;
+  /** Absent while the bucket does not exist or cannot be read. */
+  location?: string;
+  forbidden: boolean;
+}
+
 export class EmulatorAdminClient {
   private readonly base: string;
 
@@ -93,6 +102,11 @@ export class EmulatorAdminClient {
   }
 
   /** Sets a regional quota limit (e.g. NVIDIA_L4_GPUS, PREEMPTIBLE_NVIDIA_L4_GPUS); null restores the default. */
+  /** Declares a bucket of the storage API: its location, or that its metadata cannot be read (`forbidden`). */
+  async setBucket(name: string, settings: { location?: string; forbidden?: boolean }): Promise<BucketView> {
+    return this.call<BucketView>('POST', `buckets/${encodeURIComponent(name)}`, settings);
+  }
+
   async setQuota(project: string, region: string, metric: string, limit: number | null): Promise<{ metric: string; limit: number; usage: number }[]> {
     return (await this.call<{ quotas: { metric: string; limit: number; usage: number }[] }>('POST', `projects/${encodeURIComponent(project)}/regions/${encodeURIComponent(region)}/quotas`, { metric, limit })).quotas;
   }

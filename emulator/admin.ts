@@ -23,6 +23,7 @@ import type { SyntheticGuestConfig, SyntheticGuests } from './synthetic-guest';
 import type { EmulatorState, InstanceRecord } from './types';
 import { groupAlive } from './vm-process';
 import type { SecretStore } from './secret-manager';
+import { bucketSettings, BucketSettingsSchema, DEFAULT_BUCKET_LOCATION, validBucketName } from './storage-api';
 
 export const ADMIN_PREFIX = '/emulator/v1';
 
@@ -147,6 +148,8 @@ export interface AdminContext {
   billingCatalog: BillingCatalogService;
   persist(): void;
   secrets: SecretStore;
+  /** The directory standing in for GCS (its subdirectories are buckets). */
+  bucketsDir?: string;
 }
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -298,7 +301,7 @@ function findInstance(ctx: AdminContext, project: string | undefined, zone: stri
 
 export async function handleAdmin(ctx: AdminContext, method: string, s: string[], query: URLSearchParams, body: unknown): Promise<{ status: number; body: unknown }> {
   const ok = (b: unknown) => ({ status: 200, body: b });
-  const route = `${method} ${s.map((x, i) => (i % 2 === 1 && ['projects', 'zones', 'regions', 'instances', 'secrets'].includes(s[i - 1]) ? '*' : x)).join('/')}`;
+  const route = `${method} ${s.map((x, i) => (i % 2 === 1 && ['projects', 'zones', 'regions', 'instances', 'secrets', 'buckets'].includes(s[i - 1]) ? '*' : x)).join('/')}`;
   switch (route) {
     case 'GET health':
       return ok({ ok: true });
@@ -359,6 +362,19 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       const version = ctx.secrets.addVersion(project, secret, Buffer.from(b.value, 'utf8'), b.accessors);
       // The name only: the value is never echoed.
       return ok({ name: `projects/${project}/secrets/${secret}/versions/${version}`, version });
+    }
+    case 'GET buckets':
+      return ok({ buckets: ctx.state.buckets ?? {} });
+    case 'POST buckets/*':
+    case 'DELETE buckets/*': {
+      const name = s[1];
+      if (!validBucketName(name)) throw new GceError(400, Reason.Invalid, `Invalid bucket name: '${name.slice(0, 230)}'`);
+      const buckets = (ctx.state.buckets ??= {});
+      if (method === 'DELETE') delete buckets[name];
+      else buckets[name] = parse(BucketSettingsSchema, body);
+      ctx.persist();
+      const settings = bucketSettings({ state: ctx.state, bucketsDir: ctx.bucketsDir, endpoint: () => '' }, name);
+      return ok({ name, exists: settings !== undefined, location: settings && !settings.forbidden ? (settings.location ?? DEFAULT_BUCKET_LOCATION) : undefined, forbidden: settings?.forbidden ?? false });
     }
     case 'GET api-usage':
       return ok(ctx.apiUsage.view(ctx.clock.now(), query.get('project') ?? undefined));

@@ -47,6 +47,7 @@ function methodName(httpMethod: string, segments: string[]): { method: string; z
       if (name === undefined) return httpMethod === 'POST' ? zonal('compute.instances.insert') : read ? zonal('compute.instances.list') : undefined;
       if (sub === undefined) return read ? zonal('compute.instances.get') : httpMethod === 'DELETE' ? zonal('compute.instances.delete') : undefined;
       if (sub === 'getGuestAttributes' && read) return zonal('compute.instances.getGuestAttributes');
+      if (sub === 'setMetadata' && httpMethod === 'POST') return zonal('compute.instances.setMetadata');
       if (sub === 'serialPort' && read) return zonal('compute.instances.getSerialPortOutput');
       return undefined;
     case 'operations':

@@ -6,6 +6,7 @@
  *   GET  projects/{p}/zones/{z}/acceleratorTypes[/{a}] GET projects/{p}/zones/{z}/machineTypes[/{m}]
  *   GET|POST projects/{p}/zones/{z}/instances          GET|DELETE .../instances/{name}
  *   GET  .../instances/{name}/getGuestAttributes        GET .../instances/{name}/serialPort
+ *   POST .../instances/{name}/setMetadata               (with the current metadata fingerprint)
  *   GET  projects/{p}/zones/{z}/operations[/{op}]       POST .../operations/{op}/wait
  *
  * Any project id works. List methods take `filter`, `maxResults`, `pageToken`;
@@ -241,6 +242,11 @@ async function handleInstances(ctx: ComputeContext, req: ComputeRequest, project
       return { status: 200, body: renderOperation(op) };
     }
     throw methodNotAllowed(method, instancePath);
+  }
+  if (sub === 'setMetadata') {
+    if (method !== 'POST') throw methodNotAllowed(method, `${instancePath}/${sub}`);
+    const op = idempotent(ctx, requestIdOf(query), () => ctx.instances.setMetadata(project, zone, byName, req.body));
+    return { status: 200, body: renderOperation(op) };
   }
   if (method !== 'GET') throw methodNotAllowed(method, `${instancePath}/${sub}`);
   const instance = ctx.instances.get(project, zone, byName);

@@ -19,6 +19,8 @@ export const Reason = {
   RequestTooLarge: 'requestTooLarge',
   MethodNotAllowed: 'methodNotAllowed',
   InternalError: 'internalError',
+  /** A precondition (setMetadata's fingerprint) no longer holds: HTTP 412. */
+  ConditionNotMet: 'conditionNotMet',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

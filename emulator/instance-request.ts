@@ -170,6 +170,42 @@ function terminationTimeMs(value: string, clock: ValidationClock): number {
   return ms;
 }
 
+/** Metadata items as GCE checks them (keys, sizes, no duplicates), for an insert or a setMetadata; `field` names them in errors. */
+export function metadataOf(items: readonly { key: string; value?: string }[], field: string): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  let metadataBytes = 0;
+  for (const [index, item] of items.entries()) {
+    if (!METADATA_KEY.test(item.key)) {
+      throw invalidField(`${field}.items[${index}].key`, item.key.slice(0, 200), 'Metadata keys must match [a-zA-Z0-9-_]+ and be less than 128 bytes.');
+    }
+    if (item.key in metadata) throw invalidField(field, item.key, `Duplicate metadata key '${item.key}'.`);
+    const value = item.value ?? '';
+    const valueBytes = Buffer.byteLength(value);
+    if (valueBytes > MAX_METADATA_VALUE_BYTES) {
+      throw invalidField(`${field}.items[${index}].value`, `${valueBytes} bytes`, `The value of metadata key '${item.key}' is too large: at most ${MAX_METADATA_VALUE_BYTES} bytes (256 KiB).`);
+    }
+    metadata[item.key] = value;
+    metadataBytes += Buffer.byteLength(item.key) + valueBytes;
+  }
+  if (metadataBytes >= MAX_METADATA_BYTES) {
+    throw invalidField(field, `${metadataBytes} bytes`, `The total size of all metadata keys and values must be less than ${MAX_METADATA_BYTES} bytes (512 KiB).`);
+  }
+  return metadata;
+}
+
+/** A setMetadata body: the full new item list, and the fingerprint of the metadata it replaces. */
+const SetMetadataBody = z.looseObject({
+  items: z.array(z.looseObject({ key: z.string(), value: z.string().optional() })).optional(),
+  fingerprint: z.string().optional(),
+});
+
+/** Parses a setMetadata body; GCE requires the fingerprint (a missing one fails the precondition like a stale one). */
+export function validateSetMetadata(body: unknown): { metadata: Record<string, string>; fingerprint?: string } {
+  const parsed = SetMetadataBody.safeParse(body ?? {});
+  if (!parsed.success) throw badRequest(`Invalid metadata: ${parsed.error.issues[0]?.message ?? 'malformed body'}`);
+  return { metadata: metadataOf(parsed.data.items ?? [], 'metadata'), fingerprint: parsed.data.fingerprint };
+}
+
 export function validateInsert(body: unknown, zone: string, catalog: Catalog, clock: ValidationClock = { nowMs: Date.now(), timeFactor: 1 }): ValidInsert {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new GceError(400, Reason.ParseError, 'Invalid JSON payload received. Expected an object (the instance resource).');
   const parsed = InstanceBody.safeParse(body);
@@ -261,24 +297,7 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
     if (!LABEL_VALUE.test(v)) throw invalidField('resource.labels', v, `Label value '${v}' violates format constraints. The value can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
   }
 
-  const metadata: Record<string, string> = {};
-  let metadataBytes = 0;
-  for (const [index, item] of (b.metadata?.items ?? []).entries()) {
-    if (!METADATA_KEY.test(item.key)) {
-      throw invalidField(`resource.metadata.items[${index}].key`, item.key.slice(0, 200), 'Metadata keys must match [a-zA-Z0-9-_]+ and be less than 128 bytes.');
-    }
-    if (item.key in metadata) throw invalidField('resource.metadata', item.key, `Duplicate metadata key '${item.key}'.`);
-    const value = item.value ?? '';
-    const valueBytes = Buffer.byteLength(value);
-    if (valueBytes > MAX_METADATA_VALUE_BYTES) {
-      throw invalidField(`resource.metadata.items[${index}].value`, `${valueBytes} bytes`, `The value of metadata key '${item.key}' is too large: at most ${MAX_METADATA_VALUE_BYTES} bytes (256 KiB).`);
-    }
-    metadata[item.key] = value;
-    metadataBytes += Buffer.byteLength(item.key) + valueBytes;
-  }
-  if (metadataBytes >= MAX_METADATA_BYTES) {
-    throw invalidField('resource.metadata', `${metadataBytes} bytes`, `The total size of all metadata keys and values must be less than ${MAX_METADATA_BYTES} bytes (512 KiB).`);
-  }
+  const metadata = metadataOf(b.metadata?.items ?? [], 'resource.metadata');
 
   const provisioningModel: ProvisioningModel = flexStart ? 'FLEX_START' : spot ? 'SPOT' : 'STANDARD';
   const scheduling = {

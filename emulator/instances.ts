@@ -31,10 +31,10 @@ import type { Clock } from './clock';
 import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
 import { newId, PROJECT_NUMBER } from './ids';
-import { validateInsert } from './instance-request';
+import { validateInsert, validateSetMetadata } from './instance-request';
 import { MetadataServer } from './metadata-server';
 import type { Operations } from './operations';
-import { instanceSelfLink, renderInstance } from './render';
+import { instanceSelfLink, metadataFingerprint, renderInstance } from './render';
 import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
 import type { SyntheticGuests } from './synthetic-guest';
@@ -592,6 +592,28 @@ export class Instances {
         break;
     }
     this.o.log(`delete ${keyOf(i)} (was ${i.status})`);
+    return op;
+  }
+
+  /**
+   * Replaces the instance's metadata, as GCE's setMetadata does: only under the current
+   * fingerprint (412 conditionNotMet otherwise, so concurrent writers never lose each
+   * other's items). The guest sees the new values at once on its metadata server, and a
+   * `wait_for_change` on them returns.
+   */
+  setMetadata(project: string, zone: string, name: string, body: unknown): OperationRecord {
+    const i = this.get(project, zone, name);
+    const { metadata, fingerprint } = validateSetMetadata(body);
+    if (fingerprint !== metadataFingerprint(i.metadata)) {
+      throw new GceError(412, Reason.ConditionNotMet, `Supplied fingerprint does not match current metadata fingerprint.`);
+    }
+    const now = this.now();
+    const op = this.o.operations.create({ project, zone, type: OperationType.SetMetadata, targetLink: instanceSelfLink(project, zone, name), targetId: i.id, nowMs: now });
+    i.metadata = metadata;
+    i.guestAttributesEnabled = String(metadata['enable-guest-attributes'] ?? '').toUpperCase() === 'TRUE';
+    this.o.operations.finish(op, now);
+    this.changed(i);
+    this.o.log(`setMetadata ${keyOf(i)} (${Object.keys(metadata).length} items)`);
     return op;
   }
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { rateQuotaGroup, RATE_QUOTA_GROUPS } from './rate-quotas';
 import { startEmulator } from './server';
+import { BucketSettingsSchema, DEFAULT_BUCKET_LOCATION, validBucketName, type BucketSettings } from './storage-api';
 
 function number(label: string, { integer = false, min = -Infinity, exclusiveMin = false } = {}) {
   return (value: string): number => {
@@ -25,6 +26,14 @@ function rateQuota(value: string, previous: Record<string, number> = {}): Record
   const group = match ? rateQuotaGroup(match[1]) : undefined;
   if (!match || !group) throw new InvalidArgumentError(`expected <group>=<requests per window>, group one of ${RATE_QUOTA_GROUPS.map((g) => g.id).join(', ')}`);
   return { ...previous, [group.id]: Number(match[2]) };
+}
+
+/** --bucket-location <bucket>=<LOCATION>: the location the storage API gives a local bucket. */
+function bucketLocation(value: string, previous: Record<string, BucketSettings> = {}): Record<string, BucketSettings> {
+  const match = /^([^=]+)=(.+)$/.exec(value);
+  const parsed = match && validBucketName(match[1]) ? BucketSettingsSchema.safeParse({ location: match[2] }) : undefined;
+  if (!match || !parsed?.success) throw new InvalidArgumentError('expected <bucket>=<GCS location>, e.g. my-data=ASIA-SOUTHEAST1');
+  return { ...previous, [match[1]]: parsed.data };
 }
 
 interface CliOptions {
@@ -48,6 +57,7 @@ interface CliOptions {
   syntheticStepSeconds?: number;
   syntheticCheckpointEvery?: number;
   bucketsDir?: string;
+  bucketLocation?: Record<string, BucketSettings>;
 }
 
 const program = new Command('emulator')
@@ -73,6 +83,7 @@ const program = new Command('emulator')
   .option('--synthetic-step-seconds <s>', 'synthetic guests: emulated seconds per step', number('step seconds', { min: 0, exclusiveMin: true }))
   .option('--synthetic-checkpoint-every <n>', 'synthetic guests: steps between checkpoints', number('checkpoint interval', { integer: true, min: 1 }))
   .option('--buckets-dir <dir>', 'local directory standing in for GCS (gs://b/p = <dir>/b/p); synthetic guests write checkpoints there')
+  .option('--bucket-location <bucket=LOCATION>', `the storage API's location of a local bucket (default ${DEFAULT_BUCKET_LOCATION}), e.g. my-data=ASIA-SOUTHEAST1 (repeatable)`, bucketLocation)
   .option('--kill-vms-on-exit', 'kill every VM when the emulator stops')
   .option('--quiet', 'log to <state-dir>/emulator.log only')
   .action(async (opts: CliOptions) => {
@@ -93,6 +104,7 @@ const program = new Command('emulator')
         ...(opts.syntheticCheckpointEvery !== undefined ? { checkpointEvery: opts.syntheticCheckpointEvery } : {}),
       },
       bucketsDir: opts.bucketsDir,
+      buckets: opts.bucketLocation,
       log: opts.quiet ? undefined : (line) => console.log(`${new Date().toISOString()} ${line}`),
     });
     console.log(`GCE emulator listening on ${emulator.endpoint}`);

@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readBody, sendText } from './http';
+import { internalAddress } from './render';
 import type { InstanceRecord } from './types';
 
 /** GCE guest attribute values are limited; 256 KiB keeps the state file small. */
@@ -58,6 +59,8 @@ function instanceTree(i: InstanceRecord, projectNumber: string): Tree {
       'machine-type': `projects/${projectNumber}/machineTypes/${i.machineType}`,
       'maintenance-event': 'NONE',
       name: i.name,
+      // The address the instance's API resource shows (render.ts), reachable from its peers.
+      'network-interfaces': { '0': { ip: internalAddress(i.id), network: `projects/${projectNumber}/networks/default` } },
       preempted: i.preempted ? 'TRUE' : 'FALSE',
       scheduling: {
         'automatic-restart': String(scheduling.automaticRestart ?? true).toUpperCase(),

@@ -115,9 +115,21 @@ export function renderAggregatedAcceleratorTypes(project: string, catalog: Catal
   return { kind: 'compute#acceleratorTypeAggregatedList', id: `projects/${project}/aggregated/acceleratorTypes`, items, selfLink: `${API_BASE}projects/${project}/aggregated/acceleratorTypes` };
 }
 
-function networkIp(id: string): string {
-  const n = Number(BigInt(id) % 65_000n);
-  return `10.128.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+/**
+ * A VM's internal address (networkInterfaces[0].networkIP). Guests are processes on this
+ * machine, so it is a loopback address of its own (Linux routes all of 127.0.0.0/8 to
+ * loopback): VMs reach each other at it, as on a VPC, and two VMs can listen on the
+ * same port (a gang's rank 0 on STERNA_MASTER_PORT) without meeting.
+ */
+export function internalAddress(id: string): string {
+  const n = Number(BigInt(id) % BigInt(128 * 254 * 254));
+  const rest = n % (254 * 254);
+  return `127.${64 + Math.floor(n / (254 * 254))}.${1 + Math.floor(rest / 254)}.${1 + (rest % 254)}`;
+}
+
+/** The fingerprint renderInstance shows for this metadata: a setMetadata must quote it. */
+export function metadataFingerprint(metadata: Record<string, string>): string {
+  return fingerprint(Object.entries(metadata).map(([key, value]) => ({ key, value })));
 }
 
 export function renderInstance(i: InstanceRecord): Record<string, unknown> {
@@ -145,7 +157,7 @@ export function renderInstance(i: InstanceRecord): Record<string, unknown> {
     kind: 'compute#networkInterface',
     name: `nic${index}`,
     network: `${API_BASE}projects/${i.project}/global/networks/default`,
-    networkIP: networkIp(i.id),
+    networkIP: internalAddress(i.id),
     fingerprint: fingerprint([i.id, index]),
     ...n,
   }));
@@ -163,7 +175,7 @@ export function renderInstance(i: InstanceRecord): Record<string, unknown> {
     selfLink: instanceSelfLink(i.project, i.zone, i.name),
     labels: i.labels,
     labelFingerprint: fingerprint(i.labels),
-    metadata: { kind: 'compute#metadata', fingerprint: fingerprint(items), items },
+    metadata: { kind: 'compute#metadata', fingerprint: metadataFingerprint(i.metadata), items },
     guestAccelerators: accelerators,
     disks,
     networkInterfaces: nics,

@@ -1,6 +1,7 @@
 /**
  * The emulator's HTTP server: the GCE API under /compute/v1/, the Cloud Billing Catalog
- * under /v1/services (emulator/billing-catalog.ts), the admin API under /emulator/v1/,
+ * under /v1/services (emulator/billing-catalog.ts), buckets' metadata under /storage/v1/
+ * (emulator/storage-api.ts), the admin API under /emulator/v1/,
  * GCE-style JSON errors everywhere else. `startEmulator` runs it
  * in-process (tests, the demo); `emulator/main.ts` is the command line.
  *
@@ -30,6 +31,7 @@ import { AccessTokens, handleSecretManager, SecretStore } from './secret-manager
 import { Scheduler } from './scheduler';
 import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
 import { StateStore } from './state-store';
+import { handleStorage, STORAGE_PREFIX, type BucketSettings } from './storage-api';
 import { checkedConfig, DEFAULT_SYNTHETIC_GUEST, SyntheticGuests, type SyntheticGuestConfig } from './synthetic-guest';
 import { loadTrace, traceCatalog, type Trace } from './trace';
 import type { GuestKind, InstanceRecord } from './types';
@@ -78,6 +80,8 @@ export interface EmulatorOptions {
    * synthetic guests write their checkpoints there and verify the ones they resume from.
    */
   bucketsDir?: string;
+  /** Buckets' locations (or unreadable buckets) the storage API serves, by name; more through the admin API. */
+  buckets?: Record<string, BucketSettings>;
   /** Log sink; by default lines go to <stateDir>/emulator.log. */
   log?: (line: string) => void;
 }
@@ -166,6 +170,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const catalog = structuredClone(trace ? traceCatalog(trace, options.catalog ?? defaultCatalog) : (options.catalog ?? defaultCatalog));
   const store = new StateStore(stateDir);
   const state = store.load(clock.now());
+  if (options.buckets) state.buckets = { ...state.buckets, ...options.buckets };
   // Changes are coalesced into one atomic write per PERSIST_DELAY_MS (a busy fleet writes
   // guest attributes many times a second), and a large state (thousands of VMs) is written
   // at most once per PERSIST_COST_FACTOR times its last write's duration, so writing never
@@ -210,7 +215,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
   const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
   const billingCatalog = new BillingCatalogService(catalog, () => clock.now(), () => instances.reprice());
-  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog, secrets };
+  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog, secrets, bucketsDir: options.bucketsDir };
   const secretCtx = { store: secrets, tokens, projectNumber: PROJECT_NUMBER, findInstance: (project: string, zone: string, name: string) => instances.find(project, zone, name) };
 
   const pendingHangs = new Set<() => void>();
@@ -286,6 +291,11 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
         if (err instanceof BillingApiError) return sendJson(res, err.status, err.toJSON());
         throw err;
       }
+    }
+    if (pathname.startsWith(`${STORAGE_PREFIX}/`)) {
+      req.resume();
+      const result = handleStorage({ state, bucketsDir: options.bucketsDir, endpoint: () => endpoint }, method, pathSegments(pathname));
+      return sendJson(res, result.status, result.body);
     }
     if (pathname.startsWith('/v1/projects/')) {
       req.resume();

@@ -27,6 +27,7 @@ export const OperationType = {
   Delete: 'delete',
   Stop: 'stop',
   Preempted: 'compute.instances.preempted',
+  SetMetadata: 'setMetadata',
 } as const;
 export type OperationType = (typeof OperationType)[keyof typeof OperationType];
 
@@ -203,4 +204,14 @@ export interface EmulatorState {
   gpuTelemetry?: GpuTelemetry;
   /** The flex-start wait model; absent: the defaults (flex-model.ts). */
   flexStart?: FlexStartSettings;
+  /** Buckets declared through the admin API or the `buckets` option, by name (storage-api.ts). */
+  buckets?: Record<string, BucketSettings>;
+}
+
+/** A local bucket's metadata as the storage API serves it (storage-api.ts). */
+export interface BucketSettings {
+  /** A GCS location: a region (ASIA-SOUTHEAST1), a dual-region (NAM4) or a multi-region (US). */
+  location?: string;
+  /** The caller may not read the bucket's metadata (403). */
+  forbidden?: boolean;
 }

@@ -11,14 +11,22 @@
  *   expire  after `waitMs`: Provisioned=True with no node, then BookingExpired=True
  *           `expireAfterMs` later (the booking lapsed before the pods arrived)
  *
- * When the request is deleted its node is scaled away (its pods stopped). What a zone does
- * is set per zone (`setBehaviour`), `grant` by default.
+ * A granted node runs at most the request's `maxRunDurationSeconds` (GKE's default, 7 days,
+ * without one): then, as GKE does, the flex-start VM under it stops, and the kubelet's
+ * graceful node shutdown stops its pods (DisruptionTarget, SIGTERM, `cutGraceSeconds`)
+ * before the node is gone. (GKE documents the node's end; the pods' disruption condition is
+ * the kubelet's, an assumption about what a real cut shows.) When the request is deleted
+ * its node is scaled away (its pods stopped). What a zone does is set per zone
+ * (`setBehaviour`), `grant` by default.
  */
 import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { NodeAgent } from './node-agent';
 import { PROVISIONING_REQUEST } from './provisioning-request-crd';
 
 export const QUEUED_PROVISIONING_CLASS = 'queued-provisioning.gke.io';
+
+/** GKE's run duration for a request that names none: 7 days. */
+const DEFAULT_MAX_RUN_DURATION_SECONDS = 7 * 24 * 3600;
 
 export type Behaviour = { kind: 'grant'; waitMs: number } | { kind: 'fail'; waitMs: number } | { kind: 'expire'; waitMs: number; expireAfterMs: number };
 
@@ -46,13 +54,17 @@ export class ProvisioningController {
   constructor(
     private readonly kc: KubeConfig,
     private readonly agent: NodeAgent,
-    options: { namespace?: string; defaultBehaviour?: Behaviour } = {},
+    options: { namespace?: string; defaultBehaviour?: Behaviour; cutGraceSeconds?: number } = {},
   ) {
     this.custom = kc.makeApiClient(CustomObjectsApi);
     this.core = kc.makeApiClient(CoreV1Api);
     this.namespace = options.namespace ?? 'default';
     this.defaultBehaviour = options.defaultBehaviour ?? { kind: 'grant', waitMs: 1000 };
+    this.cutGraceSeconds = options.cutGraceSeconds ?? 30;
   }
+
+  /** The graceful node shutdown's time for the pods of a node cut at its run duration. */
+  private readonly cutGraceSeconds: number;
 
   private readonly defaultBehaviour: Behaviour;
 
@@ -104,12 +116,21 @@ export class ProvisioningController {
         const names = count === 1 ? [base.slice(0, 63)] : Array.from({ length: count }, (_, i) => `${base.slice(0, 59)}-${i}`);
         for (const name of names) await this.agent.addNode({ name, zone, accelerator, gpus, spot: false, flexStart: true });
         this.nodes.set(uid, names);
+        const runSeconds = Number(request.spec.parameters?.maxRunDurationSeconds ?? DEFAULT_MAX_RUN_DURATION_SECONDS);
+        this.after((Number.isFinite(runSeconds) && runSeconds > 0 ? runSeconds : DEFAULT_MAX_RUN_DURATION_SECONDS) * 1000, () => this.cut(uid, names));
       }
       await this.setCondition(request, 'Provisioned', 'True', 'Provisioned', 'The capacity was provisioned; pods may consume it.');
       if (behaviour.kind === 'expire') {
         this.after(behaviour.expireAfterMs, () => this.setCondition(request, 'BookingExpired', 'True', 'BookingExpired', 'The booking expired before the pods consumed it.'));
       }
     });
+  }
+
+  /** The request's run duration is over: its nodes shut down, stopping their pods, and are gone. */
+  private async cut(uid: string, names: string[]): Promise<void> {
+    if (this.nodes.get(uid) !== names) return;
+    this.nodes.delete(uid);
+    for (const node of names) await this.agent.shutdownNode(node, this.cutGraceSeconds);
   }
 
   private after(ms: number, fn: () => Promise<void>): void {

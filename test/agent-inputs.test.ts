@@ -27,6 +27,8 @@ interface TrainerRecord {
 interface AgentRun {
   phase?: string;
   exit?: string;
+  /** What the agent published as its last checkpoint (`sterna/checkpoint`). */
+  checkpoint?: string;
   /** Every trainer start of this run (the recorder keys them by STERNA_RUN_ID). */
   trainers: TrainerRecord[];
   serialLog: string;
@@ -120,7 +122,7 @@ describe('the agent runs exactly the trainer it was given', function () {
               .filter((r) => r.env.STERNA_RUN_ID === inputs.runId)
           : [];
         const files = fileNames(view.dir);
-        const run = { phase: guest.phase, exit: guest.exit, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
+        const run = { phase: guest.phase, exit: guest.exit, checkpoint: guest.checkpoint, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
         const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
         await done(del.latestResponse.name as string);
         return run;
@@ -182,6 +184,26 @@ describe('the agent runs exactly the trainer it was given', function () {
     const expected = [...Object.keys(baseline.trainers[0].env), ...Object.keys(env)].sort();
     assert.deepEqual(Object.keys(trainer.env).sort(), expected);
     assert.ok(!run.files.includes('pwned'), 'no smuggled command ran');
+  });
+
+  it('gives a gang\'s node its rank and where rank 0 listens (rank 0: its own internal address), and publishes checkpoints from rank 0 only', async () => {
+    // A trainer that writes a checkpoint, then records what it was given.
+    const argv = ['bash', '-c', 'mkdir -p "$STERNA_CHECKPOINT_DIR" && echo "{}" > "$STERNA_CHECKPOINT_DIR/step-5.json" && exec "$0"', join(bin, 'record')];
+    const lead = await runAgent({ runId: 'gang-lead', argv, env: {}, gang: { rank: 0, nodes: 2, masterPort: 29500 } });
+    const other = await runAgent({ runId: 'gang-other', argv, env: {}, gang: { rank: 1, nodes: 2, masterAddr: '127.64.0.9', masterPort: 29500 } });
+    assert.equal(lead.exit, '0', lead.serialLog);
+    assert.equal(other.exit, '0', other.serialLog);
+    const gangVars = ['STERNA_MASTER_ADDR', 'STERNA_MASTER_PORT', 'STERNA_NODE_RANK', 'STERNA_NUM_NODES'];
+    // `_` is the last command's path, which the test's bash wrapper keeps to itself: not the agent's doing.
+    const keys = (run: AgentRun) => Object.keys(run.trainers[0].env).filter((k) => k !== '_');
+    for (const run of [lead, other]) assert.deepEqual(keys(run).sort(), [...keys(baseline), ...gangVars].sort());
+    const { env: leadEnv } = lead.trainers[0];
+    assert.deepEqual([leadEnv.STERNA_NODE_RANK, leadEnv.STERNA_NUM_NODES, leadEnv.STERNA_MASTER_PORT], ['0', '2', '29500']);
+    assert.match(leadEnv.STERNA_MASTER_ADDR, /^127\.\d{2,3}\.\d{1,3}\.\d{1,3}$/, 'rank 0 listens on its own internal address');
+    const { env: otherEnv } = other.trainers[0];
+    assert.deepEqual([otherEnv.STERNA_NODE_RANK, otherEnv.STERNA_MASTER_ADDR], ['1', '127.64.0.9']);
+    assert.match(lead.checkpoint ?? '', /^5 [0-9a-f]{64} /);
+    assert.equal(other.checkpoint, undefined, 'rank 1 publishes no checkpoint');
   });
 
   it('runs a program whose name looks like an assignment or an option', async () => {

@@ -4,7 +4,8 @@
  * stand-in kubelet (kube/provisioning-controller.ts). Sterna's side is the production
  * path: a Job admitted once its ProvisioningRequest is Provisioned runs to completion; a
  * Failed or BookingExpired request leads to the next choice, named; release deletes the
- * Job, the PodTemplate and the request.
+ * Job, the PodTemplate and the request; a flex-start node cut at its request's
+ * maxRunDurationSeconds leads to a resumed attempt, counting no preemption.
  */
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { catalogPriceBook } from '../config/price-book';
 import { ProvisioningController } from '../kube/provisioning-controller';
 import { installProvisioningRequestCrd, PROVISIONING_REQUEST } from '../kube/provisioning-request-crd';
 import { localBucketMapper } from '../workers/providers';
-import { statusQuery } from '../workflows/messages';
+import { setDeadlineUpdate, statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
@@ -79,10 +80,10 @@ describe('flex-start on GKE: queued provisioning on a real Kubernetes control pl
     };
   }
 
-  async function start() {
+  async function start(overrides: Partial<RunSpecInput> = {}) {
     const env = await testEnv();
     counter++;
-    return env.client.workflow.start<typeof trainingRun>('trainingRun', { taskQueue, workflowId: `${taskQueue}-${counter}`, args: [spec()] });
+    return env.client.workflow.start<typeof trainingRun>('trainingRun', { taskQueue, workflowId: `${taskQueue}-${counter}`, args: [{ ...spec(), ...overrides }] });
   }
 
   async function requestsOf(workflowId: string): Promise<{ conditions: string[] }[]> {
@@ -137,6 +138,35 @@ describe('flex-start on GKE: queued provisioning on a real Kubernetes control pl
       const { timeline } = await run.query(statusQuery);
       const failed = timeline.filter((e) => e.kind === 'attempt-failed' && e.outcome === 'wait-expired').map((e) => e.event);
       assert.ok(/Failed/.test(failed[0]) && /BookingExpired/.test(failed[1]), failed.join('; '));
+      await noneLeft(run.workflowId);
+    } finally {
+      for (const zone of FLEX_ZONES) controller.setBehaviour(zone, undefined);
+    }
+  });
+
+  it('resumes from the last checkpoint in a new attempt, counting no preemption, when the flex-start node is cut at its run duration', async () => {
+    // A few seconds' wait, so the cut Job's replacement pod is gone (its Job released) before the next node joins.
+    for (const zone of FLEX_ZONES) controller.setBehaviour(zone, { kind: 'grant', waitMs: 3000 });
+    try {
+      // The request's run duration comes from the deadline, 45 s away; once the Job runs the
+      // deadline moves an hour later, so the node is cut before the run ends.
+      const run = await start({
+        command: ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '2000', '--step-ms', '25'],
+        pricing: { mode: 'flex-start', flexStart: { maxWait: '5m' }, budgetUsd: 5 },
+        time: { deadline: new Date(Date.now() + 45_000).toISOString() },
+      });
+      await eventually('the first attempt training', async () => ((await run.query(statusQuery)).phase === 'training' ? true : undefined), 60_000, 200);
+      await run.executeUpdate(setDeadlineUpdate, { args: [new Date(Date.now() + 3_600_000).toISOString()] });
+      const result = await run.result();
+      const outcomes = result.attempts.map((a) => [a.provisioningModel, a.outcome]);
+      assert.deepEqual(outcomes[0], ['FLEX_START', 'run-duration-reached'], JSON.stringify(outcomes));
+      assert.deepEqual(outcomes[outcomes.length - 1], ['FLEX_START', 'completed']);
+      assert.equal(result.preemptions, 0, 'a run-duration cut is not a preemption');
+      assert.equal(result.restarts, 0, 'nor a failure of the trainer');
+      assert.equal(result.finalStep, 2000);
+      const { timeline } = await run.query(statusQuery);
+      const cut = timeline.find((e) => e.kind === 'run-duration-reached')!;
+      assert.ok((cut.step ?? 0) > 0, `resumed from step ${cut.step}, not from 0`);
       await noneLeft(run.workflowId);
     } finally {
       for (const zone of FLEX_ZONES) controller.setBehaviour(zone, undefined);

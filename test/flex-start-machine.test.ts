@@ -10,6 +10,7 @@ import { FailureType } from '../workflows/failures';
 import { runKey } from '../workflows/naming';
 import { ENDINGS, Next, PROVISION_FAILURES } from '../workflows/run/endings';
 import { FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
+import { type Context } from '../workflows/run/machine';
 import { RESOURCE_LIMIT_MARGIN_SECONDS } from '../workflows/run/resource-limit';
 import { provisionRequest } from '../workflows/run/requests';
 import { AttemptOutcome } from '../workflows/run/state';
@@ -26,6 +27,13 @@ const offer = (zone: string, price: number, model: Offer['provisioningModel']): 
 class Run extends RunHarness {
   constructor(input: Partial<RunSpecInput>) {
     super(WORKFLOW, parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, ...input }));
+  }
+
+  /** Runs recorded before `auto` weighed flex-start by expected cost leave it off. */
+  autoCosts = false;
+
+  override context(): Context {
+    return { ...super.context(), autoCosts: this.autoCosts };
   }
 }
 
@@ -103,6 +111,24 @@ describe('flex-start in the run machine (pure)', () => {
     tight.send({ kind: 'start' });
     tight.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
     assert.equal(tight.state.attempts[tight.provisionedAttempt() - 1].offer.provisioningModel, 'STANDARD');
+
+    // The same run as the policy decides it today (workflows/policy/flex-tier.ts, by expected
+    // cost): it waits for spot while waiting is free; once the all-zones outage has used its
+    // share of the slack the policy would pay on-demand, and flex-start at half the price,
+    // with a full wait still leaving on-demand time, is the cheaper in expectation.
+    const weighed = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '1h' } }, time: { deadlineAfter: '12h', expectedDuration: '2h' } });
+    weighed.autoCosts = true;
+    weighed.send({ kind: 'start' });
+    assert.equal(weighed.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] }).kind, 'wait', 'early on, the policy waits for spot');
+    assert.equal(weighed.at(8 * 3600 + 40 * 60).send({ kind: 'tick' }).kind, 'find-capacity');
+    weighed.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
+    assert.equal(weighed.state.attempts[weighed.provisionedAttempt() - 1].offer.provisioningModel, 'FLEX_START');
+    assert.ok(weighed.state.timeline.some((e) => /^policy: flex-start in us-central1-a \(the lowest expected cost/.test(e.event)), JSON.stringify(weighed.state.timeline));
+    const tightly = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '2h' } }, time: { deadlineAfter: '2h5m', expectedDuration: '2h' } });
+    tightly.autoCosts = true;
+    tightly.send({ kind: 'start' });
+    tightly.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
+    assert.equal(tightly.state.attempts[tightly.provisionedAttempt() - 1].offer.provisioningModel, 'STANDARD', 'no room for a full wait: on-demand');
 
     // Without pricing.flexStart there is no flex-start tier.
     const without = new Run({ pricing: { mode: 'auto' }, time: { deadlineAfter: '12h', expectedDuration: '2h' } });

@@ -15,7 +15,7 @@ import { FailureType } from '../workflows/failures';
 import { statusQuery } from '../workflows/messages';
 import { ownerLabels, runKey, type Owner } from '../workflows/naming';
 import { modelsOf } from '../workflows/pricing';
-import { flexBeatsOnDemand, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
+import { flexBeatsOnDemand, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS } from '../workflows/run/flex-start';
 import type { RunStatus } from '../workflows/run/views';
 import { checkSpec, parseSpec, type RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
@@ -65,7 +65,7 @@ describe('flex-start: spec and prices (pure)', () => {
     const now = Date.parse('2030-01-01T00:00:00Z');
     assert.equal(flexRunDurationSeconds(now + 3_600_000, now), 3600);
     assert.equal(flexRunDurationSeconds(now + 30 * 86_400_000, now), FLEX_START_MAX_RUN_SECONDS);
-    assert.equal(flexRunDurationSeconds(now - 5000, now), 600, 'a late attempt still gets a usable duration');
+    assert.equal(flexRunDurationSeconds(now - 5000, now), FLEX_START_MIN_RUN_SECONDS, 'a late attempt still gets a valid duration');
   });
 
   it('takes flex-start over on-demand only when cheaper and the deadline survives a full wait', () => {
@@ -212,10 +212,11 @@ describe('flex-start on the GCE emulator', function () {
 
     it('resumes from the last checkpoint in a new attempt when a flex-start VM reaches its run duration mid-run', async () => {
       await stack.emulator.admin.setFlexStart({ meanWaitSeconds: 30, distribution: 'fixed' });
-      // time.maxRunDuration 60 s bounds each VM at 60 s + the 15-minute margin: 960 emulated
-      // seconds, 19 s here; the trainer needs about 30 s.
+      // time.maxRunDuration 20 min bounds each VM's run duration at 1200 emulated seconds, 24 s
+      // here; the trainer needs about 30 s. (The run's own clock is real time: its move
+      // before the cut, 20 minutes away for it, never comes; flex-cut-gce.test.ts tests that.)
       const steps = ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '1200', '--step-ms', '25'];
-      const run = await stack.start(spec({ command: steps, pricing: { mode: 'flex-start', budgetUsd: 50 }, time: { maxRunDuration: '5m' } }));
+      const run = await stack.start(spec({ command: steps, pricing: { mode: 'flex-start', budgetUsd: 50 }, time: { maxRunDuration: '20m' } }));
       const result = await run.result();
       const outcomes = result.attempts.map((a) => a.outcome);
       assert.equal(outcomes[0], 'run-duration-reached', outcomes.join(', '));

@@ -54,12 +54,13 @@ describe('a gang on GKE: an Indexed Job and a headless Service, all or nothing (
     if (ranksDir) rmSync(ranksDir, { recursive: true, force: true });
   });
 
-  /** Each rank writes what it was told to a file; rank 0 trains, the others end (or, with `peersStay`, wait to be stopped). */
+  /** Each rank writes what it was told to a file; rank 0 trains (as a gang of one), the others end (or, with `peersStay`, wait to be stopped). */
   function gangSpec(peersStay = false): RunSpecInput {
     const spec = JSON.parse(readFileSync(join(repoRoot, 'examples', 'run.json'), 'utf8')) as RunSpecInput;
     const script = [
       `printf '%s %s %s %s' "$STERNA_NODE_RANK" "$STERNA_NUM_NODES" "$STERNA_MASTER_ADDR" "$STERNA_MASTER_PORT" > "${ranksDir}/attempt-$STERNA_ATTEMPT-rank-$STERNA_NODE_RANK"`,
-      'if [ "$STERNA_NODE_RANK" = 0 ]; then exec node trainer.js --data data/train.csv --steps 400 --step-ms 25; fi',
+      // Rank 0 trains alone: the ranks' gradient exchange is the GCE gang test's; here the Job, Service and admission are under test.
+      'if [ "$STERNA_NODE_RANK" = 0 ]; then STERNA_NUM_NODES=1 exec node trainer.js --data data/train.csv --steps 400 --step-ms 25; fi',
       ...(peersStay ? ['exec sleep 600'] : []),
     ].join('; ');
     return {

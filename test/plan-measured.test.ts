@@ -60,6 +60,8 @@ describe('throughput measured by past runs (pure)', () => {
     const a = attempt(1, trained(1000, 100), offer('nvidia-l4', 2));
     assert.deepEqual(sampleOf(a, 'bert', 3, 5000, NOW), { specName: 'bert', accelerator: 'nvidia-l4', gpus: 6, steps: 1000, seconds: 100, totalSteps: 5000, at: NOW, resource: 'run-a1' });
     assert.equal(sampleOf(a, undefined, 1, 5000, NOW), undefined, 'nothing to file it under');
+    const slice = attempt(4, trained(1000, 100), { ...offer('nvidia-a100-80gb', 1), partition: '3g.40gb' });
+    assert.equal(sampleOf(slice, 'bert', 1, 5000, NOW)?.gpus, 3 / 7, 'a 3g partition is three sevenths of a GPU');
     assert.equal(sampleOf(attempt(2), 'bert', 1, 5000, NOW), undefined, 'never trained');
     assert.equal(sampleOf(attempt(3, trained(10, 1)), 'bert', 1, 5000, NOW), undefined, 'too short to measure');
   });

@@ -157,6 +157,23 @@ describe('the plan (pure)', () => {
     // An offer the provider already priced for the whole gang (GKE: offer.nodes) is not charged twice.
     const gangPriced = predictPlan({ spec: gang, offers: [{ ...offers[0], pricePerHour: 1.2, nodes: 2 }], nowMs: NOW });
     assert.deepEqual([gangPriced.rows[0].pricePerHour, gangPriced.rows[0].expectedCostUsd], [0.6, 1.2]);
+    // GCE prices a gang's offer for all its nodes (run/gang.ts): the plan charges that price once.
+    const gangOffers = offers.map((o) => ({ ...o, pricePerHour: o.pricePerHour * 2, nodes: 2 }));
+    const priced = predictPlan({ spec: gang, offers: gangOffers, nowMs: NOW });
+    assert.deepEqual(priced.rows.map((r) => [r.pricePerHour, r.expectedCostUsd]), pair.rows.map((r) => [r.pricePerHour, r.expectedCostUsd]));
+  });
+
+  it('has a slice of a GPU train at the share it is priced at: a 1g MIG partition a seventh, a GPU shared by 4 a quarter', () => {
+    const a100 = spec({ expectedDuration: 3600 }, 'on-demand', [{ type: 'nvidia-a100-80gb', count: 1 }]);
+    const whole = offer('us-central1-a', 'STANDARD', 3.5, 'nvidia-a100-80gb');
+    const offers = [whole, { ...whole, zone: 'us-central1-b', pricePerHour: 0.5, partition: '1g.10gb' }, { ...whole, zone: 'us-central1-c', pricePerHour: 0.875, maxSharedClients: 4 }];
+    const plan = predictPlan({ spec: a100, offers, nowMs: NOW });
+    const byZone = (zone: string) => plan.rows.find((r) => r.zone === zone)!;
+    assert.deepEqual([byZone('us-central1-a').workHours, byZone('us-central1-a').slice, byZone('us-central1-a').throughputSource], [1, undefined, 'expected']);
+    assert.deepEqual([byZone('us-central1-b').workHours, byZone('us-central1-b').slice], [7, 'MIG 1g.10gb']);
+    assert.deepEqual([byZone('us-central1-c').workHours, byZone('us-central1-c').slice], [4, 'time-shared by 4']);
+    // Priced at their share, slices cost what the whole GPU does for the same work, and take longer.
+    for (const zone of ['us-central1-b', 'us-central1-c']) assert.ok(Math.abs(byZone(zone).expectedCostUsd - 3.5) < 1e-9, zone);
   });
 
   it('shows what the work costs per option, and says when the offer the run tries first is dearer for the work than another', () => {

@@ -14,7 +14,7 @@ import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildBillingCatalog, priceBookSettings } from './pricing';
-import { buildProviders } from './providers';
+import { buildBucketLocator, buildProviders } from './providers';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 import { createSternaWorker } from './worker';
 import { installSdkMetrics, startMetricsServer } from './metrics';
@@ -47,6 +47,7 @@ async function main(): Promise<void> {
     dataConverter,
     metrics: config.metrics ? sternaMetrics() : undefined,
     notify: config.notify,
+    storage: buildBucketLocator(config.storage),
   });
   const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
   if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);

@@ -8,7 +8,8 @@ import { GceProvider } from '../activities/providers/gce';
 import { createGkeProviderFromConfig } from '../activities/providers/gke';
 import type { PriceBook } from '../config/price-book';
 import type { Providers } from '../activities';
-import type { GceConfig, WorkerConfig } from '../config/worker-config';
+import type { GceConfig, StorageConfig, WorkerConfig } from '../config/worker-config';
+import { BucketLocator } from '../activities/storage';
 
 export function gceClientOptions(gce: GceConfig): ConstructorParameters<typeof GceProvider>[0]['clientOptions'] {
   if (!gce.emulatorEndpoint) return { fallback: true };
@@ -39,6 +40,12 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
     pollIntervalMs,
     powerOffAfterSeconds: gce.powerOffAfterSeconds,
   });
+}
+
+/** The storage API client: no credentials over plain HTTP (the emulator), Application Default Credentials otherwise. */
+export function buildBucketLocator(storage: StorageConfig | undefined): BucketLocator | undefined {
+  if (!storage) return undefined;
+  return storage.endpoint.startsWith('http://') ? BucketLocator.forEmulator(storage.endpoint) : BucketLocator.forGcs(storage.endpoint);
 }
 
 export async function buildProviders(config: WorkerConfig, prices: PriceBook): Promise<Providers> {

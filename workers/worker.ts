@@ -20,6 +20,7 @@ import type { SternaMetrics } from '../activities/metrics/registry';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
+import { createStorageActivities, type BucketLocator } from '../activities/storage';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -43,6 +44,8 @@ export interface SternaWorkerOptions {
   metrics?: SternaMetrics;
   /** Team webhooks and the web UI link for notifications (the client is this worker's). */
   notify?: Omit<NotifyOptions, 'client'>;
+  /** Reads where datasets' buckets live (activities/storage); without it every bucket's location is unknown. */
+  storage?: BucketLocator;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -65,6 +68,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createNotifyActivities({ ...options.notify, client }),
       ...createZoneActivities({ providers, client }),
       ...createThroughputActivities({ client }),
+      ...createStorageActivities(options.storage),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

@@ -5,6 +5,7 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
+import type { BucketAnswer } from './run/data-placement';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
@@ -21,6 +22,16 @@ export interface AgentInputs {
   pollSeconds: number;
   /** This run's data cache in the attempt's region: staged datasets are kept there and reused. */
   dataCacheUri?: string;
+  /** A node of a gang (resources.nodes > 1): its rank and where rank 0 listens (run/gang.ts). */
+  gang?: GangInputs;
+}
+
+/** Where a gang's nodes meet: rank 0's internal address (absent on rank 0 itself, which reads its own) and port. */
+export interface GangInputs {
+  rank: number;
+  nodes: number;
+  masterAddr?: string;
+  masterPort: number;
 }
 
 /** What a run needs, from its spec: used to list offers. */
@@ -116,4 +127,30 @@ export interface SternaActivities {
   release(input: ReleaseRequest): Promise<ReleaseResult>;
   /** One direct look at a resource and its agent: the run's fallback when the fleet observer is silent. */
   observe(input: { ref: ResourceRef }): Promise<AgentSnapshot>;
+  /** Asks the resource's agent for a final checkpoint and a stop, so the run moves before a flex-start cut. */
+  askMove(input: { ref: ResourceRef }): Promise<MoveAnswer>;
+  /** Hands a training attempt's agent a new checkpoint interval (workflows/run/live-interval.ts). */
+  setCheckpointInterval(input: SetCheckpointIntervalRequest): Promise<{ outcome: SetAgentInputOutcome }>;
+}
+
+/** Whether the ask reached the agent's resource; `detail` says why not (the cut's stop grace is then the fallback). */
+export interface MoveAnswer {
+  delivered: boolean;
+  detail?: string;
+}
+
+export interface SetCheckpointIntervalRequest {
+  ref: ResourceRef;
+  /** Only a resource labelled with exactly this owner is changed. */
+  owner: Owner;
+  seconds: number;
+}
+
+/** The resource's input was set; the resource is gone; it is not ours; the backend cannot change a running agent's inputs. */
+export type SetAgentInputOutcome = 'set' | 'absent' | 'not-ours' | 'unsupported';
+
+/** The storage API's word on the buckets of a run's datasets (activities/storage). */
+export interface StorageActivities {
+  /** Each bucket's location (GCS `buckets.get`), or why it is unknown; never throws for one bucket's error. */
+  locateBuckets(input: { buckets: string[] }): Promise<BucketAnswer[]>;
 }

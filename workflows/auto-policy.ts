@@ -6,6 +6,7 @@
  * and the policy's Action back into offers to try.
  */
 import { ActionKind, type Action, type Observation, type PolicyState, type Sighting, type ZoneQuote, liveZones, sternaPolicy } from './policy';
+import { FLEX_START_MAX_RUN_SECONDS } from './run/flex-start';
 import type { StatsTable } from './policy/zone-stats';
 import { type PlacementPolicy, type ZoneEvent, ZoneEventKind } from './placement';
 import type { Offer } from './types';
@@ -32,6 +33,10 @@ export interface AutoInputs {
    * is shown once, at the first decision after it (at the first of all, while it cools down).
    */
   others?: readonly ZoneEvent[];
+  /** Flex-start as a tier (runs whose spec asks for it): the request's wait window. Its offers are weighed only then. */
+  flexStart?: { maxWaitSeconds: number };
+  /** What bringing the run's data to an offer costs (data-cost.ts): added to the price of each start there. */
+  dataCost?: (offer: Offer) => { egressUsd: number; stagingSeconds: number };
 }
 
 /** The policy's state plus how many of the run's zone events it has been shown. JSON-plain. */
@@ -44,22 +49,33 @@ export interface AutoState {
 
 const HOUR_MS = 3_600_000;
 
-/** Per zone: the cheapest spot and on-demand price among the acceptable offers; a zone must offer both. */
-export function zoneQuotes(offers: readonly Offer[]): ZoneQuote[] {
-  const zones = new Map<string, ZoneQuote>();
+/**
+ * Per zone: the cheapest spot and on-demand price among the acceptable offers (a zone must
+ * offer one of them), the cheapest flex-start offer's price and expected wait when `flex`,
+ * and what a start there pays to bring the run's data when `dataCost` is given (the
+ * zone's spot or else on-demand offer: egress and staging time depend on the region only).
+ */
+export function zoneQuotes(offers: readonly Offer[], flex = false, dataCost?: AutoInputs['dataCost']): ZoneQuote[] {
+  const zones = new Map<string, { zone: string; spotPrice: number; onDemandPrice: number; flex?: Offer; any?: Offer }>();
   for (const offer of offers) {
     if (!offer.quotaAvailable) continue;
     const zone = zones.get(offer.zone) ?? { zone: offer.zone, spotPrice: Infinity, onDemandPrice: Infinity };
     if (offer.provisioningModel === 'SPOT') zone.spotPrice = Math.min(zone.spotPrice, offer.pricePerHour);
-    // Flex-start offers are not the policy's to weigh (run/flex-start.ts is their tier).
     else if (offer.provisioningModel === 'STANDARD') zone.onDemandPrice = Math.min(zone.onDemandPrice, offer.pricePerHour);
+    else if (flex && offer.provisioningModel === 'FLEX_START' && (zone.flex === undefined || offer.pricePerHour < zone.flex.pricePerHour)) zone.flex = offer;
+    if (offer.provisioningModel !== 'FLEX_START') zone.any ??= offer;
     zones.set(offer.zone, zone);
   }
-  return [...zones.values()].filter((z) => Number.isFinite(z.spotPrice) || Number.isFinite(z.onDemandPrice)).map((z) => ({
-    zone: z.zone,
-    spotPrice: Number.isFinite(z.spotPrice) ? z.spotPrice : Number.MAX_VALUE,
-    onDemandPrice: Number.isFinite(z.onDemandPrice) ? z.onDemandPrice : Number.MAX_VALUE,
-  }));
+  return [...zones.values()].filter((z) => Number.isFinite(z.spotPrice) || Number.isFinite(z.onDemandPrice)).map((z) => {
+    const data = dataCost && z.any ? dataCost(z.any) : undefined;
+    return {
+      zone: z.zone,
+      spotPrice: Number.isFinite(z.spotPrice) ? z.spotPrice : Number.MAX_VALUE,
+      onDemandPrice: Number.isFinite(z.onDemandPrice) ? z.onDemandPrice : Number.MAX_VALUE,
+      ...(z.flex ? { flexPrice: z.flex.pricePerHour, flexWaitHours: (z.flex.expectedWaitSeconds ?? 0) / 3600 } : {}),
+      ...(data ? { startUsd: data.egressUsd, startHours: data.stagingSeconds / 3600 } : {}),
+    };
+  });
 }
 
 /** What this run saw of spot capacity: each spot stockout and spot preemption is a zone without it. */
@@ -71,7 +87,7 @@ export function sightingsOf(events: readonly ZoneEvent[]): Sighting[] {
 
 /** The policy's observation, by the live view's rule (workflows/policy/live-view.ts) over the events since the last decision. */
 export function observation(inputs: AutoInputs, eventsSeen = 0, decidedAtMs?: number): Observation {
-  const quotes = zoneQuotes(inputs.offers);
+  const quotes = zoneQuotes(inputs.offers, inputs.flexStart !== undefined, inputs.dataCost);
   const news = (inputs.others ?? []).filter((e) => (decidedAtMs === undefined ? inputs.nowMs - e.at < inputs.placement.cooldownSeconds * 1000 : e.at > decidedAtMs));
   const zones = liveZones(quotes, inputs.current, sightingsOf([...inputs.events.slice(eventsSeen), ...news])).map((z) =>
     // A zone without a spot offer has no spot to launch.
@@ -86,6 +102,7 @@ export function observation(inputs: AutoInputs, eventsSeen = 0, decidedAtMs?: nu
     current: inputs.current,
     changeoverRemainingHours: (inputs.changeoverRemainingSeconds ?? 0) / 3600,
     zones,
+    ...(inputs.flexStart ? { flexStart: { maxWaitHours: inputs.flexStart.maxWaitSeconds / 3600, maxRunHours: FLEX_START_MAX_RUN_SECONDS / 3600 } } : {}),
   };
 }
 
@@ -103,13 +120,17 @@ export function decideAuto(saved: unknown, inputs: AutoInputs): { action: Action
   return { action, state: { policy, eventsSeen: inputs.events.length, decidedAtMs: inputs.nowMs } };
 }
 
+const MODEL_OF = { [ActionKind.Spot]: 'SPOT', [ActionKind.OnDemand]: 'STANDARD', [ActionKind.FlexStart]: 'FLEX_START' } as const;
+
 /** The offers that carry out an action, best first: the chosen zone and model. */
 export function offersFor(action: Action, ranked: readonly Offer[]): Offer[] {
   if (action.kind === ActionKind.Idle) return [];
-  const model = action.kind === ActionKind.Spot ? 'SPOT' : 'STANDARD';
+  const model = MODEL_OF[action.kind];
   return ranked.filter((o) => o.zone === action.zone && o.provisioningModel === model);
 }
 
 export function actionOf(offer: Offer): Action {
-  return offer.provisioningModel === 'SPOT' ? { kind: ActionKind.Spot, zone: offer.zone } : { kind: ActionKind.OnDemand, zone: offer.zone };
+  if (offer.provisioningModel === 'SPOT') return { kind: ActionKind.Spot, zone: offer.zone };
+  if (offer.provisioningModel === 'FLEX_START') return { kind: ActionKind.FlexStart, zone: offer.zone };
+  return { kind: ActionKind.OnDemand, zone: offer.zone };
 }

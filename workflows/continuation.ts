@@ -74,6 +74,15 @@ function buildRunStateSchema() {
     runDurationSeconds: z.number().positive().finite().optional(),
     requestedAt: IsoTime.optional(),
     training: z.strictObject({ fromStep: z.int().min(0), fromMs: z.number().finite(), steps: z.int().min(0), seconds: z.number().nonnegative().finite() }).optional(),
+    moveAskedAt: IsoTime.optional(),
+    checkpointInterval: z
+      .strictObject({
+        seconds: z.number().positive().finite(),
+        preemptionsPerHour: z.number().nonnegative().finite(),
+        checkpointSeconds: z.number().nonnegative().finite(),
+        frozen: z.string().max(2000).optional(),
+      })
+      .optional(),
   });
 
   // The zone memory a run read: a prior for placement only (it names no resource).
@@ -183,6 +192,8 @@ function buildRunStateSchema() {
       .optional(),
     totalSteps: z.int().min(1).optional(),
     progressMark: z.strictObject({ attempt: z.int().min(1), step: z.int().min(0), atMs: z.number().finite() }).optional(),
+    intervalCheckAt: z.number().finite().optional(),
+    bucketLocations: z.record(z.string().min(1).max(222), z.strictObject({ location: z.string().min(1).max(64).optional(), problem: z.string().max(2000).optional() })).optional(),
   });
 }
 
@@ -212,6 +223,7 @@ export function acceptContinuation(input: ContinuedRun, execution: Execution): {
     const expected = resourceName(execution.workflowId, execution.execution, a.attempt, a.offer.nodes ?? 1);
     if (a.ref.name !== expected) throw refuse(`state.attempts.${i}.ref.name ${a.ref.name} is not this run's resource (${expected})`);
     if (a.ref.backend !== spec.backend || a.offer.backend !== spec.backend) throw refuse(`state.attempts.${i} is on another backend than the spec`);
+    if (a.ref.nodes !== undefined && a.ref.nodes !== a.offer.nodes) throw refuse(`state.attempts.${i}.ref.nodes is not its offer's`);
   });
   return { spec, state };
 }

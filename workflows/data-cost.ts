@@ -40,11 +40,14 @@ export const DEFAULT_DATA_TRANSFER: DataTransferRates = {
 
 /** GCS multi-regions name a continent. */
 const MULTI_REGIONS: Record<string, Continent> = { us: Continent.NorthAmerica, eu: Continent.Europe, asia: Continent.Asia };
+/** GCS's predefined dual-regions (as the storage API names them) and the two regions each spans. */
+const DUAL_REGIONS: Record<string, readonly string[]> = { nam4: ['us-central1', 'us-east1'], eur4: ['europe-north1', 'europe-west4'], asia1: ['asia-northeast1', 'asia-northeast2'] };
 
 /** The continent of a GCE region or zone, or of a GCS location (region or multi-region); undefined if unknown. */
 export function continentOf(location: string): Continent | undefined {
   const l = location.toLowerCase();
   if (MULTI_REGIONS[l]) return MULTI_REGIONS[l];
+  if (DUAL_REGIONS[l]) return continentOf(DUAL_REGIONS[l][0]);
   if (/^(us|northamerica)-/.test(l)) return Continent.NorthAmerica;
   if (/^southamerica-/.test(l)) return Continent.SouthAmerica;
   if (/^europe-/.test(l)) return Continent.Europe;
@@ -70,12 +73,16 @@ export interface DataCost {
   totalUsd: number;
 }
 
-/** Same place: no egress, the fastest copy. A multi-region counts as every region of its continent. */
+/**
+ * Same place: no egress, the fastest copy. A multi-region counts as every region of its
+ * continent, a dual-region as its two regions. Locations may come in the storage API's
+ * upper case (ASIA-SOUTHEAST1).
+ */
 function relation(location: string, region: string): 'region' | 'continent' | 'other' | 'far' {
   const l = location.toLowerCase();
   const from = continentOf(l);
   const to = continentOf(region);
-  if (l === region || (MULTI_REGIONS[l] !== undefined && from === to)) return 'region';
+  if (l === region || (MULTI_REGIONS[l] !== undefined && from === to) || DUAL_REGIONS[l]?.includes(region)) return 'region';
   if (from !== undefined && from === to) return 'continent';
   if (from === undefined || to === undefined) return 'other';
   return FAR.includes(from) || FAR.includes(to) ? 'far' : 'other';

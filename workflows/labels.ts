@@ -15,7 +15,7 @@
 export const GCE_MAX_LABELS = 64;
 /** Every key starting with this is Sterna's (sterna-run, sterna-attempt, sterna-exec...). */
 export const STERNA_LABEL_PREFIX = 'sterna-';
-/** Labels Sterna may put on each resource: sterna-run, sterna-attempt, sterna-exec and one spare. */
+/** Labels Sterna may put on each resource: sterna-run, sterna-attempt, sterna-exec and, on a gang's nodes, sterna-rank. */
 export const STERNA_RESERVED_LABELS = 4;
 /** What a spec may add. */
 export const MAX_USER_LABELS = GCE_MAX_LABELS - STERNA_RESERVED_LABELS;

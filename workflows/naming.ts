@@ -30,6 +30,9 @@ function slug(text: string, max: number): string {
 /** The labels Sterna puts on everything it creates; no spec may set them. */
 export const OwnerLabel = { Run: 'sterna-run', Execution: 'sterna-exec', Attempt: 'sterna-attempt' } as const;
 
+/** A gang's node carries its rank here (run/gang.ts): labels.ts's spare Sterna label. */
+export const RankLabel = 'sterna-rank';
+
 /** Who a resource belongs to: the run, the execution chain and the attempt. */
 export interface Owner {
   /** `sterna-run`: runKey(workflow id). */

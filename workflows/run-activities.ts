@@ -5,7 +5,7 @@
  * attempt count, since the limits are the machine's own timers.
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import type { SternaActivities } from './activity-contract';
+import type { SternaActivities, StorageActivities } from './activity-contract';
 import { nonRetryableFailureTypes } from './failures';
 import type { FleetActivities } from './fleet/contract';
 
@@ -24,5 +24,8 @@ export function runActivities(pollSeconds: number) {
     release: proxyActivities<SternaActivities>({ startToCloseTimeout: 10 * MINUTE, heartbeatTimeout, retry }),
     // Asking for the observer is a courtesy: a run that cannot reach it looks for itself.
     observer: proxyActivities<FleetActivities>({ startToCloseTimeout: 30 * SECOND, retry: { initialInterval: SECOND, maximumAttempts: 3 } }),
+    // So are a new checkpoint interval (the attempt keeps its own) and bucket locations (placement weighs no data).
+    courtesy: proxyActivities<SternaActivities>({ startToCloseTimeout: MINUTE, retry: { initialInterval: SECOND, maximumAttempts: 3 } }),
+    storage: proxyActivities<StorageActivities>({ startToCloseTimeout: MINUTE, retry: { initialInterval: SECOND, maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } }),
   };
 }

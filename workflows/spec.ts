@@ -20,7 +20,7 @@ import { forbiddenCharacter, utf8Length } from './text';
 import { MAX_SHARED_CLIENTS, SharingStrategy, sliceProblems } from './gpu-slices';
 
 /** Backends that create, watch and release a gang (resources.nodes > 1) as one. */
-const GANG_BACKENDS: readonly string[] = ['gke'];
+const GANG_BACKENDS: readonly string[] = ['gce', 'gke'];
 
 /**
  * The building block for every string in a spec: printable text only. Every schema here is
@@ -218,6 +218,8 @@ const buildRunSpecSchema = () =>
         interval: duration({ min: 1 }).optional(),
         /** The chosen interval's cap (default 30 min). */
         maxInterval: duration({ min: 1 }).optional(),
+        /** The chosen interval's floor (default 1 min): lower it only where a checkpoint is cheap to write and store. */
+        minInterval: duration({ min: 1 }).optional(),
       }),
       resources: z.strictObject({
         accelerators: z
@@ -237,7 +239,10 @@ const buildRunSpecSchema = () =>
           .max(32),
         machineType: text().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a GCE machine type such as g2-standard-8').optional(),
         diskSizeGb: z.int().min(10).max(65536).default(100),
-        /** A gang: this many VMs (or pods) at once, in one zone, all or nothing. */
+        /**
+         * A gang: this many VMs (or pods) at once, in one zone, all or nothing (workflows/run/gang.ts).
+         * Prices (pricing.maxPricePerHour, the budget, the ledger) count every node.
+         */
         nodes: z.int().min(1).max(64).default(1),
       }),
       placement: z
@@ -365,6 +370,10 @@ const buildRunSpecSchema = () =>
       }
       if (spec.resources.nodes > 1 && spec.resources.accelerators.some((a) => a.partition !== undefined || a.sharing !== undefined)) {
         ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'a gang runs on whole GPUs; drop partition/sharing, or use nodes: 1' });
+      }
+      if (spec.resources.nodes > 1 && spec.backend === 'gce' && (spec.pricing.mode === PricingMode.FlexStart || spec.pricing.flexStart)) {
+        // Each GCE node's flex-start request would wait for capacity on its own: no all-or-nothing start.
+        ctx.addIssue({ code: 'custom', path: ['resources', 'nodes'], message: 'gang runs (nodes > 1) on GCE cannot use flex-start yet; use pricing.mode spot, on-demand or auto without pricing.flexStart' });
       }
       if (spec.pricing.mode === PricingMode.Auto && spec.time.expectedDuration === undefined && (spec.time.deadline || spec.time.deadlineAfter)) {
         ctx.addIssue({ code: 'custom', path: ['time', 'expectedDuration'], message: 'auto pricing with a deadline needs time.expectedDuration to know when spot is too risky' });

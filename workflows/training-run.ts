@@ -17,6 +17,7 @@ import type { NotifyMoment } from './run/notify';
 import { NotifyLink } from './run/notify-link';
 import { capacityFound } from './run/prices';
 import { capacityRequest, freshRun } from './run/requests';
+import { bucketsToLocate, type BucketAnswer } from './run/data-placement';
 import { Phase, record, TimelineKind, type RunState } from './run/state';
 import { Publisher } from './run/publish';
 import { installRunHandlers } from './run/handlers';
@@ -106,7 +107,13 @@ class Driver {
     const teamAdmission = patched('sterna-team-admission');
     // Runs recorded before GPU readings and the idle rule replay without them.
     const gpuUtil = patched('sterna-gpu-util');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil };
+    // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
+    const autoCosts = patched('sterna-auto-costs');
+    // Runs recorded before the run-duration guard neither move before a flex-start cut nor size it from the run's end.
+    const flexCut = patched('sterna-flex-cut');
+    // Runs recorded before live checkpoint intervals replay without their reads and updates.
+    const liveInterval = patched('sterna-live-interval');
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval };
   }
 
   installHandlers(): void {
@@ -136,15 +143,21 @@ class Driver {
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
       case 'find-capacity': {
-        const [found, zoneMemory] = await Promise.all([this.acts.quick.findCapacity(capacityRequest(this.spec)), this.zones.read()]);
-        return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}) };
+        const [found, zoneMemory, bucketLocations] = await Promise.all([this.acts.quick.findCapacity(capacityRequest(this.spec)), this.zones.read(), this.locateBuckets()]);
+        return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}) };
       }
+      case 'read-zone-memory':
+        return { kind: 'zone-memory', memory: await this.zones.read() };
+      case 'set-checkpoint-interval':
+        return this.attempt.setInterval(command.attempt, command.interval);
       case 'provision':
         return this.attempt.provision(command.attempt);
       case 'release':
         return this.attempt.release(command.attempt, command.createMayBeInFlight);
       case 'look':
         return this.attempt.look(command.attempt);
+      case 'ask-move':
+        return this.attempt.askMove(command.attempt);
       case 'wait':
         return this.inbox.next(this.refreshingCost(command.untilMs));
       case 'ask-admission':
@@ -159,6 +172,25 @@ class Driver {
         return continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
         throw failure(command.failure, command.message, command.details);
+    }
+  }
+
+  /**
+   * The storage API's word on the buckets of datasets without a stated location, asked
+   * once (at the first placement). A worker or API that cannot answer costs the run
+   * nothing but the weighing: every bucket is then "location unknown".
+   */
+  private async locateBuckets(): Promise<BucketAnswer[] | undefined> {
+    const buckets = bucketsToLocate(this.spec, this.state);
+    // Runs recorded before bucket locations replay without asking.
+    if (buckets.length === 0 || !patched('sterna-bucket-location')) return undefined;
+    try {
+      return await this.acts.storage.locateBuckets({ buckets });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const cause = (err as { cause?: Error }).cause;
+      const problem = `the storage activity failed: ${cause?.message ?? (err as Error)?.message ?? String(err)}`;
+      return buckets.map((bucket) => ({ bucket, problem }));
     }
   }
 

@@ -78,8 +78,14 @@ export interface AgentSnapshot {
   checkpoint?: CheckpointRef;
   /** Milliseconds the agent took to upload that checkpoint (its measured cost). */
   checkpointMs?: number;
+  /** The checkpoint interval (seconds) the agent last handed the trainer. */
+  checkpointInterval?: number;
   /** The trainer's exit code, once it exited and the agent finished uploading. */
   exitCode?: number;
+  /** The agent stopped the trainer because the run asked it to move (`sterna/moving`, run/flex-cut.ts). */
+  moving?: boolean;
+  /** The provider ended the resource at its run duration (GKE: its flex-start node was shut down or is gone). */
+  cut?: boolean;
 }
 
 /** What the agent read from nvidia-smi: the mean over the VM's GPUs, memory summed. */

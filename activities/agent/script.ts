@@ -28,6 +28,9 @@ export function encodeList(items: readonly string[]): string {
   return `${items.length}\n${items.map((item) => `${Buffer.from(item, 'utf8').toString('base64')}\n`).join('')}`;
 }
 
+/** The instance attribute the run sets (TRUE) to ask the agent for a final checkpoint and a stop (sterna-agent.sh). */
+export const MOVE_ATTRIBUTE = 'sterna-move';
+
 /** Metadata attributes the agent reads (`instance/attributes/<key>`). */
 export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   const attributes: Record<string, string> = {
@@ -47,6 +50,13 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
   if (inputs.dataCacheUri) attributes['sterna-data-cache'] = inputs.dataCacheUri;
+  if (inputs.gang) {
+    // A gang's node (workflows/run/gang.ts): rank 0 reads its own address on the VM.
+    attributes['sterna-node-rank'] = String(inputs.gang.rank);
+    attributes['sterna-num-nodes'] = String(inputs.gang.nodes);
+    attributes['sterna-master-port'] = String(inputs.gang.masterPort);
+    if (inputs.gang.masterAddr) attributes['sterna-master-addr'] = inputs.gang.masterAddr;
+  }
   return attributes;
 }
 
@@ -61,11 +71,15 @@ export function parseAgentValues(values: Record<string, string>): {
   totalBytes?: number;
   checkpoint?: CheckpointRef;
   checkpointMs?: number;
+  checkpointInterval?: number;
   exitCode?: number;
   /** The agent saw GCE's preemption notice on its metadata server. */
   noticed?: boolean;
+  /** The agent stopped the trainer for the move the run asked for (run/flex-cut.ts). */
+  moving?: boolean;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
+  const seconds = (v: string | undefined) => (v !== undefined && /^\d{1,9}(\.\d{1,6})?$/.test(v.trim()) ? Number(v.trim()) : undefined);
   let checkpoint: CheckpointRef | undefined;
   const raw = values.checkpoint;
   if (raw) {
@@ -83,8 +97,10 @@ export function parseAgentValues(values: Record<string, string>): {
     totalBytes: int(values['total-bytes']),
     checkpoint,
     checkpointMs: checkpoint ? int(values['checkpoint-ms']) : undefined,
+    checkpointInterval: seconds(values['checkpoint-interval']),
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
+    moving: values.moving === 'TRUE' ? true : undefined,
   };
 }
 

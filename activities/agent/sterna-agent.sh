@@ -9,12 +9,14 @@
 #
 #   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
 #
+# A node of a gang (sterna-num-nodes > 1) knows its rank; only rank 0 publishes checkpoints.
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
 # sterna/gpu, sterna/checkpoint, sterna/checkpoint-ms, sterna/exit, sterna/staged-bytes,
-# sterna/reused-bytes, sterna/total-bytes), GCE's own way for a VM to
-# report without SSH. A checkpoint is published only after it is fully uploaded.
+# sterna/reused-bytes, sterna/total-bytes, sterna/checkpoint-interval), GCE's own way for
+# a VM to report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
-# checkpoint; the agent uploads it before the notice period ends.
+# checkpoint; the agent uploads it before the notice period ends. The run's ask to move
+# (instance attribute sterna-move=TRUE) stops the trainer the same way, with no deadline.
 set -u -o pipefail
 
 # On GKE each secret arrives as STERNA_SECRET_<NAME> (a secretKeyRef in the pod spec).
@@ -126,6 +128,30 @@ POLL="$(attr sterna-poll-seconds)"
 [[ "$POLL" =~ ^[0-9]+(\.[0-9]+)?$ ]] || POLL=1
 publish phase starting
 
+# --- a gang's node: its rank, and where rank 0 listens ------------------------------
+# A node of a gang (sterna-num-nodes) gives its trainer STERNA_NODE_RANK,
+# STERNA_NUM_NODES, STERNA_MASTER_ADDR and STERNA_MASTER_PORT, as torchrun expects.
+# Rank 0 is the master: its address is its own internal one (the metadata server's).
+# Only rank 0 publishes checkpoints: every rank holds the same weights.
+# On GKE the pod's environment has them already (STERNA_NODE_RANK from its completion index).
+NODE_RANK="${STERNA_NODE_RANK:-0}"
+GANG_ENV=()
+NUM_NODES="$(attr sterna-num-nodes)"
+if [ -n "$NUM_NODES" ]; then
+  NODE_RANK="$(attr sterna-node-rank)"
+  [[ "$NUM_NODES" =~ ^[1-9][0-9]?$ && "$NODE_RANK" =~ ^(0|[1-9][0-9]?)$ ]] && [ "$NODE_RANK" -lt "$NUM_NODES" ] || refuse_input "sterna-node-rank / sterna-num-nodes"
+  MASTER_ADDR="$(attr sterna-master-addr)"
+  MASTER_PORT="$(attr sterna-master-port)"
+  for try in 1 2 3 4 5; do
+    if [ -n "$MASTER_ADDR" ] || [ "$NODE_RANK" != 0 ]; then break; fi
+    MASTER_ADDR="$(curl -sf -H 'Metadata-Flavor: Google' "$MD/instance/network-interfaces/0/ip" 2>/dev/null || true)"
+    [ -n "$MASTER_ADDR" ] || sleep "$try"
+  done
+  [[ "$MASTER_ADDR" =~ ^[0-9A-Za-z.:-]{1,253}$ ]] || refuse_input "sterna-master-addr (rank 0's internal address)"
+  [[ "$MASTER_PORT" =~ ^[1-9][0-9]{0,4}$ ]] || refuse_input "sterna-master-port"
+  GANG_ENV=(STERNA_NODE_RANK="$NODE_RANK" STERNA_NUM_NODES="$NUM_NODES" STERNA_MASTER_ADDR="$MASTER_ADDR" STERNA_MASTER_PORT="$MASTER_PORT")
+fi
+
 # --- stage the datasets -------------------------------------------------------------
 decode_list sterna-datasets || refuse_input sterna-datasets   # uri, path, uri, path, ...
 DATASETS=("${LIST[@]}")
@@ -185,6 +211,7 @@ fi
 last_uploaded=-1
 upload_new_checkpoints() {
   local newest="" step=-1 f n sum dest started_ns
+  [ "$NODE_RANK" = 0 ] || return 0   # a gang's checkpoints are rank 0's
   for f in "$CKPT_DIR"/step-*; do
     [ -f "$f" ] || continue
     n="$(basename "$f")"; n="${n#step-}"; n="${n%%.*}"
@@ -252,6 +279,26 @@ for kv in "${ENVS[@]}"; do
   name="${kv%%=*}"
   case "$kv" in *=*) ;; *) refuse_input "an env entry is not NAME=value" ;; esac
   case "$name" in '' | [0123456789]* | *[!$NAME_CHARS]*) refuse_input "an env name is not letters, digits and _" ;; esac
+done
+
+# --- the checkpoint interval ---------------------------------------------------------
+# The trainer re-reads the interval in force from STERNA_CHECKPOINT_INTERVAL_FILE: it
+# starts as STERNA_CHECKPOINT_INTERVAL, and on GCE the run may change it while the
+# attempt trains, through the metadata attribute sterna-checkpoint-interval
+# (workflows/run/live-interval.ts). Written whole, then renamed: never read half-written.
+INTERVAL_FILE="$STATE/checkpoint-interval"
+interval=""
+set_interval() { # set_interval SECONDS -> in force, and published, if it is a new number
+  [[ "$1" =~ ^[0-9]{1,9}(\.[0-9]{1,6})?$ ]] || return 0
+  [ "$1" = "$interval" ] && return 0
+  if ! { printf '%s\n' "$1" > "$INTERVAL_FILE.tmp" && mv -f "$INTERVAL_FILE.tmp" "$INTERVAL_FILE"; }; then
+    log "could not write the checkpoint interval"; return 0
+  fi
+  interval="$1"
+  publish checkpoint-interval "$1"
+}
+for kv in "${ENVS[@]}"; do
+  case "$kv" in STERNA_CHECKPOINT_INTERVAL=*) set_interval "${kv#*=}" ;; esac
 done
 
 # --- secrets: into the trainer's environment only ------------------------------------
@@ -332,16 +379,34 @@ cd "$WORK" || exit 70
   exec env -- "${ENVS[@]}" \
     STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
     STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
+    ${GANG_ENV[@]+"${GANG_ENV[@]}"} \
+    STERNA_CHECKPOINT_INTERVAL_FILE="$INTERVAL_FILE" \
     nice -n 0 -- "${ARGV[@]}"
 ) &
 TRAINER=$!
 stopping=0
 trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
 
+# Before a flex-start VM's cut the run asks for a final checkpoint through the sterna-move
+# attribute (workflows/run/flex-cut.ts): the trainer is stopped as a preemption notice
+# stops it, and `moving` tells the run that this exit is the move, not the trainer's end.
+moving=0
+move_asked() {
+  [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] || return 1
+  [ "$(curl -sf -m 2 -H 'Metadata-Flavor: Google' "$MD/instance/attributes/sterna-move" 2>/dev/null)" = TRUE ]
+}
+
 while kill -0 "$TRAINER" 2>/dev/null; do
+  [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] && set_interval "$(attr sterna-checkpoint-interval)"
   publish_progress
   publish_gpu
   upload_new_checkpoints
+  if [ "$moving" = 0 ] && [ "$stopping" = 0 ] && move_asked; then
+    moving=1
+    log "the run asked for a final checkpoint before the flex-start cut: stopping the trainer"
+    publish moving TRUE
+    kill -TERM "$TRAINER" 2>/dev/null
+  fi
   sleep "$POLL" &
   wait $! 2>/dev/null
 done

@@ -7,6 +7,7 @@
  * worker provisions it, or from a fleet listing (the run only); a resource another worker
  * provisioned is counted with accelerator "unknown" and no cost.
  */
+import { gangSize } from '../../workflows/run/gang';
 import { namedFailureOf } from '../../workflows/failures';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, ResourceRef } from '../../workflows/types';
@@ -68,7 +69,7 @@ export function meteredProvider<P extends ComputeProvider>(provider: P, metrics:
   const hooks: Partial<ComputeProvider> = {
     async provision(request, onProgress, signal) {
       const k = memory.get({ backend: request.offer.backend, name: request.name, zone: request.offer.zone });
-      Object.assign(k, { run: request.agent.runId, model: request.offer.provisioningModel, accelerator: request.offer.accelerator, gpus: request.offer.acceleratorCount, pricePerHour: request.offer.pricePerHour });
+      Object.assign(k, { run: request.agent.runId, model: request.offer.provisioningModel, accelerator: request.offer.accelerator, gpus: request.offer.acceleratorCount * gangSize(request.offer), pricePerHour: request.offer.pricePerHour });
       const started = Date.now();
       try {
         const result = await provider.provision(request, onProgress, signal);

@@ -26,10 +26,11 @@ import {
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
-import { isOwnedBy } from '../../workflows/naming';
+import { isOwnedBy, type Owner } from '../../workflows/naming';
+import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt, nodeRefs, nodeRequest } from '../../workflows/run/gang';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
-import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
+import { agentAttributes, agentScript, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
 import { noteRateLimited, rateLimitedSince } from './rate-limits';
@@ -41,12 +42,14 @@ import {
   type CapacityRequest,
   type ComputeProvider,
   type FleetResource,
+  type MoveAnswer,
   type ProvisionRequest,
   type ProvisionResult,
   type ReleaseRequest,
   type ReleaseResult,
   type UnpricedZone,
 } from './provider';
+import type { SetAgentInputOutcome } from '../../workflows/activity-contract';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;
@@ -71,6 +74,8 @@ export interface GceProviderOptions {
    * in-flight create watches for the VM that long before it calls the VM absent.
    */
   insertTimeoutMs?: number;
+  /** The port rank 0 of a gang listens on for its peers (STERNA_MASTER_PORT): 29500, torchrun's, by default. */
+  gangMasterPort?: number;
   /** Maps storage URIs for the VM (the emulator serves gs:// buckets from a directory). */
   storageUriForVm?: (uri: string) => string;
   /**
@@ -110,11 +115,19 @@ const MAX_TIME_LIMIT_MS = 120 * 24 * 3600 * 1000;
 const DEFAULT_POWER_OFF_AFTER_SECONDS = 600;
 /** Expected flex-start wait for a GPU type the catalog has no figure for (an assumption). */
 const FLEX_START_DEFAULT_WAIT_SECONDS = 1800;
+/** Reads and writes of a VM's metadata before a lost fingerprint race is reported. */
+const METADATA_WRITE_ATTEMPTS = 5;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
 export function isNotFound(err: unknown): boolean {
   const e = err as { code?: number; message?: string };
   return e?.code === 5 || e?.code === 404 || /was not found|notFound/i.test(e?.message ?? '');
+}
+
+/** setMetadata's answer when the metadata changed since its fingerprint was read (HTTP 412, conditionNotMet). */
+function isStaleFingerprint(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 412 || e?.code === 9 || /conditionNotMet|fingerprint/i.test(e?.message ?? '');
 }
 
 function isInvalidArgument(err: unknown): boolean {
@@ -129,6 +142,12 @@ function errorMessage(err: unknown): string {
   } catch {
     return message;
   }
+}
+
+/** GCE's answer to a write with a stale fingerprint: 412 conditionNotMet (gRPC FAILED_PRECONDITION). */
+function isConditionNotMet(err: unknown): boolean {
+  const e = err as { code?: number; message?: string };
+  return e?.code === 412 || e?.code === 9 || /conditionNotMet|fingerprint/i.test(e?.message ?? '');
 }
 
 function isAlreadyExists(err: unknown): boolean {
@@ -244,6 +263,9 @@ export class GceProvider implements ComputeProvider {
     const offers: Offer[] = [];
     const unpriced: UnpricedZone[] = [];
     const stamp = { pricesAsOf: prices.stamp.asOf, priceSource: prices.stamp.source };
+    // A gang's offer is for all its nodes: its price and its quota are every node's.
+    const nodes = gangSize(request);
+    const gang = nodes > 1 ? { nodes } : {};
     for (const { type, count } of request.accelerators) {
       const machineType = request.machineType ?? prices.machineTypeFor(type, count);
       if (!machineType) continue;
@@ -262,9 +284,9 @@ export class GceProvider implements ComputeProvider {
           const metric = prices.quotaMetric(type);
           // Flex-start VMs consume preemptible quota, as spot VMs do.
           const quota = metric ? (await quotasOf(region)).find((q) => q.metric === (spot || flexStart ? `PREEMPTIBLE_${metric}` : metric)) : undefined;
-          const quotaAvailable = !quota || (quota.limit ?? 0) - (quota.usage ?? 0) >= count;
+          const quotaAvailable = !quota || (quota.limit ?? 0) - (quota.usage ?? 0) >= count * nodes;
           const wait = flexStart ? { expectedWaitSeconds: FLEX_START_EXPECTED_WAIT_SECONDS[type] ?? FLEX_START_DEFAULT_WAIT_SECONDS } : {};
-          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price, onDemandPricePerHour: onDemand, quotaAvailable, ...stamp, ...wait });
+          offers.push({ backend: 'gce', zone, region, accelerator: type, acceleratorCount: count, machineType, provisioningModel: model, pricePerHour: price * nodes, onDemandPricePerHour: onDemand * nodes, quotaAvailable, ...stamp, ...wait, ...gang });
         }
         if (!priced) unpriced.push({ zone, accelerator: type, machineType });
       }
@@ -324,6 +346,60 @@ export class GceProvider implements ComputeProvider {
   }
 
   async provision(request: ProvisionRequest, onProgress: (status: string) => void, signal?: AbortSignal): Promise<ProvisionResult> {
+    const nodes = gangSize(request.offer);
+    return nodes > 1 ? this.provisionGang(request, nodes, onProgress, signal) : this.provisionNode(request, onProgress, signal);
+  }
+
+  /**
+   * A gang: rank 0 first, since its internal address (GCE assigns it at insert) is every
+   * other node's STERNA_MASTER_ADDR; then all the others at once. Every insert is let
+   * settle before the gang's answer, so none is still in flight: a node that could not
+   * be created (stockout, quota) fails the gang with its failure, and the run's release
+   * then deletes every node that was (run/gang.ts names them all).
+   */
+  private async provisionGang(request: ProvisionRequest, nodes: number, onProgress: (status: string) => void, signal?: AbortSignal): Promise<ProvisionResult> {
+    const masterPort = this.options.gangMasterPort ?? DEFAULT_MASTER_PORT;
+    const progress = (rank: number) => (status: string) => onProgress(`n${rank}: ${status}`);
+    const lead = nodeRequest(request, 0, nodes, { masterPort });
+    const leading = this.provisionNode(lead, progress(0), signal);
+    const settled: Promise<PromiseSettledResult<ProvisionResult>>[] = [settle(leading)];
+    try {
+      const masterAddr = await this.internalAddress({ backend: 'gce', name: lead.name, zone: request.offer.zone }, leading);
+      for (let rank = 1; rank < nodes; rank++) settled.push(settle(this.provisionNode(nodeRequest(request, rank, nodes, { masterAddr, masterPort }), progress(rank), signal)));
+    } catch (err) {
+      await settled[0];
+      throw err;
+    }
+    const results = await Promise.all(settled);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const created = results.map((r) => (r as PromiseFulfilledResult<ProvisionResult>).value);
+    return {
+      ref: { backend: 'gce', name: request.name, zone: request.offer.zone, nodes },
+      adopted: created.some((c) => c.adopted),
+      window: { startedAt: gangStartedAt(created.map((c) => c.window.startedAt)) },
+    };
+  }
+
+  /** A new instance's internal address (networkInterfaces[0].networkIP), as soon as GCE shows it; its create's failure if it fails first. */
+  private async internalAddress(ref: ResourceRef, creating: Promise<ProvisionResult>): Promise<string> {
+    let outcome: { ran: true } | { ran: false; error: unknown } | undefined;
+    const finished = creating.then(
+      () => void (outcome = { ran: true }),
+      (error: unknown) => void (outcome = { ran: false, error }),
+    );
+    for (;;) {
+      const instance = await this.getInstance(ref);
+      const address = instance?.networkInterfaces?.[0]?.networkIP;
+      if (address) return address;
+      // The create's own failure (stockout, quota...) ends the wait with that failure.
+      if (outcome && !outcome.ran) throw outcome.error;
+      if (outcome) throw new Error(`instance ${ref.name} in ${ref.zone} runs without an internal address`);
+      await Promise.race([finished, sleep(this.pollMs)]);
+    }
+  }
+
+  private async provisionNode(request: ProvisionRequest, onProgress: (status: string) => void, signal?: AbortSignal): Promise<ProvisionResult> {
     const { project } = this.options;
     const { zone } = request.offer;
     const ref: ResourceRef = { backend: 'gce', name: request.name, zone };
@@ -393,6 +469,12 @@ export class GceProvider implements ComputeProvider {
   }
 
   async observe(ref: ResourceRef): Promise<AgentSnapshot> {
+    // A gang is looked at whole: every node, then the gang's one verdict (run/gang.ts).
+    if (gangSize(ref) > 1) return gangSnapshot(await Promise.all(nodeRefs(ref).map((node) => this.observeNode(node))));
+    return this.observeNode(ref);
+  }
+
+  private async observeNode(ref: ResourceRef): Promise<AgentSnapshot> {
     const instance = await this.getInstance(ref);
     if (!instance) return { lifecycle: 'gone', preempted: false };
     const status = instance.status ?? '';
@@ -403,6 +485,31 @@ export class GceProvider implements ComputeProvider {
     // preempted operation says so too (it may be recorded only at the end of the stop).
     const preempted = noticed === true || ((lifecycle === 'stopping' || lifecycle === 'terminated') && (await this.wasPreempted(ref, instance)));
     return { lifecycle, preempted, ...agent };
+  }
+
+  /**
+   * Asks the agent for a final checkpoint and a stop before the flex-start cut: the
+   * `sterna-move` attribute, set with setMetadata under the metadata's current fingerprint
+   * (read again when another write came between). A VM that no longer runs cannot be asked.
+   */
+  async askMove(ref: ResourceRef): Promise<MoveAnswer> {
+    for (let tries = 0; tries < 3; tries++) {
+      const instance = await this.getInstance(ref);
+      if (instance?.status !== 'RUNNING') return { delivered: false, detail: `${ref.name} is ${instance?.status ?? 'gone'}` };
+      const current = instance.metadata?.items ?? [];
+      if (current.some((item) => item.key === MOVE_ATTRIBUTE && item.value === 'TRUE')) return { delivered: true };
+      try {
+        const items = [...current.filter((item) => item.key !== MOVE_ATTRIBUTE), { key: MOVE_ATTRIBUTE, value: 'TRUE' }];
+        const metadataResource = { fingerprint: instance.metadata?.fingerprint, items };
+        const [op] = await this.api(`ask ${ref.name} to move`, () => this.instances.setMetadata({ project: this.options.project, zone: ref.zone, instance: ref.name, metadataResource }));
+        await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+        return { delivered: true };
+      } catch (err) {
+        if (isNotFound(err)) return { delivered: false, detail: `${ref.name} is gone` };
+        if (!isStaleFingerprint(err)) throw err;
+      }
+    }
+    return { delivered: false, detail: `the metadata of ${ref.name} kept changing under the ask` };
   }
 
   private async guestAttributes(ref: ResourceRef): Promise<Record<string, string>> {
@@ -432,7 +539,14 @@ export class GceProvider implements ComputeProvider {
     return ops.length > 0;
   }
 
-  async release({ ref, owner, createMayBeInFlight, startedAt }: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
+  async release(request: ReleaseRequest, onProgress: (status: string) => void = () => undefined): Promise<ReleaseResult> {
+    if (gangSize(request.ref) === 1) return this.releaseNode(request, onProgress);
+    // Every node at once, each deleted only if it is ours: a gang is released whole.
+    const nodes = nodeRefs(request.ref);
+    return gangRelease(await Promise.all(nodes.map((ref, rank) => this.releaseNode({ ...request, ref }, (status) => onProgress(`n${rank}: ${status}`)))));
+  }
+
+  private async releaseNode({ ref, owner, createMayBeInFlight, startedAt }: ReleaseRequest, onProgress: (status: string) => void): Promise<ReleaseResult> {
     let instance = await this.getInstance(ref);
     // A create whose outcome is unknown may still land: watch for it until its deadline.
     const settledBy = createMayBeInFlight ? Date.now() + this.insertTimeoutMs + this.pollMs : 0;
@@ -528,6 +642,30 @@ export class GceProvider implements ComputeProvider {
   }
 
   /**
+   * setMetadata replaces every item and takes the fingerprint of the metadata it
+   * replaces: read, change one item, write; a write that lost a race (412
+   * conditionNotMet: someone changed the metadata in between) reads again.
+   */
+  async setAgentInput(ref: ResourceRef, owner: Owner, key: string, value: string): Promise<SetAgentInputOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      const instance = await this.getInstance(ref);
+      if (!instance) return 'absent';
+      if (!isOwnedBy(instance.labels, owner)) return 'not-ours';
+      const items = (instance.metadata?.items ?? []).filter((item) => item.key !== key);
+      try {
+        const [op] = await this.api(`set ${key} on ${ref.name}`, () =>
+          this.instances.setMetadata({ project: this.options.project, zone: ref.zone, instance: ref.name, metadataResource: { fingerprint: instance.metadata?.fingerprint, items: [...items, { key, value }] } }),
+        );
+        await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+        return 'set';
+      } catch (err) {
+        if (isNotFound(err)) return 'absent';
+        if (!isConditionNotMet(err) || attempt >= METADATA_WRITE_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /**
    * GCE records a preemption as a `compute.instances.preempted` operation on the
    * instance: one list per zone among `refs`, filtered on that type, matched to the
    * instances by target link (Sterna never reuses an instance name).
@@ -584,6 +722,14 @@ function flexStartFields(request: ProvisionRequest): Pick<IInstance, 'params' | 
   const terms = request.flexStart;
   if (!terms) throw new Error(`flex-start offer for ${request.name} without flex-start terms`);
   return { params: { requestValidForDuration: { seconds: String(terms.maxWaitSeconds) } }, reservationAffinity: { consumeReservationType: 'NO_RESERVATION' } };
+}
+
+/** A promise's outcome, never a rejection: every create of a gang is let settle before the gang answers. */
+function settle<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
+  return promise.then(
+    (value) => ({ status: 'fulfilled', value }),
+    (reason: unknown) => ({ status: 'rejected', reason }),
+  );
 }
 
 function abortIfAsked(signal: AbortSignal | undefined): void {

@@ -196,6 +196,20 @@ export function podDisrupted(pod: V1Pod): boolean {
   return (pod.status?.conditions ?? []).some((c) => c.type === 'DisruptionTarget' && c.status === 'True' && DISRUPTION_REASONS.has(c.reason ?? ''));
 }
 
+/** A flex-start pod (it consumes a ProvisioningRequest): its node is never preempted, only cut at the request's run duration. */
+function isFlexPod(pod: V1Pod): boolean {
+  return Boolean(pod.metadata?.annotations?.[CONSUME_ANNOTATION]);
+}
+
+/**
+ * A flex-start pod whose node GKE stopped at the request's maxRunDurationSeconds (the VM
+ * under it shuts down; the kubelet's graceful node shutdown disrupts its pods), or whose
+ * node is gone; a pod that had succeeded first completed instead.
+ */
+function flexCut(pod: V1Pod, nodeGone = false): boolean {
+  return isFlexPod(pod) && pod.status?.phase !== 'Succeeded' && (podDisrupted(pod) || nodeGone);
+}
+
 /** Waiting reasons that no amount of waiting fixes: the spec's image or container is wrong. */
 const BAD_CONTAINER_REASONS = new Set(['InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError']);
 /** A pod the node's kubelet refused to admit (GPU device plugin out of devices, affinity race). */
@@ -679,12 +693,17 @@ export class GkeProvider implements ComputeProvider {
     // A gang is only as alive as its weakest rank: any rank disrupted or off its node preempts it all.
     const members = rankOf(pod) === undefined ? [pod] : pods;
     // A flex-start node is never preempted: when it goes, its run duration is over.
-    const flex = Boolean(pod.metadata?.annotations?.[CONSUME_ANNOTATION]);
+    const nodeGone = pod.spec?.nodeName ? !(await this.nodeExists(pod.spec.nodeName)) : false;
+    const flex = isFlexPod(pod);
     const preempted = !flex && (await this.anyLost(members));
+    // A flex gang is cut when its lead's node is: every node of the request has the same run duration.
+    const cut = flexCut(pod, nodeGone);
     const phase = pod.status?.phase;
-    const lifecycle = phase === 'Running' ? (preempted ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
+    // A cut pod whose node is gone runs nowhere, whatever its last reported phase.
+    const lifecycle =
+      phase === 'Running' ? (cut && nodeGone ? 'terminated' : preempted || cut ? 'stopping' : 'running') : phase === 'Succeeded' || phase === 'Failed' ? 'terminated' : preempted ? 'terminated' : 'pending';
     const { noticed: _gceOnly, ...agent } = parseAgentValues(values);
-    return { lifecycle, preempted, ...agent };
+    return { lifecycle, preempted, ...agent, ...(cut ? { cut } : {}) };
   }
 
   /** Whether any of these pods was disrupted, or lost its node before it succeeded (one node read per such pod). */
@@ -777,14 +796,14 @@ export class GkeProvider implements ComputeProvider {
       const pod = leadPod(all.sort((a, b) => epochMs(a.metadata?.creationTimestamp) - epochMs(b.metadata?.creationTimestamp)))!;
       const owner = ownerFromLabels(pod.metadata?.labels);
       if (!owner) continue;
-      const preempted = (rankOf(pod) === undefined ? [pod] : all).some(podDisrupted);
+      const preempted = !isFlexPod(pod) && (rankOf(pod) === undefined ? [pod] : all).some(podDisrupted);
       resources.push({
         ref: { backend: 'gke', name: job, zone: pod.spec?.nodeSelector?.[ZONE_LABEL] ?? '', namespace: this.namespace },
         owner,
         workflowId: pod.spec?.containers?.[0]?.env?.find((e) => e.name === RUN_ID_ENV)?.value,
         lifecycle: podLifecycle(pod, preempted),
         preempted,
-        agent: parseAgentValues(agentAnnotations(pod)),
+        agent: { ...parseAgentValues(agentAnnotations(pod)), ...(flexCut(pod) ? { cut: true } : {}) },
         lastStartAt: toIso(pod.status?.startTime),
         lastStopAt: toIso(pod.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt),
         // The pod comes seconds after its Job; both are the attempt's.
@@ -798,7 +817,8 @@ export class GkeProvider implements ComputeProvider {
 
   async readAgent(ref: ResourceRef): Promise<AgentValues> {
     const pod = leadPod(await this.podsOf(ref.name));
-    return parseAgentValues(pod ? agentAnnotations(pod) : {});
+    if (!pod) return {};
+    return { ...parseAgentValues(agentAnnotations(pod)), ...(flexCut(pod) ? { cut: true } : {}) };
   }
 
   /** Disrupted pods, and pods whose node is gone (one node read per stopped pod, as observe does). */
@@ -807,7 +827,8 @@ export class GkeProvider implements ComputeProvider {
     for (const ref of refs) {
       const pods = await this.podsOf(ref.name);
       const lead = leadPod(pods);
-      if (!lead) continue;
+      // A flex-start pod is never preempted: losing its node is its run duration's end.
+      if (!lead || isFlexPod(lead)) continue;
       // A gang is preempted when any rank is; a single-pod Job by its first pod.
       if (await this.anyLost(rankOf(lead) === undefined ? [lead] : pods)) preempted.push(ref);
     }

@@ -5,12 +5,12 @@
  */
 import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
 import type { PriceBook } from '../../config/price-book';
-import type { CapacityFound, CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone } from '../../workflows/activity-contract';
+import type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, SetAgentInputOutcome, UnpricedZone } from '../../workflows/activity-contract';
 import { OwnerLabel, type Owner } from '../../workflows/naming';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 
 export { ReleaseOutcome } from '../../workflows/activity-contract';
-export type { CapacityFound, CapacityRequest, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
+export type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
 
 /** One Sterna resource as one fleet listing shows it. */
 export interface FleetResource {
@@ -53,6 +53,12 @@ export interface ComputeProvider {
   provision(request: ProvisionRequest, onProgress: (status: string) => void, signal?: AbortSignal): Promise<ProvisionResult>;
   /** One look at the resource and its agent. */
   observe(ref: ResourceRef): Promise<AgentSnapshot>;
+  /**
+   * Asks the resource's agent for a final checkpoint and a stop, ahead of a flex-start cut
+   * (GCE: the `sterna-move` instance attribute). Absent where the backend cannot yet:
+   * the cut's own stop grace is then the fallback.
+   */
+  askMove?(ref: ResourceRef): Promise<MoveAnswer>;
   /** Deletes the resource if it is the owner's; never touches a resource that is not. */
   release(request: ReleaseRequest, onProgress?: (status: string) => void): Promise<ReleaseResult>;
   /** Every resource labelled with this run, to prove nothing is left behind. */
@@ -77,6 +83,12 @@ export interface ComputeProvider {
   rateLimitedSince?(sinceMs: number): boolean;
   /** Ends long-lived connections (e.g. GKE's pod watch) when the worker stops. */
   close?(): void;
+  /**
+   * Sets one input the agent re-reads while it runs (GCE: a metadata attribute, by
+   * setMetadata with the metadata's fingerprint), on the owner's resource only. A backend
+   * without it cannot change a running agent's inputs (GKE: environment variables).
+   */
+  setAgentInput?(ref: ResourceRef, owner: Owner, key: string, value: string): Promise<SetAgentInputOutcome>;
 }
 
 /** The owner a resource's labels name, or undefined unless all three owner labels are there and well formed. */

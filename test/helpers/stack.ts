@@ -14,6 +14,7 @@ import type { GceConfig } from '../../config/worker-config';
 import { publishExampleLocally } from '../../examples/publish';
 import type { GceProvider } from '../../activities/providers/gce';
 import { buildGceProvider } from '../../workers/providers';
+import { BucketLocator } from '../../activities/storage';
 import type { RunSpecInput } from '../../workflows/spec';
 import type { trainingRun } from '../../workflows/training-run';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
@@ -49,7 +50,8 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
   const bucketsDir = join(dir, 'buckets');
   publishExampleLocally(bucketsDir);
   const trace = options.trace ? loadTrace(options.trace) : undefined;
-  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick });
+  // The emulator serves the buckets' metadata (their location) from the same directory.
+  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick, bucketsDir });
   const gce: GceConfig = { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir };
   // A replayed trace brings its own zones and prices; the provider prices offers from them.
   const provider = buildGceProvider(gce, catalogPriceBook(trace ? traceCatalog(trace) : undefined), 200);
@@ -75,7 +77,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
     },
     async startWorker() {
-      worker = await sternaTestWorker(taskQueue, { gce: provider });
+      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint) });
       running = worker.run();
     },
     async stopWorker() {

@@ -7,7 +7,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { bundleWorkflows } from '../../workers/bundle';
 import type { Providers } from '../../activities';
-import { createSternaWorker } from '../../workers/worker';
+import { createSternaWorker, type SternaWorkerOptions } from '../../workers/worker';
 import { freePort as anyFreePort } from '../../cli/ports';
 import { sternaDataConverter } from '../../config/data-converter';
 import { startDevServer, type DevServer } from '../../config/dev-server';
@@ -55,7 +55,8 @@ export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleWit
 }
 
 /** A Sterna worker (the real workflow and activities) on the test server. */
-export async function sternaTestWorker(taskQueue: string, providers: Providers): Promise<Worker> {
+/** `extra`: further worker options (a storage API client...). */
+export async function sternaTestWorker(taskQueue: string, providers: Providers, extra: Partial<SternaWorkerOptions> = {}): Promise<Worker> {
   const env = await testEnv();
   return createSternaWorker({
     connection: env.nativeConnection,
@@ -63,6 +64,7 @@ export async function sternaTestWorker(taskQueue: string, providers: Providers):
     taskQueue,
     providers,
     workflowBundle: await workflowBundle(require.resolve('../../workflows')),
+    ...extra,
   });
 }
 

@@ -26,11 +26,12 @@
 import { totalStepsOf } from '../run/progress';
 import { AttemptOutcome, type Attempt, type RunState } from '../run/state';
 import type { RunSpec } from '../spec';
+import { gpuEquivalent } from '../pricing-slices';
 
 export interface ThroughputSample {
   specName: string;
   accelerator: string;
-  /** GPUs the attempt trained on: accelerators per node x nodes. */
+  /** GPUs the attempt trained on: accelerators per node x nodes, in whole-GPU equivalents for slices. */
   gpus: number;
   steps: number;
   seconds: number;
@@ -104,7 +105,8 @@ export function sampleOf(attempt: Attempt, specName: string | undefined, nodes: 
   return {
     specName,
     accelerator: attempt.offer.accelerator,
-    gpus: attempt.offer.acceleratorCount * nodes,
+    // Whole-GPU equivalents: a MIG partition or a time-shared GPU counts as its share.
+    gpus: gpuEquivalent(attempt.offer.acceleratorCount, attempt.offer) * nodes,
     steps: t.steps,
     seconds: t.seconds,
     ...(totalSteps !== undefined ? { totalSteps } : {}),

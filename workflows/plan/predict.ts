@@ -15,6 +15,9 @@
  *   expected duration is stated for the gang the spec asks for; measured rates are per
  *   GPU and scale with every GPU of the gang (linear, data parallel). A gang is
  *   preempted when any of its N nodes is, so its rate is N x the zone's.
+ * - Slices (GKE): a MIG partition or a time-shared GPU trains at its share of the GPU,
+ *   the same share it is priced at (pricing-slices.ts `gpuEquivalent`: c/7 for `<c>g.*`,
+ *   1/N shared by N): measured rates are kept per whole-GPU equivalent.
  * - Spot preemptions arrive as a Poisson process of rate λ per hour per zone and
  *   accelerator (the project's zone memory where it has seen spot hours there, else
  *   PRIOR_PREEMPTIONS_PER_HOUR). Each costs what earlier runs of the spec measured a
@@ -28,6 +31,9 @@
  */
 import { deadlineMs } from '../pricing';
 import { nextCandidate, triedKey } from '../run/machine';
+import { gangSize } from '../run/gang';
+import { describeSlice, type GpuSlice } from '../gpu-slices';
+import { gpuEquivalent } from '../pricing-slices';
 import { startingState } from '../run/requests';
 import type { RunSpec } from '../spec';
 import type { Offer } from '../types';
@@ -61,7 +67,7 @@ export interface PlanInputs {
 export type ThroughputSource = 'measured' | 'expected' | 'spec' | 'datasheet';
 
 /** What the work was taken from: the spec's expected duration, or total steps over a measured rate. */
-export interface PlanWork {
+export interface PlanWork extends GpuSlice {
   basis: 'expected-duration' | 'measured-steps';
   /** The accelerator (and count per node) the work is stated on. */
   accelerator: string;
@@ -75,6 +81,8 @@ export interface PlanWork {
 
 export interface PlanRow {
   accelerator: string;
+  /** The slice of each GPU, when the offer is one (GKE: MIG partition, time-sharing); e.g. `MIG 1g.10gb`. */
+  slice?: string;
   acceleratorCount: number;
   zone: string;
   region: string;
@@ -138,8 +146,6 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
       continue;
     }
     const workHours = speed.hours;
-    // Per node: an offer that says it is for the whole gang (offer.nodes) is already priced for all N.
-    const pricePerNode = (offer.nodes ?? 1) === nodes && nodes > 1 ? offer.pricePerHour / nodes : offer.pricePerHour;
     const spot = offer.provisioningModel === 'SPOT';
     const observed = memory ? zonePrior(memory, { zone: offer.zone, accelerator: offer.accelerator, model: offer.provisioningModel }, nowMs).preemptionsPerHour : undefined;
     // A gang is preempted when any one of its nodes is.
@@ -149,18 +155,22 @@ export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measur
     const lostShare = rate * lossHours;
     const expectedHours = lostShare < 1 ? workHours / (1 - lostShare) : Infinity;
     const finishMs = nowMs + expectedHours * 3_600_000;
+    // One VM's price: a gang's offer (GCE, run/gang.ts) is already priced for all its nodes.
+    const vmPricePerHour = offer.pricePerHour / gangSize(offer);
+    const slice = describeSlice(offer);
     rows.push({
       accelerator: offer.accelerator,
+      ...(slice ? { slice } : {}),
       acceleratorCount: offer.acceleratorCount,
       zone: offer.zone,
       region: offer.region,
       provisioningModel: offer.provisioningModel,
-      pricePerHour: pricePerNode,
+      pricePerHour: vmPricePerHour,
       nodes,
       workHours,
-      workCostUsd: pricePerNode * nodes * workHours,
+      workCostUsd: vmPricePerHour * nodes * workHours,
       expectedHours,
-      expectedCostUsd: pricePerNode * nodes * expectedHours,
+      expectedCostUsd: vmPricePerHour * nodes * expectedHours,
       expectedPreemptions: rate * expectedHours,
       finishAt: Number.isFinite(finishMs) ? new Date(finishMs).toISOString() : undefined,
       missRisk: deadline === undefined ? undefined : missRisk((deadline - nowMs) / 3_600_000 - workHours, rate * expectedHours, lossHours),
@@ -200,7 +210,8 @@ export function workOf(spec: RunSpec, measured: MeasuredThroughput): PlanWork | 
       basis: 'measured-steps',
       accelerator: anchor.type,
       acceleratorCount: anchor.count,
-      hours: totalSteps / (m.stepsPerGpuSecond * anchor.count * nodes) / 3600,
+      ...sliceOf(anchor),
+      hours: totalSteps / (m.stepsPerGpuSecond * gpuEquivalent(anchor.count, anchor) * nodes) / 3600,
       totalSteps,
       stepsPerGpuSecond: m.stepsPerGpuSecond,
       measuredSeconds: m.seconds,
@@ -208,7 +219,11 @@ export function workOf(spec: RunSpec, measured: MeasuredThroughput): PlanWork | 
   }
   const expected = spec.time.expectedDuration;
   if (expected === undefined) return undefined;
-  return { basis: 'expected-duration', accelerator: listed[0].type, acceleratorCount: listed[0].count, hours: expected / 3600 };
+  return { basis: 'expected-duration', accelerator: listed[0].type, acceleratorCount: listed[0].count, ...sliceOf(listed[0]), hours: expected / 3600 };
+}
+
+function sliceOf(s: GpuSlice): GpuSlice {
+  return { ...(s.partition !== undefined ? { partition: s.partition } : {}), ...(s.maxSharedClients !== undefined ? { maxSharedClients: s.maxSharedClients } : {}) };
 }
 
 /**
@@ -217,8 +232,9 @@ export function workOf(spec: RunSpec, measured: MeasuredThroughput): PlanWork | 
  * spec's or the datasheet's); undefined when the offer's accelerator has no figure.
  */
 function workHoursOn(offer: Offer, nodes: number, work: PlanWork, spec: RunSpec, measured: MeasuredThroughput): { hours: number; source: ThroughputSource; stepsPerSecond?: number } | undefined {
-  const gpus = offer.acceleratorCount * nodes;
-  const anchorGpus = work.acceleratorCount * nodes;
+  // Whole-GPU equivalents: a slice trains at the share it is priced at.
+  const gpus = gpuEquivalent(offer.acceleratorCount, offer) * nodes;
+  const anchorGpus = gpuEquivalent(work.acceleratorCount, work) * nodes;
   const own = measured[offer.accelerator];
   const anchorMeasured = measured[work.accelerator];
   if (own && anchorMeasured) {
@@ -228,7 +244,7 @@ function workHoursOn(offer: Offer, nodes: number, work: PlanWork, spec: RunSpec,
   const theirs = throughputOf(offer.accelerator, gpus, spec.time.relativeThroughput);
   const anchors = throughputOf(work.accelerator, anchorGpus, spec.time.relativeThroughput);
   if (!theirs || !anchors) return undefined;
-  const stated = work.basis === 'expected-duration' && offer.accelerator === work.accelerator;
+  const stated = work.basis === 'expected-duration' && offer.accelerator === work.accelerator && gpus === anchorGpus;
   return { hours: (work.hours * anchors.value) / theirs.value, source: stated ? 'expected' : theirs.source };
 }
 

@@ -13,10 +13,15 @@ export function slackHours(obs: Observation): number {
   return obs.hoursUntilDeadline - obs.remainingWorkHours;
 }
 
+/** A start in `zone`: the changeover plus the staging of the run's data there (none when unknown). */
+export function changeoverIn(obs: Observation, zone: string): number {
+  return obs.changeoverHours + (obs.zones.find((z) => z.zone === zone)?.startHours ?? 0);
+}
+
 /** Work this action completes before the next decision point. */
 export function progressThisStep(obs: Observation, action: Action): number {
   if (action.kind === ActionKind.Idle) return 0;
-  const warmup = sameAction(action, obs.current) ? obs.changeoverRemainingHours : obs.changeoverHours;
+  const warmup = sameAction(action, obs.current) ? obs.changeoverRemainingHours : changeoverIn(obs, action.zone);
   return Math.min(obs.remainingWorkHours, Math.max(0, obs.stepHours - warmup));
 }
 
@@ -28,13 +33,19 @@ export function canRiskStep(obs: Observation, action: Action): boolean {
   const done = progressThisStep(obs, action);
   if (done >= obs.remainingWorkHours - EPS_HOURS) return obs.stepHours <= obs.hoursUntilDeadline + EPS_HOURS;
   const slackAfter = obs.hoursUntilDeadline - obs.stepHours - (obs.remainingWorkHours - done);
-  return slackAfter >= obs.changeoverHours - EPS_HOURS;
+  return slackAfter >= changeoverIn(obs, cheapestOnDemand(obs.zones, undefined, obs.remainingWorkHours).zone) - EPS_HOURS;
 }
 
-/** Ties go to `preferZone`, so a run stays near its data and its earlier choices. */
-export function cheapestOnDemand(zones: readonly ZoneObservation[], preferZone?: string): ZoneObservation {
-  const cheapest = Math.min(...zones.map((z) => z.onDemandPrice));
-  const ties = zones.filter((z) => z.onDemandPrice <= cheapest + EPS_USD_PER_HOUR);
+/**
+ * Ties go to `preferZone`, so a run stays near its earlier choices. Where the run's data
+ * costs something to bring (`startUsd`, `startHours`), the zone with the lowest expected
+ * cost of the work left (`hours`) there wins instead of the lowest price.
+ */
+export function cheapestOnDemand(zones: readonly ZoneObservation[], preferZone?: string, hours = 0): ZoneObservation {
+  const withData = zones.some((z) => z.startUsd !== undefined || z.startHours !== undefined);
+  const cost = (z: ZoneObservation) => (withData ? z.onDemandPrice * (hours + (z.startHours ?? 0)) + (z.startUsd ?? 0) : z.onDemandPrice);
+  const cheapest = Math.min(...zones.map(cost));
+  const ties = zones.filter((z) => cost(z) <= cheapest + EPS_USD_PER_HOUR);
   return ties.find((z) => z.zone === preferZone) ?? ties[0];
 }
 
@@ -42,7 +53,7 @@ export function cheapestOnDemand(zones: readonly ZoneObservation[], preferZone?:
 export function onDemandAction(obs: Observation, preferZone?: string): Action {
   if (obs.current.kind === ActionKind.OnDemand) return obs.current;
   const near = preferZone ?? (obs.current.kind === ActionKind.Spot ? obs.current.zone : undefined);
-  return { kind: ActionKind.OnDemand, zone: cheapestOnDemand(obs.zones, near).zone };
+  return { kind: ActionKind.OnDemand, zone: cheapestOnDemand(obs.zones, near, obs.remainingWorkHours).zone };
 }
 
 /**
@@ -50,9 +61,11 @@ export function onDemandAction(obs: Observation, preferZone?: string): Action {
  * When even on-demand can no longer make it, keep the action: it is the best effort left.
  */
 export function withSafetyNet(obs: Observation, action: Action, preferZone?: string): Action {
-  if (action.kind === ActionKind.OnDemand || canRiskStep(obs, action)) return action;
+  // A running flex-start VM is never preempted: keeping it risks nothing.
+  const unpreempted = action.kind === ActionKind.OnDemand || (action.kind === ActionKind.FlexStart && sameAction(action, obs.current));
+  if (unpreempted || canRiskStep(obs, action)) return action;
   const fallback = onDemandAction(obs, preferZone);
-  const warmup = sameAction(fallback, obs.current) ? obs.changeoverRemainingHours : obs.changeoverHours;
+  const warmup = sameAction(fallback, obs.current) ? obs.changeoverRemainingHours : fallback.kind === ActionKind.Idle ? obs.changeoverHours : changeoverIn(obs, fallback.zone);
   return slackHours(obs) >= warmup - EPS_HOURS ? fallback : action;
 }
 

@@ -12,12 +12,8 @@
  */
 import { type Action, ActionKind, type ZoneObservation } from './types';
 
-/** A zone's prices, which a run can always look up. */
-export interface ZoneQuote {
-  zone: string;
-  spotPrice: number;
-  onDemandPrice: number;
-}
+/** A zone's prices (and the run's data costs there), which a run can always look up. */
+export type ZoneQuote = Omit<ZoneObservation, 'spotAvailable'>;
 
 /** Spot capacity seen in a zone: a failed launch or a preemption (false), another run's look (either). */
 export interface Sighting {
@@ -29,9 +25,7 @@ export function liveZones(quotes: readonly ZoneQuote[], current: Action, sightin
   const seen = new Map<string, boolean>();
   for (const s of sightingsSinceLastDecision) seen.set(s.zone, s.available);
   return quotes.map((q) => ({
-    zone: q.zone,
-    spotPrice: q.spotPrice,
-    onDemandPrice: q.onDemandPrice,
+    ...q,
     spotAvailable: current.kind === ActionKind.Spot && current.zone === q.zone ? true : (seen.get(q.zone) ?? 'unknown'),
   }));
 }

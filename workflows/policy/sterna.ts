@@ -15,7 +15,8 @@
  * Nothing is fitted to a trace: every quantity is a price, the job's own times, or an
  * estimate from what this run has observed.
  */
-import { EPS_HOURS, cheapestOnDemand, isAvailable, onDemandAction, slackHours, withSafetyNet } from './deadline';
+import { EPS_HOURS, changeoverIn, cheapestOnDemand, isAvailable, onDemandAction, slackHours, withSafetyNet } from './deadline';
+import { onDemandUsd, runningPrice, withFlexTier } from './flex-tier';
 import { availabilityChance, foundUptimeHours, likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
@@ -58,8 +59,9 @@ function candidateFor(stats: StatsTable, obs: Observation, zone: ZoneObservation
   const probe = zone.spotAvailable !== true;
   const uptimeHours = probe ? foundUptimeHours(stats, obs, zone.zone, false) : remainingUptimeHours(stats, obs, zone.zone);
   const chance = probe ? availabilityChance(stats, obs, zone.zone) : 1;
-  const d = obs.changeoverHours;
-  const score = (zone.spotPrice * (uptimeHours + d) + slackPrice * d) / uptimeHours / Math.max(chance, EPS_HOURS);
+  // A start here also stages the run's data (time, like a changeover) and pays its egress.
+  const d = obs.changeoverHours + (zone.startHours ?? 0);
+  const score = (zone.spotPrice * (uptimeHours + d) + slackPrice * d + (zone.startUsd ?? 0)) / uptimeHours / Math.max(chance, EPS_HOURS);
   return { zone, uptimeHours, score, probe, chance };
 }
 
@@ -78,7 +80,7 @@ function bestCandidate(stats: StatsTable, obs: Observation, slackPrice: number):
 }
 
 function contextFor(stats: StatsTable, start: RunStart, obs: Observation): Context {
-  const onDemand = cheapestOnDemand(obs.zones);
+  const onDemand = cheapestOnDemand(obs.zones, undefined, obs.remainingWorkHours);
   const spotPrice = bestCandidate(stats, obs, 0)?.zone.spotPrice ?? Math.min(...obs.zones.map((z) => z.spotPrice));
   const budget = slackBudget(stats, start, obs, Math.max(0, onDemand.onDemandPrice - spotPrice));
   return { obs, stats, budget, onDemand, best: bestCandidate(stats, obs, budget.slackPrice) };
@@ -104,14 +106,14 @@ function fromSpot(ctx: Context, zone: string): Action {
   if (here === undefined || c === undefined || c.probe || c.zone.zone === zone) return stay;
   const overlap = Math.min(usefulHours(ctx, c), remainingUptimeHours(ctx.stats, ctx.obs, zone));
   const saving = (here.spotPrice - c.zone.spotPrice) * overlap;
-  const changeover = ctx.obs.changeoverHours * (c.zone.spotPrice + ctx.budget.slackPrice);
+  const changeover = changeoverIn(ctx.obs, c.zone.zone) * (c.zone.spotPrice + ctx.budget.slackPrice) + (c.zone.startUsd ?? 0);
   return saving > 2 * changeover ? spot(c) : stay;
 }
 
 /**
- * On on-demand: leave for spot when its likely run (the median, see expectations.ts)
- * pays for the changeover there and the one back ("Can't Be Late" 5.4: o > 2kd/(k-1),
- * with o estimated, not known).
+ * On on-demand (or a flex-start VM, at its price): leave for spot when its likely run (the
+ * median, see expectations.ts) pays for the changeover there and the one back ("Can't Be
+ * Late" 5.4: o > 2kd/(k-1), with o estimated, not known).
  */
 function fromOnDemand(ctx: Context, current: Action): Action {
   const c = ctx.best;
@@ -119,11 +121,14 @@ function fromOnDemand(ctx: Context, current: Action): Action {
   // Capacity that has just appeared is most often a blip: wait to see it hold one step.
   // Capacity a probe would find has no known age: count on what such finds have given.
   if (!c.probe && runAgeHours(ctx.stats, c.zone.zone, ctx.obs.nowHours) < ctx.obs.stepHours - EPS_HOURS) return current;
-  const d = ctx.obs.changeoverHours;
-  const od = ctx.onDemand.onDemandPrice;
+  const there = changeoverIn(ctx.obs, c.zone.zone);
+  const back = current.kind === ActionKind.Idle ? ctx.obs.changeoverHours : changeoverIn(ctx.obs, current.zone);
+  const od = runningPrice(ctx.obs, current, ctx.onDemand.onDemandPrice);
   const run = c.probe ? foundUptimeHours(ctx.stats, ctx.obs, c.zone.zone, true) : likelyRemainingUptimeHours(ctx.stats, ctx.obs, c.zone.zone);
   const likely = Math.min(run, ctx.obs.remainingWorkHours);
-  const gain = (od - c.zone.spotPrice) * likely - 2 * od * d - 2 * d * ctx.budget.slackPrice;
+  // Back to flex-start is a new request: its wait is slack too.
+  const waitBack = current.kind === ActionKind.FlexStart ? (ctx.obs.zones.find((z) => z.zone === current.zone)?.flexWaitHours ?? 0) : 0;
+  const gain = (od - c.zone.spotPrice) * likely - od * (there + back) - (there + back + waitBack) * ctx.budget.slackPrice - (c.zone.startUsd ?? 0);
   return gain > 0 ? spot(c) : current;
 }
 
@@ -161,8 +166,20 @@ function fromIdle(ctx: Context): Action {
 function choose(ctx: Context): Action {
   const current = ctx.obs.current;
   if (current.kind === ActionKind.Spot) return fromSpot(ctx, current.zone);
-  if (current.kind === ActionKind.OnDemand) return fromOnDemand(ctx, current);
+  if (current.kind === ActionKind.OnDemand || current.kind === ActionKind.FlexStart) return fromOnDemand(ctx, current);
   return fromIdle(ctx);
+}
+
+/**
+ * Expected USD of the rest of the run if it waits on for spot: spot as likely as the best
+ * zone's chance of capacity (at its expected USD per hour of progress), else on-demand.
+ */
+function waitingUsd(ctx: Context): number {
+  const od = onDemandUsd(ctx.obs, ctx.onDemand, ctx.budget.slackPrice);
+  const c = ctx.best;
+  if (c === undefined) return od;
+  const spotPerHour = c.score * Math.max(c.chance, EPS_HOURS);
+  return c.chance * spotPerHour * ctx.obs.remainingWorkHours + (1 - c.chance) * od;
 }
 
 /**
@@ -186,6 +203,8 @@ export function decide(state: PolicyState, obs: Observation): { action: Action; 
   const start = state.start ?? { slackHours: slackHours(obs), hoursUntilDeadline: obs.hoursUntilDeadline };
   const next: PolicyState = { ...state, stats, start };
   if (obs.remainingWorkHours <= EPS_HOURS) return { action: idle, state: next };
-  const action = choose(contextFor(stats, start, obs));
-  return { action: withSafetyNet(obs, action), state: next };
+  const ctx = contextFor(stats, start, obs);
+  const action = withSafetyNet(obs, choose(ctx));
+  const spotUsd = () => (ctx.best?.score ?? Infinity) * obs.remainingWorkHours;
+  return { action: withFlexTier({ obs, action, slackPrice: ctx.budget.slackPrice, onDemand: ctx.onDemand, waitingUsd: () => waitingUsd(ctx), spotUsd }), state: next };
 }

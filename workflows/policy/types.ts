@@ -5,14 +5,16 @@
  */
 import type { StatsTable } from './zone-stats';
 
-export const ActionKind = { Idle: 'idle', Spot: 'spot', OnDemand: 'on-demand' } as const;
+export const ActionKind = { Idle: 'idle', Spot: 'spot', OnDemand: 'on-demand', FlexStart: 'flex-start' } as const;
 export type ActionKind = (typeof ActionKind)[keyof typeof ActionKind];
 
 /** What to run until the next decision point. */
 export type Action =
   | { kind: typeof ActionKind.Idle }
   | { kind: typeof ActionKind.Spot; zone: string }
-  | { kind: typeof ActionKind.OnDemand; zone: string };
+  | { kind: typeof ActionKind.OnDemand; zone: string }
+  /** A flex-start (DWS) request: waits unpaid for capacity (at most the run's wait window), then runs unpreempted. */
+  | { kind: typeof ActionKind.FlexStart; zone: string };
 
 /** `unknown` when the zone was not probed since the last decision (the real system learns by trying). */
 export type SpotAvailability = boolean | 'unknown';
@@ -24,6 +26,22 @@ export interface ZoneObservation {
   spotPrice: number;
   /** USD per hour for the whole instance; on-demand capacity is assumed always launchable. */
   onDemandPrice: number;
+  /** Flex-start (DWS) here, when the run offers that tier: USD per hour for the whole instance. */
+  flexPrice?: number;
+  /** Hours a flex-start request here is expected to wait for capacity (the offer's estimate). */
+  flexWaitHours?: number;
+  /** USD paid once per start here to bring the run's data (inter-region egress; data-cost.ts). */
+  startUsd?: number;
+  /** Hours each start here spends staging the run's data: paid at the instance's price, no progress (added to the changeover). */
+  startHours?: number;
+}
+
+/** The flex-start tier's terms, when the run offers it. */
+export interface FlexTerms {
+  /** The longest a request waits for capacity before it fails (the run's wait window). */
+  maxWaitHours: number;
+  /** The longest a flex-start VM runs before it is stopped (GCE: 7 days). */
+  maxRunHours: number;
 }
 
 /** What the caller knows at a decision point. Times are hours. */
@@ -41,6 +59,8 @@ export interface Observation {
   /** Changeover still to pay on the current instance before it makes progress. */
   changeoverRemainingHours: number;
   zones: ZoneObservation[];
+  /** Present when flex-start is a tier of this run (zones with `flexPrice` offer it). */
+  flexStart?: FlexTerms;
 }
 
 export interface Decision<S> {

@@ -1,16 +1,17 @@
 /**
- * An attempt's three activities (create, release, look) with their web-UI summaries,
+ * An attempt's activities (create, release, look, ask to move) with their web-UI summaries,
  * each answered as the machine's event. A named provision failure is an event (the
  * create's definite answer); anything else leaves open whether the create may still
  * land, and ends the run.
  */
+import { isCancellation } from '@temporalio/workflow';
 import { namedFailureOf } from '../failures';
 import type { Owner } from '../naming';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
 import type { RunEvent } from './machine';
 import { provisionRequest, provisionSummary } from './requests';
-import type { RunState } from './state';
+import type { AppliedInterval, RunState } from './state';
 
 export class AttemptActs {
   constructor(
@@ -41,6 +42,28 @@ export class AttemptActs {
       { ref: attempt.ref, owner: this.owner(number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
     return { kind: 'released', attempt: number, ...result };
+  }
+
+  /** Asks the attempt's agent for its final checkpoint before the flex-start cut (run/flex-cut.ts). */
+  async askMove(number: number): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    const answer = await this.acts.quick.askMove.executeWithOptions({ summary: `ask ${attempt.ref.name} to checkpoint and stop before its cut` }, [{ ref: attempt.ref }]);
+    return { kind: 'move-asked', attempt: number, ...answer };
+  }
+
+  /** A courtesy: an update that cannot be made leaves the attempt on the interval it has (run/live-interval.ts). */
+  async setInterval(number: number, interval: AppliedInterval): Promise<RunEvent> {
+    const attempt = this.state.attempts[number - 1];
+    try {
+      const { outcome } = await this.acts.courtesy.setCheckpointInterval.executeWithOptions({ summary: `checkpoint every ${interval.seconds} s on ${attempt.ref.name}` }, [
+        { ref: attempt.ref, owner: this.owner(number), seconds: interval.seconds },
+      ]);
+      return { kind: 'checkpoint-interval-set', attempt: number, interval, outcome };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const cause = (err as { cause?: Error }).cause;
+      return { kind: 'checkpoint-interval-set', attempt: number, interval, outcome: 'failed', message: cause?.message ?? (err as Error)?.message ?? String(err) };
+    }
   }
 
   async look(number: number): Promise<RunEvent> {

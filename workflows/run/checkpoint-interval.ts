@@ -5,9 +5,10 @@
  *                                      MTBP: mean seconds between preemptions (3600 / rate)
  *
  * (Young 1974; Daly 2006 shows it within a few percent of the exact optimum while C is
- * small against MTBP), clamped to [MIN_INTERVAL_SECONDS, the cap]. A user's pinned
+ * small against MTBP), clamped to [the floor, the cap]. A user's pinned
  * `checkpoint.interval` wins; the cap is `checkpoint.maxInterval` (default 30 min, AutoDL's
- * "at most 30 minutes").
+ * "at most 30 minutes"); the floor `checkpoint.minInterval` (default MIN_INTERVAL_SECONDS).
+ * While an attempt trains, the run keeps the choice current (live-interval.ts).
  *
  * Inputs, and the priors used while they are unknown:
  * - `preemptionsPerHour` of the attempt's zone: the project's zone memory (requests.ts
@@ -21,6 +22,8 @@
  */
 import type { RunSpec } from '../spec';
 import { ZoneEventKind } from '../placement';
+import { ProvisioningModel, type Offer } from '../types';
+import { ZoneModel, zonePrior } from '../zones/memory';
 import type { RunState } from './state';
 import { runningSeconds } from './views';
 
@@ -40,6 +43,8 @@ export interface IntervalInputs {
   /** The user's own interval (seconds): used as is. */
   pinnedSeconds?: number;
   capSeconds?: number;
+  /** The floor (`checkpoint.minInterval`); MIN_INTERVAL_SECONDS by default. */
+  minSeconds?: number;
 }
 
 export interface IntervalChoice {
@@ -56,7 +61,7 @@ export function checkpointInterval(inputs: IntervalInputs): IntervalChoice {
   if (inputs.pinnedSeconds !== undefined) return { seconds: inputs.pinnedSeconds, basis: 'pinned', ...known };
   const cap = inputs.capSeconds ?? DEFAULT_MAX_INTERVAL_SECONDS;
   // Never more often than a checkpoint takes to write: the next would queue behind it.
-  const floor = Math.min(cap, Math.max(MIN_INTERVAL_SECONDS, Math.ceil(cost)));
+  const floor = Math.min(cap, Math.max(inputs.minSeconds ?? MIN_INTERVAL_SECONDS, Math.ceil(cost)));
   if (!(rate > 0)) return { seconds: cap, basis: 'cap', ...known };
   const young = Math.round(Math.sqrt(2 * cost * (3600 / rate)));
   if (young >= cap) return { seconds: cap, basis: 'cap', ...known };
@@ -83,7 +88,19 @@ export function intervalForZone(spec: RunSpec, state: RunState, zone: string, no
     checkpointSeconds: state.checkpointSeconds,
     pinnedSeconds: spec.checkpoint.interval,
     capSeconds: spec.checkpoint.maxInterval,
+    minSeconds: spec.checkpoint.minInterval,
   });
+}
+
+/** The interval for an attempt on `offer`: the zone memory's rate for a spot offer when the run read one, else the run's own. */
+export function intervalForOffer(spec: RunSpec, state: RunState, offer: Offer, nowMs: number): IntervalChoice {
+  return intervalForZone(spec, state, offer.zone, nowMs, rememberedRate(state, offer, nowMs));
+}
+
+/** The project's zone memory's preemption rate for the offer (spot only), when it has one. */
+export function rememberedRate(state: RunState, offer: Offer, nowMs: number): number | undefined {
+  if (!state.zoneMemory || offer.provisioningModel !== ProvisioningModel.Spot) return undefined;
+  return zonePrior(state.zoneMemory, { zone: offer.zone, accelerator: offer.accelerator, model: ZoneModel.Spot }, nowMs).preemptionsPerHour;
 }
 
 /** Folds one measured checkpoint cost (seconds) into the run's smoothed estimate. */

@@ -5,6 +5,7 @@
  * summary a run leaves in its memo when it ends, which `sterna cost` reads from
  * visibility without asking a worker. Pure.
  */
+import { gangSize } from './gang';
 import { teamOf } from '../teams/run-admission';
 import type { RunSpec } from '../spec';
 import { AttemptOutcome, type RunState } from './state';
@@ -57,11 +58,13 @@ export function costMemoOf(state: RunState, spec: RunSpec, nowMs: number): CostM
     costUsd += cost;
     onDemandCostUsd += onDemand;
     const key = `${a.offer.zone}/${a.offer.accelerator}/${a.offer.acceleratorCount}/${a.offer.provisioningModel}`;
-    const line = lines.get(key) ?? { zone: a.offer.zone, accelerator: a.offer.accelerator, provisioningModel: a.offer.provisioningModel, gpus: a.offer.acceleratorCount, attempts: 0, preemptions: 0, runningSeconds: 0, gpuSeconds: 0, costUsd: 0, onDemandCostUsd: 0 };
+    // A gang's GPUs are every node's.
+    const gpus = a.offer.acceleratorCount * gangSize(a.offer);
+    const line = lines.get(key) ?? { zone: a.offer.zone, accelerator: a.offer.accelerator, provisioningModel: a.offer.provisioningModel, gpus, attempts: 0, preemptions: 0, runningSeconds: 0, gpuSeconds: 0, costUsd: 0, onDemandCostUsd: 0 };
     line.attempts++;
     if (a.outcome === AttemptOutcome.Preempted) line.preemptions++;
     line.runningSeconds += seconds;
-    line.gpuSeconds += seconds * a.offer.acceleratorCount;
+    line.gpuSeconds += seconds * gpus;
     line.costUsd += cost;
     line.onDemandCostUsd += onDemand;
     lines.set(key, line);

@@ -2,15 +2,19 @@
  * The run's data, as placement weighs it (workflows/data-cost.ts), and its staging as the
  * status shows it: bytes staged, rate, ETA. Pure.
  *
- * A dataset counts when its spec states its `location`; its size is `sizeGb`, or, once an
- * agent has measured the datasets' total (sterna/total-bytes), that total shared evenly
- * among the datasets without a stated size.
+ * A dataset counts when its location is known: stated in the spec (`location`), or read
+ * from its bucket through the storage API (GCS `buckets.get`, once per run, at its first
+ * placement: activities/storage). A bucket whose location cannot be read (no such bucket,
+ * no permission, no storage API) is "location unknown": placement weighs nothing for it,
+ * as before, and the timeline says why. Its size
+ * is `sizeGb`, or, once an agent has measured the datasets' total (sterna/total-bytes),
+ * that total shared evenly among the datasets without a stated size.
  */
 import { dataCost, DEFAULT_DATA_TRANSFER, type DataPlace, type DataTransferRates } from '../data-cost';
 import { runKey } from '../naming';
 import type { RunSpec } from '../spec';
 import type { AgentSnapshot, Offer } from '../types';
-import type { RunState } from './state';
+import { record, TimelineKind, type RunState } from './state';
 
 /** The run's cache in `region`: its own prefix, so runs never read each other's data. */
 export function dataCacheUri(template: string, region: string, runId: string): string {
@@ -24,10 +28,58 @@ export function noteStaged(state: RunState, spec: RunSpec, region: string): void
   if (!state.dataCachedRegions.includes(region)) state.dataCachedRegions.push(region);
 }
 
+/** The GCS bucket a dataset URI names (gs://<bucket>/...), or undefined for any other URI. */
+export function bucketOf(uri: string): string | undefined {
+  const match = /^gs:\/\/([^/]+)/.exec(uri);
+  return match ? match[1] : undefined;
+}
+
+/** Where a dataset lives: its spec's `location`, else its bucket's from the storage API. */
+export function datasetLocation(dataset: RunSpec['datasets'][number], state: RunState): string | undefined {
+  if (dataset.location !== undefined) return dataset.location;
+  const bucket = bucketOf(dataset.uri);
+  return bucket === undefined ? undefined : state.bucketLocations?.[bucket]?.location;
+}
+
+/** The buckets whose location the run has yet to ask the storage API for (datasets without `location` only). */
+export function bucketsToLocate(spec: RunSpec, state: RunState): string[] {
+  const buckets = spec.datasets.filter((d) => d.location === undefined).map((d) => bucketOf(d.uri));
+  return [...new Set(buckets.filter((b): b is string => b !== undefined && state.bucketLocations?.[b] === undefined))];
+}
+
+/** One bucket as the storage activity answers: its location, or why it has none. */
+export interface BucketAnswer {
+  bucket: string;
+  location?: string;
+  problem?: string;
+}
+
+/** Keeps the answers (each bucket is asked once) and says on the timeline what placement will weigh. */
+export function absorbBucketLocations(state: RunState, answers: readonly BucketAnswer[], nowMs: number): void {
+  state.bucketLocations ??= {};
+  for (const a of answers) {
+    if (state.bucketLocations[a.bucket] !== undefined) continue;
+    if (a.location) {
+      state.bucketLocations[a.bucket] = { location: a.location };
+      record(state, nowMs, { kind: TimelineKind.DataLocation, event: `data: gs://${a.bucket} is in ${a.location} (storage API); placement weighs moving it` });
+    } else {
+      const problem = a.problem ?? 'no answer';
+      state.bucketLocations[a.bucket] = { problem };
+      record(state, nowMs, {
+        kind: TimelineKind.DataLocation,
+        event: `data: location of gs://${a.bucket} unknown (${problem}); placement does not weigh moving it — state datasets[].location in the spec to have it weighed`,
+      });
+    }
+  }
+}
+
 export function dataPlaces(spec: RunSpec, state: RunState): DataPlace[] {
   const unsized = spec.datasets.filter((d) => d.sizeGb === undefined).length;
   const measuredShare = state.staging?.totalBytes !== undefined && unsized > 0 ? state.staging.totalBytes / spec.datasets.length : 0;
-  return spec.datasets.filter((d) => d.location !== undefined).map((d) => ({ location: d.location!, bytes: d.sizeGb !== undefined ? d.sizeGb * 1e9 : measuredShare }));
+  return spec.datasets.flatMap((d) => {
+    const location = datasetLocation(d, state);
+    return location === undefined ? [] : [{ location, bytes: d.sizeGb !== undefined ? d.sizeGb * 1e9 : measuredShare }];
+  });
 }
 
 export function transferRates(spec: RunSpec): DataTransferRates {

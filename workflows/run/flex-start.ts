@@ -6,32 +6,35 @@
  * A flex-start VM is created before capacity exists and waits (GCE status PENDING) for at
  * most the request's wait window; once RUNNING it is never preempted, and GCE stops it at
  * `scheduling.maxRunDuration` (at most 7 days). Every attempt's run duration comes from the
- * run's remaining time (its VM-side limit, resource-limit.ts), never beyond 7 days. At the
- * cut GCE stops the VM as it stops a preempted one (SIGTERM, grace, TERMINATED): the agent
- * uploads the trainer's final checkpoint within the grace, and the run resumes from it in
- * a new attempt without counting a preemption (endings.ts `Next.Move`).
+ * run's remaining time (until its deadline or maximum duration), never beyond 7 days. The
+ * run moves off the VM before the cut (flex-cut.ts); if it could not, at the cut GCE stops
+ * the VM as it stops a preempted one (SIGTERM, grace, TERMINATED): the agent uploads the
+ * trainer's final checkpoint within the grace, and the run resumes from it in a new
+ * attempt without counting a preemption (endings.ts `Next.Move`).
  */
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { Attempt } from './state';
 
 /** GCE's longest flex-start run: 7 days. */
 export const FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600;
-/** GCE's shortest `maxRunDuration` is 30 s; shorter than 10 minutes is no use for training. */
-export const FLEX_START_MIN_RUN_SECONDS = 600;
+/** GCE's shortest `maxRunDuration`: an attempt requested at (or past) the run's end still gets a valid one. */
+export const FLEX_START_MIN_RUN_SECONDS = 30;
+/** The floor before the run-duration guard (runs recorded before `sterna-flex-cut` keep it). */
+export const LEGACY_FLEX_START_MIN_RUN_SECONDS = 600;
 
 export function isFlexStart(offer: Offer): boolean {
   return offer.provisioningModel === ProvisioningModel.FlexStart;
 }
 
 /**
- * `scheduling.maxRunDuration` for a flex-start VM requested at `nowMs`: the time until the
- * run's own VM-side limit (`releaseByMs`), at most 7 days. The duration counts from when
- * the VM starts, so a VM that waited runs past `releaseByMs` by at most its wait; the run
- * itself releases it at its limit long before.
+ * `scheduling.maxRunDuration` for a flex-start VM requested at `nowMs`: the time until
+ * `releaseByMs` (the run's own end, flex-cut.ts `runEndMs`; 7 days when it has none), at
+ * most 7 days. The duration counts from when the VM starts, so a VM that waited runs past
+ * `releaseByMs` by at most its wait; the run itself releases it at its end.
  */
-export function flexRunDurationSeconds(releaseByMs: number, nowMs: number): number {
+export function flexRunDurationSeconds(releaseByMs: number, nowMs: number, minSeconds = FLEX_START_MIN_RUN_SECONDS): number {
   const untilLimit = Math.floor((releaseByMs - nowMs) / 1000);
-  return Math.min(FLEX_START_MAX_RUN_SECONDS, Math.max(FLEX_START_MIN_RUN_SECONDS, untilLimit));
+  return Math.min(FLEX_START_MAX_RUN_SECONDS, Math.max(minSeconds, untilLimit));
 }
 
 /** Epoch ms at which GCE cuts this flex-start attempt (its start + run duration), once it runs. */
@@ -44,13 +47,19 @@ export function cutAtMs(attempt: Attempt): number | undefined {
  * A flex-start VM that stops without a preemption (GCE never preempts one) was stopped by
  * its run duration: a GCE VM outlives its trainer (it stays RUNNING), so one that stops
  * was stopped, even if its trainer exited 0 on the cut's SIGTERM. A GKE pod ends with its
- * agent instead, so there the agent's published exit decides (endingOf), and only a pod
- * that lost its node without one was cut.
+ * agent instead: there the provider says when its flex-start node was cut (`cut`), and
+ * otherwise the agent's published exit decides (endingOf); a pod that lost its node
+ * without one was cut. While the resource is still stopping, its agent may be uploading
+ * the final checkpoint of the stop grace: the cut counts once the agent is done or the
+ * resource is down, so that checkpoint is not lost.
  */
 export function reachedRunDuration(attempt: Attempt, s: AgentSnapshot): boolean {
   if (!isFlexStart(attempt.offer) || s.preempted) return false;
+  const down = s.lifecycle === 'terminated' || s.lifecycle === 'gone';
+  const agentDone = s.phase === 'exited' || s.phase === 'failed';
+  if (s.cut) return down || agentDone;
   if (attempt.offer.backend === 'gke' && s.phase === 'exited' && s.exitCode !== undefined) return false;
-  return s.lifecycle === 'stopping' || s.lifecycle === 'terminated' || s.lifecycle === 'gone';
+  return down || (s.lifecycle === 'stopping' && agentDone);
 }
 
 /** The status line of an attempt waiting for flex-start capacity, if it is. */

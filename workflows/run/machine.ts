@@ -24,24 +24,35 @@ import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { ZoneMemory } from '../zones/memory';
 import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
 import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
-import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, isFlexStart, reachedRunDuration } from './flex-start';
+import { movedOff, movePlanFor, runEndMs } from './flex-cut';
+import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, isFlexStart, LEGACY_FLEX_START_MIN_RUN_SECONDS, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
+import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
 import { absorbCheckpointCost } from './checkpoint-interval';
-import { absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
+import { absorbBucketLocations, absorbStaging, dataCostUsdFor, noteStaged, type BucketAnswer } from './data-placement';
+import { absorbIntervalSet, absorbLiveZoneMemory, liveIntervalStep, liveIntervalTimer, noteStartInterval, type IntervalUpdateOutcome } from './live-interval';
+import { dataCostsFor, flexTermsFor } from './auto-costs';
 import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { markProgress, noteTraining } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
-import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
+import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type AppliedInterval, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
 import type { AdmissionDecision } from '../teams/rules';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
   | { kind: 'start' }
-  /** `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones). */
-  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory }
+  /**
+   * `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones).
+   * `bucketLocations`: the storage API's word on the datasets' buckets, when the run asked (run/data-placement.ts).
+   */
+  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory; bucketLocations?: BucketAnswer[] }
+  /** The zone memory read again while an attempt trains (undefined: not reachable). */
+  | { kind: 'zone-memory'; memory?: ZoneMemory }
+  /** What came of handing the live attempt's agent a new checkpoint interval (run/live-interval.ts). */
+  | { kind: 'checkpoint-interval-set'; attempt: number; interval: AppliedInterval; outcome: IntervalUpdateOutcome; message?: string }
   | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
@@ -56,7 +67,9 @@ export type RunEvent =
   /** The team's answer to the run's admission request (workflows/teams). */
   | { kind: 'admission'; decision: AdmissionDecision }
   /** The admission request reached the team. */
-  | { kind: 'admission-asked' };
+  | { kind: 'admission-asked' }
+  /** The ask for a final checkpoint before the flex-start cut reached the agent, or could not (`detail` says why). */
+  | { kind: 'move-asked'; attempt: number; delivered: boolean; detail?: string };
 
 /** What to do next. */
 export type Command =
@@ -69,6 +82,12 @@ export type Command =
   | { kind: 'ensure-observer' }
   /** Ask the run's team to admit it (workflows/teams); its answer comes as an `admission` event. */
   | { kind: 'ask-admission' }
+  /** Ask a flex-start attempt's agent for its final checkpoint, to move before the cut (flex-cut.ts); answered by `move-asked`. */
+  | { kind: 'ask-move'; attempt: number }
+  /** Read the project's zone memory again (a `zone-memory` event): the live attempt's interval may move. */
+  | { kind: 'read-zone-memory' }
+  /** Hand the live attempt's agent a new checkpoint interval (a `checkpoint-interval-set` event). */
+  | { kind: 'set-checkpoint-interval'; attempt: number; interval: AppliedInterval }
   /** Wait for the next message, or until `untilMs`. */
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
@@ -89,6 +108,16 @@ export interface Context {
   teamAdmission?: boolean;
   /** Whether this run keeps GPU readings, progress and the idle rule (runs recorded before it did not). */
   gpuUtil?: boolean;
+  /**
+   * Whether `auto` weighs flex-start and the run's data cost inside its policy, by expected
+   * cost (runs recorded before kept the fixed flex-start rule and ranked data cost only
+   * within the action the policy chose).
+   */
+  autoCosts?: boolean;
+  /** Whether flex-start attempts run until the run's end and move before their cut (runs recorded before the guard did not). */
+  flexCut?: boolean;
+  /** Whether this run keeps a training attempt's checkpoint interval current (runs recorded before it did not). */
+  liveInterval?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -142,6 +171,7 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       return refused && { kind: 'fail', ...refused };
     }
     case 'offers':
+      if (event.bucketLocations) absorbBucketLocations(state, event.bucketLocations, now);
       absorbPrices(state, event);
       if (event.zoneMemory) state.zoneMemory = memoryFor(event.zoneMemory, event.offers);
       return absorbOffers(state, spec, event.offers);
@@ -169,11 +199,29 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
     case 'released':
       absorbRelease(state, event, now);
       return undefined;
+    case 'zone-memory':
+      absorbLiveZoneMemory(state, event.memory, currentAttempt(state));
+      return undefined;
+    case 'checkpoint-interval-set':
+      absorbIntervalSet(state, event.attempt, event.interval, event.outcome, now, event.message);
+      return undefined;
     case 'observed':
       return absorbObservation(state, spec, event.observation, event.via, context);
+    case 'move-asked': {
+      const attempt = state.attempts[event.attempt - 1];
+      if (!event.delivered) {
+        record(state, now, {
+          kind: TimelineKind.MoveAsked,
+          event: `could not ask ${attempt.ref.name} for its final checkpoint (${event.detail ?? 'no reason given'}); the cut's stop grace is the fallback`,
+          attempt: attempt.attempt,
+          zone: attempt.offer.zone,
+        });
+      }
+      return undefined;
+    }
     case 'notice': {
       const live = currentAttempt(state);
-      if (live && event.name === live.ref.name) {
+      if (live && namesPartOf(live.ref, event.name)) {
         state.notice = live.ref.name;
         record(state, now, {
           kind: TimelineKind.PreemptionNotice,
@@ -234,9 +282,11 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
   record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
 }
 
-function absorbObservation(state: RunState, spec: RunSpec, observation: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
+function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
   const live = currentAttempt(state);
-  if (!live || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
+  // A gang's node speaks for the gang only when it has something to say (run/gang.ts).
+  const observation = live && gangObservation(live.ref, heard);
+  if (!live || !observation || observation.name !== live.ref.name || !isOwnedBy(ownerLabels(observation.owner), ownerOf(context, live.attempt))) return undefined;
   if (state.phase !== Phase.Staging && state.phase !== Phase.Training) return undefined;
   const now = context.nowMs;
   state.lastHeardAt = now;
@@ -257,6 +307,8 @@ function absorbObservation(state: RunState, spec: RunSpec, observation: Resource
     state.notice = live.ref.name;
     record(state, now, { kind: TimelineKind.PreemptionNotice, event: `preemption notice for ${live.ref.name}: from the provider`, attempt: live.attempt, zone: live.offer.zone });
   }
+  // The agent checkpointed and stopped for the move the run asked for before the cut.
+  if (movedOff(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `moved before its run duration ends, from its final checkpoint (step ${state.lastCheckpoint?.step ?? '?'})`);
   // GCE never preempts a flex-start VM: one that stops reached its run duration.
   if (reachedRunDuration(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `maximum run duration (${live.runDurationSeconds ?? '?'} s) reached`);
   const ending = endingOf(s, state.phase === Phase.Staging);
@@ -331,7 +383,12 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
     case Next.Move:
       state.phase = Phase.Recovering;
       state.placement = undefined;
-      record(state, now, { ...where, kind: rule.timeline, event: `flex-start run duration reached in ${zone}; resuming from step ${state.lastCheckpoint?.step ?? 0}`, step: state.lastCheckpoint?.step ?? 0 });
+      record(state, now, {
+        ...where,
+        kind: rule.timeline,
+        event: `${attempt.moveAskedAt ? `moved off flex-start in ${zone} before its cut` : `flex-start run duration reached in ${zone}`}; resuming from step ${state.lastCheckpoint?.step ?? 0}`,
+        step: state.lastCheckpoint?.step ?? 0,
+      });
       return undefined;
     case Next.Restart: {
       state.phase = Phase.Recovering;
@@ -408,6 +465,8 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     ? state.observerHeardAt! + aliveMs
     : (state.lastHeardAt ?? now) + (state.observerHeardAt === undefined ? spec.recovery.pollSeconds : Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS)) * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
+  const liveStep = context.liveInterval ? liveIntervalStep(state, spec, live, now) : undefined;
+  if (liveStep) return liveStep;
   if (context.gpuUtil && state.phase === Phase.Training) {
     const idle = idleVerdict(state, spec, now);
     if (idle?.kind === 'stop') return { kind: 'fail', failure: idle.failure, message: idle.message };
@@ -423,16 +482,32 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     if (now >= state.policyCheckAt) {
       state.policyCheckAt = now + POLICY_CHECK_SECONDS * 1000;
       const offers = state.placement?.offers ?? [];
-      if (offers.length > 0 && askPolicy(state, spec, offers, actionOf(live.offer), now).kind === ActionKind.OnDemand) {
+      const costs = context.autoCosts === true;
+      const move = offers.length > 0 ? askPolicy(state, spec, costs ? usableFlex(state, spec, offers, now) : offers, actionOf(live.offer), now, costs).kind : undefined;
+      if (move === ActionKind.OnDemand || (costs && move === ActionKind.FlexStart)) {
         const stop = endAttempt(state, spec, live, AttemptOutcome.Switched, now);
         return stop ?? decide(state, spec, context);
       }
     }
   }
+  // A flex-start attempt moves before its cut: the agent checkpoints, then the run releases and places again.
+  const move = context.flexCut && state.phase === Phase.Training ? movePlanFor(state, spec, live) : undefined;
+  if (move && now >= move.askAtMs) {
+    live.moveAskedAt = new Date(now).toISOString();
+    record(state, now, {
+      kind: TimelineKind.MoveAsked,
+      event: `asking ${live.ref.name} for its final checkpoint, ${Math.round(move.leadSeconds)} s before its flex-start cut`,
+      attempt: live.attempt,
+      zone: live.offer.zone,
+      ...(state.step !== undefined ? { step: state.step } : {}),
+    });
+    return { kind: 'ask-move', attempt: live.attempt };
+  }
   // A flex-start VM is cut at its run duration: look right after, not at the next poll.
   const cut = cutAtMs(live);
   const idleAt = context.gpuUtil && state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
-  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt].filter((t): t is number => t !== undefined);
+  const intervalAt = context.liveInterval ? liveIntervalTimer(state, spec, live) : undefined;
+  const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt, move?.askAtMs, intervalAt].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
 
@@ -448,7 +523,7 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
     state.phase = Phase.FindingCapacity;
     return { kind: 'find-capacity' };
   }
-  const offer = nextCandidate(state, spec, now);
+  const offer = nextCandidate(state, spec, now, context.autoCosts === true);
   if (!offer) {
     state.placement = undefined;
     state.capacityRetryAt = now + NO_CAPACITY_BACKOFF_MS;
@@ -456,9 +531,13 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
   }
   state.placement.tried.push(triedKey(offer));
   const attempt = beginAttempt(state, offer, context);
+  if (context.liveInterval) noteStartInterval(state, spec, attempt, now);
   if (isFlexStart(offer)) {
     attempt.requestedAt = new Date(now).toISOString();
-    attempt.runDurationSeconds = flexRunDurationSeconds(resourceReleaseByMs(state, spec, now), now);
+    // From the run's own end (flex-cut.ts); runs recorded before the guard kept the resource margin.
+    attempt.runDurationSeconds = context.flexCut
+      ? flexRunDurationSeconds(runEndMs(state, spec) ?? now + FLEX_START_MAX_RUN_SECONDS * 1000, now)
+      : flexRunDurationSeconds(resourceReleaseByMs(state, spec, now), now, LEGACY_FLEX_START_MIN_RUN_SECONDS);
     record(state, now, {
       kind: TimelineKind.Placing,
       event: `flex-start request in ${offer.zone}: waiting for DWS capacity for up to ${flexStartMaxWaitSeconds(spec)} s, then running at most ${attempt.runDurationSeconds} s`,
@@ -482,7 +561,7 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   // the API call and the activity's result.
   const attempt: Attempt = {
     attempt: number,
-    ref: { backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, offer.nodes ?? 1), zone: offer.zone },
+    ref: gangRef({ backend: offer.backend, name: resourceName(context.workflowId, context.execution, number, gangSize(offer)), zone: offer.zone }, offer),
     offer,
     outcome: AttemptOutcome.Running,
     resumedFromStep: state.lastCheckpoint?.step,
@@ -496,10 +575,14 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   return attempt;
 }
 
-/** The next offer to try in this round, or undefined when the round is over. */
-export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
+/**
+ * The next offer to try in this round, or undefined when the round is over. `costs`: the
+ * auto policy weighs flex-start and the data cost itself (runs recorded before did not).
+ */
+export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, costs = true): Offer | undefined {
   const round = state.placement!;
   const untried = (o: Offer) => !round.tried.includes(triedKey(o));
+  if (autoPolicyApplies(state, spec) && costs) return autoCandidate(state, spec, nowMs);
   if (autoPolicyApplies(state, spec)) {
     // The deadline-aware policy picks the zone and model; after each failed try it is
     // asked again, now knowing that zone is out.
@@ -532,7 +615,40 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Of
 }
 
 /**
- * The flex-start tier of `auto` (a spec with `pricing.flexStart`): where the deadline
+ * `auto`: the deadline-aware policy picks the zone and the model - spot, on-demand or (a
+ * spec with `pricing.flexStart`) flex-start - by expected cost, the run's data cost
+ * included; after each failed try it is asked again, now knowing that zone is out.
+ */
+function autoCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
+  const round = state.placement!;
+  const models = spec.pricing.flexStart ? [ProvisioningModel.Spot, ProvisioningModel.FlexStart, ProvisioningModel.OnDemand] : [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
+  const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, models, nowMs));
+  const decision = askPolicy(state, spec, usableFlex(state, spec, round.offers, nowMs), idle, nowMs, true);
+  const chosen = offersFor(decision, ranked).find((o) => usable(state, spec, o, nowMs));
+  if (decision.kind === ActionKind.Idle) {
+    record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
+    return undefined;
+  }
+  const why = decision.kind === ActionKind.FlexStart ? ' (the lowest expected cost under the deadline, a full wait included)' : '';
+  if (chosen) record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: ${decision.kind} in ${decision.zone}${why}`, zone: decision.zone, model: chosen.provisioningModel });
+  return chosen;
+}
+
+/** Untried in this round and not cooling down for its model. */
+function usable(state: RunState, spec: RunSpec, offer: Offer, nowMs: number): boolean {
+  return !state.placement!.tried.includes(triedKey(offer)) && !inCooldown(offer, state.zoneEvents, placementPolicy(state, spec, [offer.provisioningModel], nowMs));
+}
+
+/** The offers the policy weighs: flex-start only where a request can be made now (acceptable, untried, not cooling down). */
+function usableFlex(state: RunState, spec: RunSpec, offers: readonly Offer[], nowMs: number): Offer[] {
+  if (!spec.pricing.flexStart || state.placement === undefined) return offers.filter((o) => !isFlexStart(o));
+  const flex = rankOffers(offers, state.zoneEvents, placementPolicy(state, spec, [ProvisioningModel.FlexStart], nowMs)).filter((o) => usable(state, spec, o, nowMs));
+  return offers.filter((o) => !isFlexStart(o) || flex.includes(o));
+}
+
+/**
+ * The flex-start tier of `auto` (a spec with `pricing.flexStart`) as runs recorded before
+ * `autoCosts` decide it: where the deadline
  * policy moves to on-demand, or waits for spot until the last moment a flex-start request
  * can still fail and leave on-demand time, the cheapest usable flex-start offer goes
  * instead when run/flex-start.ts says it beats on-demand under the deadline.
@@ -574,7 +690,7 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
   };
 }
 
-function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
+function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number, costs = false) {
   // A run that read the zone memory starts the policy from it, and sees its stockouts.
   const { action, state: policyState } = decideAuto(state.policyState, {
     memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
@@ -589,6 +705,7 @@ function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], cur
     changeoverSeconds: CHANGEOVER_SECONDS,
     stepSeconds: POLICY_CHECK_SECONDS,
     current,
+    ...(costs ? { flexStart: flexTermsFor(spec), dataCost: dataCostsFor(spec, state) } : {}),
   });
   state.policyState = policyState;
   return action;

@@ -8,9 +8,9 @@ import { resourceLabels, runKey, type Owner } from '../naming';
 import { deadlineMs, flexStartMaxWaitSeconds, modelsOf } from '../pricing';
 import { parseSpec, specWarnings, type RunSpec, type RunSpecInput } from '../spec';
 import { ProvisioningModel, type Backend, type Offer } from '../types';
-import { intervalForZone } from './checkpoint-interval';
+import { intervalForOffer } from './checkpoint-interval';
+import { gangSize } from './gang';
 import { dataCacheUri } from './data-placement';
-import { ZoneModel, zonePrior } from '../zones/memory';
 import { resourceReleaseByMs } from './resource-limit';
 import { initialState, record, TimelineKind, type Attempt, type RunState } from './state';
 
@@ -46,7 +46,7 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
       runId: state.runId,
       attempt: attempt.attempt,
       argv: spec.command,
-      env: { ...spec.env, STERNA_CHECKPOINT_INTERVAL: String(intervalForZone(spec, state, attempt.offer.zone, nowMs, rememberedRate(state, attempt.offer, nowMs)).seconds) },
+      env: { ...spec.env, STERNA_CHECKPOINT_INTERVAL: String(attempt.checkpointInterval?.seconds ?? intervalForOffer(spec, state, attempt.offer, nowMs).seconds) },
       secrets: spec.secrets,
       datasets: spec.datasets,
       // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
@@ -58,16 +58,11 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
   };
 }
 
-/** The project's zone memory's preemption rate for the offer (spot only), when it has one. */
-function rememberedRate(state: RunState, offer: Offer, nowMs: number): number | undefined {
-  if (!state.zoneMemory || offer.provisioningModel !== ProvisioningModel.Spot) return undefined;
-  return zonePrior(state.zoneMemory, { zone: offer.zone, accelerator: offer.accelerator, model: ZoneModel.Spot }, nowMs).preemptionsPerHour;
-}
-
 /** The activity's summary in the web UI. */
 export function provisionSummary(offer: Offer): string {
   const model = { SPOT: 'spot', STANDARD: 'on-demand', FLEX_START: 'flex-start' }[offer.provisioningModel];
-  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}) ${model} in ${offer.zone}`;
+  const nodes = gangSize(offer) > 1 ? ` on each of ${gangSize(offer)} nodes` : '';
+  return `provision ${offer.machineType} (${offer.accelerator} x${offer.acceleratorCount}${nodes}) ${model} in ${offer.zone}`;
 }
 
 /** A fresh run's state: limits from the spec at `nowMs`, and the spec's warnings on its timeline. */

@@ -79,6 +79,20 @@ export interface Attempt {
    * (epoch ms), then the steps trained to the last new step heard and the seconds between.
    */
   training?: { fromStep: number; fromMs: number; steps: number; seconds: number };
+  /** FLEX_START: when the run asked the agent for its final checkpoint, to move before the cut (ISO; flex-cut.ts). */
+  moveAskedAt?: string;
+  /** The checkpoint interval the attempt's agent was last given, and why (run/live-interval.ts). */
+  checkpointInterval?: AppliedInterval;
+}
+
+/** A checkpoint interval handed to an agent: at the attempt's start, or updated while it trains. */
+export interface AppliedInterval {
+  seconds: number;
+  /** The zone's preemption rate and the checkpoint cost it was chosen from. */
+  preemptionsPerHour: number;
+  checkpointSeconds: number;
+  /** Set once an update could not reach the VM: the attempt keeps this interval. */
+  frozen?: string;
 }
 
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
@@ -100,6 +114,8 @@ export const TimelineKind = {
   Preempted: 'preempted',
   /** A flex-start VM reached its maximum run duration (GCE's 7-day cap, or the run's deadline). */
   RunDurationReached: 'run-duration-reached',
+  /** The run asked a flex-start attempt's agent for its final checkpoint, to move before the cut (flex-cut.ts). */
+  MoveAsked: 'move-asked',
   Restarting: 'restarting',
   Switching: 'switching',
   Completed: 'completed',
@@ -109,6 +125,10 @@ export const TimelineKind = {
   Stopped: 'stopped',
   /** The GPUs stayed below monitoring.minGpuUtilisation for the window (gpu-util.ts). */
   GpuIdle: 'gpu-idle',
+  /** The live attempt's checkpoint interval moved (run/live-interval.ts). */
+  CheckpointInterval: 'checkpoint-interval',
+  /** Where a dataset's bucket is, as the storage API said, or why it is unknown (run/data-placement.ts). */
+  DataLocation: 'data-location',
 } as const;
 export type TimelineKind = (typeof TimelineKind)[keyof typeof TimelineKind];
 
@@ -185,6 +205,16 @@ export interface RunState {
   totalSteps?: number;
   /** Where the current attempt's step rate is measured from (progress.ts). */
   progressMark?: { attempt: number; step: number; atMs: number };
+  /** Epoch ms the live attempt's checkpoint interval is looked at again (run/live-interval.ts). */
+  intervalCheckAt?: number;
+  /** Dataset buckets' locations from the storage API, or why each is unknown, by bucket (run/data-placement.ts). */
+  bucketLocations?: Record<string, BucketLocation>;
+}
+
+/** One bucket's location as the storage API gave it (`location`), or the reason it is unknown (`problem`). */
+export interface BucketLocation {
+  location?: string;
+  problem?: string;
 }
 
 export interface GpuState extends GpuReading {

@@ -2,7 +2,7 @@
  * Pure views of a run's state: the cost ledger, the status the query answers, the result
  * a finished run returns.
  */
-import type { Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
+import type { AppliedInterval, Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
 import { meanUtilisation } from './gpu-util';
 import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
@@ -13,6 +13,7 @@ import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
 import { describeShape } from '../gpu-slices';
+import { gangNodesView, gangSize } from './gang';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -34,6 +35,8 @@ export interface LedgerLine {
   costUsd: number;
   onDemandCostUsd: number;
   outcome: AttemptOutcome;
+  /** A gang's nodes (its price is all of theirs); absent for a single node. */
+  nodes?: number;
 }
 
 export interface Ledger {
@@ -56,6 +59,7 @@ export function ledger(state: RunState, nowMs: number): Ledger {
       costUsd: (a.offer.pricePerHour * seconds) / 3600,
       onDemandCostUsd: (a.offer.onDemandPricePerHour * seconds) / 3600,
       outcome: a.outcome,
+      ...(gangSize(a.offer) > 1 ? { nodes: gangSize(a.offer) } : {}),
     };
   });
   return {
@@ -90,8 +94,12 @@ export interface RunStatus {
   progress?: Progress;
   /** The latest attempt's staging: bytes staged, rate and ETA. */
   staging?: StagingView;
+  /** The latest attempt's checkpoint interval, and the preemption rate and checkpoint cost it was chosen from (run/live-interval.ts). */
+  checkpointInterval?: AppliedInterval;
   /** Set while a flex-start request waits for capacity: "waiting for DWS capacity since ...". */
   waiting?: string;
+  /** A gang run: every node of the current attempt, by rank (run/gang.ts). */
+  nodes?: { rank: number; name: string }[];
   timeline: TimelineEvent[];
 }
 
@@ -145,7 +153,9 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(state.gpu ? { gpu: gpuStatus(state.gpu) } : {}),
     ...(spec ? { progress: progressOf(state, spec, costs.totalCostUsd, nowMs) } : {}),
     ...(state.staging ? { staging: stagingView(state.staging) } : {}),
+    ...(current?.checkpointInterval ? { checkpointInterval: current.checkpointInterval } : {}),
     ...withWaiting(current, state.phase),
+    ...(current && gangSize(current.ref) > 1 ? { nodes: gangNodesView(current.ref) } : {}),
     timeline: state.timeline,
   };
 }
@@ -160,7 +170,8 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   const p = progressOf(state, spec, cost, nowMs);
   // Amounts in "USD", never "$": the UI's Markdown reads a pair of dollar signs as math.
   const money = (usd: number) => `${usd.toFixed(4)} USD`;
-  const where = live ? ` in ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}), attempt ${live.attempt}` : '';
+  const nodes = live && gangSize(live.offer) > 1 ? ` on each of ${gangSize(live.offer)} nodes` : '';
+  const where = live ? ` in ${live.offer.zone} (${live.offer.provisioningModel === 'SPOT' ? 'spot' : 'on-demand'} ${live.offer.accelerator} x${live.offer.acceleratorCount}${nodes}), attempt ${live.attempt}` : '';
   const lines = [`**Phase** ${state.phase}${where}`];
   if (p.step !== undefined) {
     const of = p.totalSteps !== undefined ? ` of ${p.totalSteps} (${p.percent!.toFixed(1)}%)` : '';

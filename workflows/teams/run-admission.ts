@@ -38,8 +38,8 @@ export function priorityOf(spec: RunSpec): number {
 export function admissionRequestOf(spec: RunSpec, state: RunState): AdmissionRequest {
   return {
     runId: state.runId,
-    // The most GPUs any acceptable choice takes: the team never holds fewer than the run uses.
-    gpus: Math.max(...spec.resources.accelerators.map((a) => a.count)),
+    // The most GPUs any acceptable choice takes (on every node of a gang): the team never holds fewer than the run uses.
+    gpus: Math.max(...spec.resources.accelerators.map((a) => a.count)) * spec.resources.nodes,
     reserveUsd: spec.pricing.budgetUsd ?? 0,
     priority: priorityOf(spec),
     askedAt: state.admission?.firstAskedAt ?? Date.parse(state.startedAt),
