@@ -11,7 +11,8 @@
  *
  * What a real kubelet does that this does not: images, volumes, probes, cgroups,
  * networking. The service-account token volume is replaced by a token file whose path
- * is given to the pod as STERNA_K8S_TOKEN_FILE.
+ * is given to the pod as STERNA_K8S_TOKEN_FILE; cluster DNS by `resolveServiceName`
+ * (a headless Service's pod name in the environment becomes that pod's loopback address).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
@@ -48,6 +49,30 @@ export function fieldValue(pod: V1Pod, fieldPath: string): string | undefined {
   if (fieldPath === 'metadata.namespace') return pod.metadata?.namespace;
   if (fieldPath === 'spec.nodeName') return pod.spec?.nodeName;
   return undefined;
+}
+
+/**
+ * A pod's address here. A pod named through a headless Service (`hostname` and
+ * `subdomain`, as an Indexed Job's pods are) gets a loopback address of its own, derived
+ * from its DNS name so that any pod can know it before it starts (Linux routes all of
+ * 127.0.0.0/8 to loopback); every other pod shares 127.0.0.1.
+ */
+export function podAddress(hostname: string | undefined, subdomain: string | undefined, namespace: string): string {
+  if (!hostname || !subdomain) return '127.0.0.1';
+  let h = 0x811c9dc5;
+  for (const c of `${hostname}.${subdomain}.${namespace}`) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
+  // 127.16.0.1 .. 127.31.255.254: clear of 127.0.0.x, which other test beds use.
+  return `127.${16 + ((h >>> 16) & 0x0f)}.${(h >>> 8) & 0xff}.${1 + ((h & 0xff) % 254)}`;
+}
+
+/**
+ * Cluster DNS, as far as the environment goes: a value that is a headless Service's pod
+ * name (`<hostname>.<service>.<namespace>.svc`, optionally `.cluster.local`) becomes that
+ * pod's address, which is what a lookup of the name returns on a cluster.
+ */
+export function resolveServiceName(value: string): string {
+  const name = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\.cluster\.local)?$/.exec(value);
+  return name ? podAddress(name[1], name[3], name[5]) : value;
 }
 
 interface RunningPod {
@@ -183,7 +208,7 @@ export class NodeAgent {
     for (const e of container.env ?? []) {
       const field = e.valueFrom?.fieldRef?.fieldPath;
       const value = field ? fieldValue(pod, field) : e.value;
-      if (value !== undefined) env[e.name] = value;
+      if (value !== undefined) env[e.name] = resolveServiceName(value);
     }
     // secretKeyRef, as the kubelet resolves it: read the Secret, or the container cannot start.
     const secretRefs = (container.env ?? []).filter((e) => e.valueFrom?.secretKeyRef);
@@ -264,7 +289,7 @@ export class NodeAgent {
         ...p.status,
         phase: 'Running',
         hostIP: '127.0.0.1',
-        podIP: '127.0.0.1',
+        podIP: podAddress(pod.spec?.hostname, pod.spec?.subdomain, pod.metadata!.namespace!),
         startTime: now,
         conditions: [
           { type: 'PodScheduled', status: 'True', lastTransitionTime: now },

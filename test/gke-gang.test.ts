@@ -15,7 +15,7 @@ import { GkeProvider } from '../activities/providers/gke';
 import { gangService } from '../activities/providers/gke-gang';
 import { pricePerHour } from '../config/catalog';
 import { catalogPriceBook } from '../config/price-book';
-import type { FakeNode } from '../kube/node-agent';
+import { podAddress, type FakeNode } from '../kube/node-agent';
 import { ProvisioningController } from '../kube/provisioning-controller';
 import { installProvisioningRequestCrd, PROVISIONING_REQUEST } from '../kube/provisioning-request-crd';
 import { localBucketMapper } from '../workers/providers';
@@ -123,11 +123,15 @@ describe('a gang on GKE: an Indexed Job and a headless Service, all or nothing (
       ],
     );
 
-    // Each rank of the gang that ran was told its rank, the gang's size and rank 0's name.
+    // Each rank of the gang that ran was told its rank, the gang's size and rank 0's name
+    // (which the stand-in's cluster DNS resolves to rank 0's own address).
     const name = job.metadata!.name!;
+    const jobEnv = Object.fromEntries((job.spec?.template.spec?.containers[0].env ?? []).map((e) => [e.name, e.value]));
+    assert.equal(jobEnv.STERNA_MASTER_ADDR, `${name}-0.${name}.default.svc`);
+    const master = podAddress(`${name}-0`, name, 'default');
     const told = (rank: number) => readFileSync(join(ranksDir, `attempt-2-rank-${rank}`), 'utf8');
-    assert.equal(told(0), `0 2 ${name}-0.${name}.default.svc 29500`);
-    assert.equal(told(1), `1 2 ${name}-0.${name}.default.svc 29500`);
+    assert.equal(told(0), `0 2 ${master} 29500`);
+    assert.equal(told(1), `1 2 ${master} 29500`);
     // The partial gang got as far as one rank on zone b's one node, never two.
     assert.deepEqual(readdirSync(ranksDir).filter((f) => f.startsWith('attempt-1-')), ['attempt-1-rank-0']);
 
@@ -161,6 +165,7 @@ describe('a gang on GKE: an Indexed Job and a headless Service, all or nothing (
 
     const result = await run.result();
     assert.equal(result.preemptions, 1);
+    assert.equal((await run.query(statusQuery)).attempt, 2);
     assert.deepEqual(
       result.attempts.map((a) => [a.zone, a.outcome]),
       [

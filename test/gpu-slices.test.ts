@@ -10,7 +10,7 @@ import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { GkeProvider } from '../activities/providers/gke';
 import { gangProgress, gangService, leadPod, masterAddress } from '../activities/providers/gke-gang';
 import { catalogPriceBook } from '../config/price-book';
-import { fieldValue } from '../kube/node-agent';
+import { fieldValue, podAddress, resolveServiceName } from '../kube/node-agent';
 import { describeShape, devicesPerGpu, partitionsPerGpu } from '../workflows/gpu-slices';
 import { resourceName } from '../workflows/naming';
 import { gpuEquivalent, nodeShare } from '../workflows/pricing-slices';
@@ -210,5 +210,15 @@ describe('gang names and manifests', () => {
     assert.equal(fieldValue(p, "metadata.labels['a']"), 'b');
     assert.equal(fieldValue(p, 'spec.nodeName'), 'n');
     assert.equal(fieldValue(p, 'status.podIP'), undefined);
+  });
+
+  it('the stand-in\'s cluster DNS gives a Service\'s pod name the address that pod gets', () => {
+    const address = podAddress('job-0', 'job', 'team-a');
+    assert.match(address, /^127\.(1[6-9]|2\d|3[01])\.\d+\.\d+$/);
+    assert.equal(resolveServiceName('job-0.job.team-a.svc'), address);
+    assert.equal(resolveServiceName('job-0.job.team-a.svc.cluster.local'), address);
+    assert.notEqual(podAddress('job-1', 'job', 'team-a'), address);
+    assert.equal(resolveServiceName('example.com'), 'example.com');
+    assert.equal(podAddress(undefined, undefined, 'team-a'), '127.0.0.1');
   });
 });

@@ -505,7 +505,9 @@ export class GkeProvider implements ComputeProvider {
   }
 
   async provision(request: ProvisionRequest, onProgress: (status: string) => void): Promise<ProvisionResult> {
-    const ref: ResourceRef = { backend: 'gke', name: request.name, zone: request.offer.zone, namespace: this.namespace };
+    const nodes = request.offer.nodes ?? 1;
+    // A gang's ref says so (the run checks it against its offer); one pod's is as it was.
+    const ref: ResourceRef = { backend: 'gke', name: request.name, zone: request.offer.zone, namespace: this.namespace, ...(nodes > 1 ? { nodes } : {}) };
     let adopted = false;
     let job: V1Job;
     try {
@@ -519,7 +521,6 @@ export class GkeProvider implements ComputeProvider {
       job = existing;
       adopted = true;
     }
-    const nodes = request.offer.nodes ?? 1;
     const pendingSeconds = this.options.pendingTimeoutSeconds ?? 300;
     const startupSeconds = this.options.startupTimeoutSeconds ?? 900;
     const giveUp = async (type: FailureType, message: string): Promise<never> => {
