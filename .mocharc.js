@@ -10,7 +10,7 @@ const { readdirSync } = require('node:fs');
 const { join } = require('node:path');
 
 const dir = join('build', 'test');
-const longestFirst = ['bench-chaos', 'safety', 'bench-scale', 'lifecycle', 'observer', 'reaper', 'notify-lifecycle', 'flex-start-gke', 'flex-cut-gce', 'live-interval-stack', 'secrets', 'metrics', 'workflow-logic', 'gke', 'observer-gke', 'gang-lifecycle', 'flex-start', 'cli', 'auto-policy'].map((name) => join(dir, `${name}.test.js`));
+const longestFirst = ['safety', 'bench-scale', 'lifecycle', 'observer', 'workflow-logic', 'gke', 'observer-gke', 'cli', 'auto-policy'].map((name) => join(dir, `${name}.test.js`));
 let all = [];
 try {
   all = readdirSync(dir, { recursive: true }).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(dir, f));
