@@ -13,12 +13,13 @@ import { withSafetyNet } from '../workflows/policy/deadline';
 import { flexUsd, grantChance, onDemandUsd, withFlexTier } from '../workflows/policy/flex-tier';
 import type { Offer } from '../workflows/types';
 import { seededRandom } from '../workflows/random';
+import { bruteForce } from './helpers/brute-force';
 import { DEFAULT_FLEX, catalogFlexRatio, flexTierFor, withFlex } from '../bench/flex';
 import { optimal } from '../bench/optimal';
 import { OPTIMAL_NO_FLEX, STERNA_NO_FLEX, onlinePolicies } from '../bench/policies';
-import { IDLE, type Problem, canEnter, isFlexMode, modeCount, priceAt, windowOf } from '../bench/problem';
+import { type Problem, windowOf } from '../bench/problem';
 import { Memory, runBench } from '../bench/run';
-import { evaluate, evaluateSchedule } from '../bench/schedule';
+import { evaluateSchedule } from '../bench/schedule';
 import { View, simulate } from '../bench/simulate';
 import { loadTrace } from '../bench/trace';
 import { windowStarts } from '../bench/windows';
@@ -48,28 +49,6 @@ function randomFlexProblem(random: () => number, zones: number, deadlineTicks: n
       maxRunHours: 168,
     },
   };
-}
-
-/** The cheapest cost over every feasible mode sequence (flex-start entered only at a grant). */
-function bruteForce(p: Problem): number {
-  const modes = modeCount(p);
-  const seq: number[] = new Array(p.deadlineTicks).fill(IDLE);
-  let best = Infinity;
-  const visit = (t: number): void => {
-    if (t === p.deadlineTicks) {
-      const o = evaluate(p, seq);
-      if (o.deadlineMet) best = Math.min(best, o.cost);
-      return;
-    }
-    for (let m = 0; m < modes; m++) {
-      if (!Number.isFinite(priceAt(p, m, t))) continue;
-      if (isFlexMode(p, m) && (t === 0 || seq[t - 1] !== m) && !canEnter(p, m, t)) continue;
-      seq[t] = m;
-      visit(t + 1);
-    }
-  };
-  visit(0);
-  return best;
 }
 
 function zone(name: string, over: Partial<ZoneObservation> = {}): ZoneObservation {

@@ -2,12 +2,13 @@ import { strict as assert } from 'node:assert';
 import { bestFixedPair, thresholdPolicy, thresholdRuns } from '../bench/hindsight';
 import { optimal } from '../bench/optimal';
 import { onlinePolicies } from '../bench/policies';
-import { IDLE, type Problem, modeCount, priceAt, windowOf } from '../bench/problem';
-import { evaluate, evaluateSchedule } from '../bench/schedule';
+import { type Problem, windowOf } from '../bench/problem';
+import { evaluateSchedule } from '../bench/schedule';
 import { simulate } from '../bench/simulate';
 import { loadTrace } from '../bench/trace';
 import { windowStarts } from '../bench/windows';
 import { seededRandom } from '../workflows/random';
+import { bruteForce } from './helpers/brute-force';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
 import { expectedRemainingHours, medianRemainingHours } from '../workflows/policy/zone-stats';
 
@@ -25,27 +26,6 @@ function randomProblem(random: () => number, zones: number, deadlineTicks: numbe
     workTicks,
     changeoverTicks,
   };
-}
-
-/** The cheapest cost over every feasible mode sequence of the window's length. */
-function bruteForce(p: Problem): number {
-  const modes = modeCount(p);
-  const seq: number[] = new Array(p.deadlineTicks).fill(IDLE);
-  let best = Infinity;
-  const visit = (t: number): void => {
-    if (t === p.deadlineTicks) {
-      const o = evaluate(p, seq);
-      if (o.deadlineMet) best = Math.min(best, o.cost);
-      return;
-    }
-    for (let m = 0; m < modes; m++) {
-      if (!Number.isFinite(priceAt(p, m, t))) continue; // spot without capacity
-      seq[t] = m;
-      visit(t + 1);
-    }
-  };
-  visit(0);
-  return best;
 }
 
 describe('policy benchmark', () => {
