@@ -85,19 +85,20 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
 
 const f3 = (x: number) => x.toFixed(3);
 
+/** The cells that name a row's setting, first in both tables. */
+const SETTING_HEAD = ['trace (instances)', 'grid s', 'R h', 'd h', 'view', 'memory'];
+function settingCells(r: RobustnessRow): string[] {
+  return [`${r.trace} (${r.group})`, String(r.gridSeconds), String(r.deadlineHours), String(r.changeoverHours), r.view, r.memory];
+}
+
 export function formatRows(rows: readonly RobustnessRow[]): string {
   const names = ONLINE.filter((n) => n !== 'on-demand');
-  const head = ['trace (instances)', 'grid s', 'R h', 'd h', 'view', 'memory', ...names.map((n) => `${n} mean / p95`), 'deadlines (all policies)', 'sterna cheapest', 'sterna - full'];
+  const head = [...SETTING_HEAD, ...names.map((n) => `${n} mean / p95`), 'deadlines (all policies)', 'sterna cheapest', 'sterna - full'];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const r of rows) {
     const met = ONLINE.map((n) => r.policies[n].deadlinesMet);
     const cells = [
-      `${r.trace} (${r.group})`,
-      String(r.gridSeconds),
-      String(r.deadlineHours),
-      String(r.changeoverHours),
-      r.view,
-      r.memory,
+      ...settingCells(r),
       ...names.map((n) => `${f3(r.policies[n].mean)} / ${f3(r.policies[n].p95)}`),
       met.every((m) => m === r.windows) ? `${r.windows}/${r.windows}` : met.map((m, i) => `${ONLINE[i]} ${m}/${r.windows}`).join(', '),
       r.sternaCheapest ? 'yes' : '**no**',
@@ -110,18 +111,13 @@ export function formatRows(rows: readonly RobustnessRow[]): string {
 
 /** The flex-start table: per row, the optimum and sterna with and without the tier, and deadlines. */
 export function formatFlexRows(rows: readonly RobustnessRow[]): string {
-  const head = ['trace (instances)', 'grid s', 'R h', 'd h', 'view', 'memory', 'optimum with / without flex', 'sterna without flex / its optimum', 'sterna with flex / its optimum', 'sterna without flex / optimum with', 'sterna saving from flex', 'deadlines with / without', 'requests (expired)'];
+  const head = [...SETTING_HEAD, 'optimum with / without flex', 'sterna without flex / its optimum', 'sterna with flex / its optimum', 'sterna without flex / optimum with', 'sterna saving from flex', 'deadlines with / without', 'requests (expired)'];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const r of rows) {
     const f = r.flex;
     if (f === undefined) continue;
     const cells = [
-      `${r.trace} (${r.group})`,
-      String(r.gridSeconds),
-      String(r.deadlineHours),
-      String(r.changeoverHours),
-      r.view,
-      r.memory,
+      ...settingCells(r),
       f3(f.optimumRatio),
       f3(f.sternaWithoutFlex),
       f3(f.sternaWithFlex),
