@@ -7,8 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../cli/ports';
-import { startDevServer, type DevServer } from '../config/dev-server';
+import { startDevServer, startDevServerOnFreePort, type DevServer } from '../config/dev-server';
 import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
 import { bundleWorkflows } from '../workers/bundle';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
@@ -167,7 +166,7 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
 
 /** The dev server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
 export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }): Promise<DevServer> {
-  const port = persistent?.port ?? (await freePort(0));
-  if (port === undefined) throw new Error('no free port for the Temporal dev server');
-  return startDevServer({ port, headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile });
+  const options = { headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile };
+  // A restart must come back on the port its clients know; a first start may take any.
+  return persistent?.port === undefined ? startDevServerOnFreePort(options) : startDevServer({ ...options, port: persistent.port });
 }

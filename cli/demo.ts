@@ -30,7 +30,7 @@ import { rankOffers } from '../workflows/placement';
 import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import { progressLine, summaryLines } from './format';
-import { freePort } from './ports';
+import { freePort } from '../config/ports';
 import { ProgressDisplay } from './progress';
 import { reportFailure } from './report';
 

@@ -10,6 +10,15 @@ import { Connection } from '@temporalio/client';
 import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
 import { guardProcessGroup, stopGuard, stopProcessGroup } from './process-guard';
 import { ensureTemporalCli } from './temporal-cli';
+import { freePort } from './ports';
+
+/** The server process ended before it answered: most often a port taken between our probe and its bind. */
+export class DevServerExited extends Error {
+  constructor(readonly address: string, readonly code: number | null) {
+    super(`temporal server start-dev exited with code ${code} before answering (is port ${address} taken?)`);
+    this.name = 'DevServerExited';
+  }
+}
 
 export interface DevServerOptions {
   /** gRPC frontend port; 7233 by default. */
@@ -36,6 +45,23 @@ export interface DevServer {
   uiUrl?: string;
   pid: number;
   stop(): Promise<void>;
+}
+
+/**
+ * A headless-or-not server on any free port. The port is free when probed but may be taken
+ * before the server binds it (and the server picks further random ports of its own), so a
+ * server that exits before answering is started again on a fresh port, a few times.
+ */
+export async function startDevServerOnFreePort(options: Omit<DevServerOptions, 'port'> = {}, attempts = 3): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort(0);
+    if (port === undefined) throw new Error('no free port for the Temporal dev server');
+    try {
+      return await startDevServer({ ...options, port });
+    } catch (err) {
+      if (!(err instanceof DevServerExited) || attempt >= attempts) throw err;
+    }
+  }
 }
 
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
@@ -86,7 +112,7 @@ async function waitUntilReady(address: string, namespace: string, child: ChildPr
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`temporal server start-dev exited with code ${child.exitCode} (is port ${address} taken?)`);
+    if (child.exitCode !== null) throw new DevServerExited(address, child.exitCode);
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2_000 });
       try {

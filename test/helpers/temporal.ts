@@ -8,9 +8,9 @@ import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { bundleWorkflows } from '../../workers/bundle';
 import type { Providers } from '../../activities';
 import { createSternaWorker, type SternaWorkerOptions } from '../../workers/worker';
-import { freePort as anyFreePort } from '../../cli/ports';
+import { freePort as anyFreePort } from '../../config/ports';
 import { sternaDataConverter } from '../../config/data-converter';
-import { startDevServer, type DevServer } from '../../config/dev-server';
+import { startDevServerOnFreePort, type DevServer } from '../../config/dev-server';
 
 let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
 let exitHook: (() => void) | undefined;
@@ -28,7 +28,7 @@ export async function testEnv(): Promise<TestWorkflowEnvironment> {
   started ??= (async () => {
     // The server fires a timer up to a second late unless told to shift its timers less;
     // runs here wait on many sub-second timers (polls, cooldowns, backoffs).
-    const server = await startDevServer({ port: await freePort(), headless: true, dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms' } });
+    const server = await startDevServerOnFreePort({ headless: true, dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms' } });
     // A parallel mocha worker has no teardown hook of its own: it stops its server as it exits.
     exitHook = () => stopAtExit(server.pid);
     process.once('exit', exitHook);

@@ -1,4 +1,4 @@
-/** Port helpers for the demo: prefer the well-known port, fall back to any free one. */
+/** Port helpers: prefer a well-known port, fall back to any free one. */
 import { createServer } from 'node:net';
 
 /** Resolves `port` if it is free (0 asks for any free port), undefined if it is taken. */
