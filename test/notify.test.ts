@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert';
 import { payloadFor, uiLink } from '../activities/notify/payload';
 import { loadWorkerConfig } from '../config/worker-config';
 import { type Command, type RunEvent } from '../workflows/run/machine';
-import { notificationsDue, notifyWakeAtMs, remember, type NotifyEvent, type NotifyMoment } from '../workflows/run/notify';
+import { mayNotify, notificationsDue, notifyWakeAtMs, remember, type NotifyEvent, type NotifyMoment } from '../workflows/run/notify';
 import { Phase } from '../workflows/run/state';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
@@ -48,6 +48,13 @@ class Run extends RunHarness {
   }
 }
 
+/** A run that asks its team for admission first, as a team run does on a worker with teams. */
+class TeamRun extends Run {
+  override context() {
+    return { ...super.context(), teamAdmission: true };
+  }
+}
+
 describe('notifications (pure, no server)', () => {
   it('tells started once, each preemption with its count, each restart with its failure, and completed', () => {
     const run = new Run();
@@ -71,6 +78,27 @@ describe('notifications (pure, no server)', () => {
     assert.deepEqual([restarted.count, restarted.failure], [1, { message: 'exit code 3' }]);
     assert.equal(completed.phase, 'completed');
     assert.ok(completed.costUsd > 0);
+  });
+
+  it('listens for a team run until the worker that carried its admission says the team has no webhooks; a run with its own always', () => {
+    const run = new TeamRun();
+    run.send({ kind: 'start' });
+    assert.equal(mayNotify(run.spec, run.state), true, 'before the ask: the team may have webhooks');
+    run.send({ kind: 'admission-asked', teamWebhooks: false });
+    assert.equal(run.state.admission?.teamWebhooks, false);
+    assert.equal(mayNotify(run.spec, run.state), false, 'no one listens: the run sends nothing');
+    const asked = new TeamRun();
+    asked.send({ kind: 'start' });
+    asked.send({ kind: 'admission-asked', teamWebhooks: true });
+    assert.equal(mayNotify(asked.spec, asked.state), true);
+    const old = new TeamRun();
+    old.send({ kind: 'start' });
+    old.send({ kind: 'admission-asked' });
+    assert.equal(mayNotify(old.spec, old.state), true, 'a run recorded before the answer listens as it did');
+    const own = new TeamRun({ notify: { webhooks: [{ url: 'https://hooks.example.com/run' }] } });
+    own.send({ kind: 'start' });
+    own.send({ kind: 'admission-asked', teamWebhooks: false });
+    assert.equal(mayNotify(own.spec, own.state), true);
   });
 
   it('a step replayed from the same state hands out the same keys, and never one already handed out', () => {

@@ -64,7 +64,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createFleetActivities({ providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers, client }),
-      ...createTeamActivities({ client }),
+      ...createTeamActivities({ client, teamWebhooks: options.notify?.teams }),
       ...createNotifyActivities({ ...options.notify, client }),
       ...createZoneActivities({ providers, client }),
       ...createThroughputActivities({ client }),

@@ -151,6 +151,7 @@ function buildRunStateSchema() {
         askedAt: z.number().finite(),
         firstAskedAt: z.number().finite(),
         position: z.int().min(1).optional(),
+        teamWebhooks: z.boolean().optional(),
       })
       .optional(),
     prices: z

@@ -5,9 +5,16 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
+import type { TeamWebhooks } from '../../workflows/run/notify-spec';
 import { admissionRequestSignal, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
 
-export function createTeamActivities(options: { client: Client }): TeamActivities {
+export interface TeamActivityOptions {
+  client: Client;
+  /** The worker's team webhooks (STERNA_NOTIFY_TEAMS): a run learns at admission whether its team has any. */
+  teamWebhooks?: TeamWebhooks;
+}
+
+export function createTeamActivities(options: TeamActivityOptions): TeamActivities {
   return {
     async askAdmission({ team, request }) {
       const { taskQueue } = Context.current().info;
@@ -19,6 +26,7 @@ export function createTeamActivities(options: { client: Client }): TeamActivitie
         signalArgs: [request],
         staticSummary: `team ${team}: budget, GPU quota and queue`,
       });
+      return { teamWebhooks: (options.teamWebhooks?.[team]?.length ?? 0) > 0 };
     },
   };
 }

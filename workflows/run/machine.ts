@@ -67,7 +67,7 @@ export type RunEvent =
   /** The team's answer to the run's admission request (workflows/teams). */
   | { kind: 'admission'; decision: AdmissionDecision }
   /** The admission request reached the team. */
-  | { kind: 'admission-asked' }
+  | { kind: 'admission-asked'; teamWebhooks?: boolean }
   /** The ask for a final checkpoint before the flex-start cut reached the agent, or could not (`detail` says why). */
   | { kind: 'move-asked'; attempt: number; delivered: boolean; detail?: string };
 
@@ -164,7 +164,9 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
     case 'start':
     case 'tick':
     case 'observer-asked':
+      return undefined;
     case 'admission-asked':
+      if (event.teamWebhooks !== undefined && state.admission) state.admission.teamWebhooks = event.teamWebhooks;
       return undefined;
     case 'admission': {
       const refused = absorbAdmission(state, event.decision, now);

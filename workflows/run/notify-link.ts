@@ -11,7 +11,7 @@ import { record, TimelineKind, type RunState } from './state';
 
 export class NotifyLink {
   private readonly acts = proxyActivities<NotifyActivities>(NOTIFY_ACTIVITY_OPTIONS);
-  private notifying: boolean | undefined;
+  private patchedIn: boolean | undefined;
   /** Deliveries handed out and not yet answered. */
   private inFlight = 0;
 
@@ -25,7 +25,7 @@ export class NotifyLink {
    * recorded before runs did (their histories replay without the activities).
    */
   private notifies(): boolean {
-    return (this.notifying ??= mayNotify(this.spec) && patched('sterna-notify'));
+    return mayNotify(this.spec, this.state) && (this.patchedIn ??= patched('sterna-notify'));
   }
 
   /**

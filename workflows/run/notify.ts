@@ -81,8 +81,9 @@ export interface NotifyMemory {
 }
 
 /** True when anyone may listen: per-run webhooks, or a team (whose webhooks the worker holds). */
-export function mayNotify(spec: RunSpec): boolean {
-  return (spec.notify?.webhooks.length ?? 0) > 0 || spec.labels.team !== undefined;
+/** Someone may listen: the run's own webhooks, or its team's unless the worker said the team has none. */
+export function mayNotify(spec: RunSpec, state: RunState): boolean {
+  return (spec.notify?.webhooks.length ?? 0) > 0 || (spec.labels.team !== undefined && state.admission?.teamWebhooks !== false);
 }
 
 export function notifyKey(runId: string, kind: NotifyKind, n: number | string): string {

@@ -29,7 +29,13 @@ export const admissionSignal = defineSignal<[decision: AdmissionDecision]>('admi
 export const setTeamLimitsUpdate = defineUpdate<TeamView, [change: LimitsChange]>('setTeamLimits');
 export const teamQuery = defineQuery<TeamView>('team');
 
+/** What the worker that carried the ask knows of the team (absent from runs recorded before it said). */
+export interface AdmissionAsked {
+  /** Whether the worker has webhooks for this team (STERNA_NOTIFY_TEAMS): without them a run with none of its own sends nothing. */
+  teamWebhooks: boolean;
+}
+
 export interface TeamActivities {
   /** Signal-with-start of the team workflow with the run's request. */
-  askAdmission(input: { team: string; request: AdmissionRequest }): Promise<void>;
+  askAdmission(input: { team: string; request: AdmissionRequest }): Promise<AdmissionAsked | void>;
 }

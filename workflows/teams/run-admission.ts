@@ -25,6 +25,8 @@ export interface RunAdmission {
   /** Epoch ms of the first ask: the queue's age key. */
   firstAskedAt: number;
   position?: number;
+  /** Whether the worker knows webhooks for the team (absent until told, and in runs from before it said). */
+  teamWebhooks?: boolean;
 }
 
 export function teamOf(spec: RunSpec): string {
@@ -57,7 +59,7 @@ export function awaitingAdmission(state: RunState, enabled: boolean): boolean {
 /** The run asks (or asks again): recorded before the activity, so the wait knows when. */
 export function asking(state: RunState, spec: RunSpec, nowMs: number): void {
   const first = state.admission === undefined;
-  state.admission = { team: teamOf(spec), status: state.admission?.status ?? 'asked', askedAt: nowMs, firstAskedAt: state.admission?.firstAskedAt ?? nowMs, position: state.admission?.position };
+  state.admission = { team: teamOf(spec), status: state.admission?.status ?? 'asked', askedAt: nowMs, firstAskedAt: state.admission?.firstAskedAt ?? nowMs, position: state.admission?.position, ...(state.admission?.teamWebhooks !== undefined ? { teamWebhooks: state.admission.teamWebhooks } : {}) };
   if (first) {
     state.phase = Phase.Queued;
     record(state, nowMs, { kind: TimelineKind.Queued, event: `asked team ${teamOf(spec)} for admission (priority ${priorityOf(spec)})` });

@@ -34,8 +34,8 @@ export class TeamLink {
   }
 
   async ask(): Promise<RunEvent> {
-    await this.acts.askAdmission({ team: teamOf(this.spec), request: admissionRequestOf(this.spec, this.state) });
-    return { kind: 'admission-asked' };
+    const asked = await this.acts.askAdmission({ team: teamOf(this.spec), request: admissionRequestOf(this.spec, this.state) });
+    return asked ? { kind: 'admission-asked', teamWebhooks: asked.teamWebhooks } : { kind: 'admission-asked' };
   }
 
   /**
