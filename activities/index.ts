@@ -8,6 +8,8 @@ import type { PriceBook } from '../config/price-book';
 import type { SternaActivities } from '../workflows/activity-contract';
 import { INTERVAL_ATTRIBUTE } from '../workflows/run/live-interval';
 import type { ComputeProvider } from './providers/provider';
+import type { Backend } from '../workflows/types';
+import type { ZoneMemory } from '../workflows/zones/memory';
 
 export type { SternaActivities } from '../workflows/activity-contract';
 
@@ -22,6 +24,13 @@ export interface Providers {
 export interface ActivityOptions {
   /** The price book of a task queue (activities/pricing); without it each provider prices from its own book. */
   priceBook?: (taskQueue: string) => Promise<PriceBook>;
+  /**
+   * Asks for the fleet observer of a backend (activities/fleet), called by provision once
+   * the resource exists; resolves whether it was asked. Without it runs ask for themselves.
+   */
+  askObserver?: (backend: Backend) => Promise<boolean>;
+  /** Reads the zone memory (activities/zones) for findCapacity's `zoneMemoryFor`; without it findCapacity answers none. */
+  readZoneMemory?: (backend: Backend, accelerators: readonly string[]) => Promise<ZoneMemory>;
 }
 
 export function createActivities(providers: Providers, options: ActivityOptions = {}): SternaActivities {
@@ -51,17 +60,24 @@ export function createActivities(providers: Providers, options: ActivityOptions 
   }
 
   return {
-    async findCapacity({ backend, request }) {
+    async findCapacity({ backend, request, zoneMemoryFor }) {
       const provider = providerFor(backend);
+      // A courtesy read: placement without the memory is placement as before.
+      const memory = zoneMemoryFor && options.readZoneMemory ? options.readZoneMemory(backend, zoneMemoryFor).catch(() => undefined) : undefined;
       const prices = options.priceBook ? await options.priceBook(Context.current().info.taskQueue) : undefined;
-      return provider.findCapacity(request, prices);
+      const found = await provider.findCapacity(request, prices);
+      const zoneMemory = await memory;
+      return zoneMemory ? { ...found, zoneMemory } : found;
     },
 
     async provision(request) {
       const provider = providerFor(request.offer.backend);
       const { cancellationSignal } = Context.current();
       try {
-        return await heartbeating((progress) => provider.provision(request, (status) => progress({ status }), cancellationSignal));
+        const result = await heartbeating((progress) => provider.provision(request, (status) => progress({ status }), cancellationSignal));
+        // A courtesy: a worker that cannot reach the observer leaves the asking to the run.
+        const observerAsked = options.askObserver ? await options.askObserver(request.offer.backend).catch(() => false) : false;
+        return observerAsked ? { ...result, observerAsked } : result;
       } catch (err) {
         // The provider has let its in-flight create settle; report the cancellation itself.
         if (cancellationSignal.aborted) throw new CancelledFailure('provision cancelled; no create of this call is still in flight');

@@ -143,6 +143,17 @@ describe('the run machine (pure, no server)', () => {
       assert.deepEqual(run.at(1161).observe(1, { phase: 'training' }, mine, 'observer', 300), { kind: 'wait', untilMs: T0 + 1_761_000 }, 'heard again: no looks');
     });
 
+    it('does not ask for the observer when the worker asked as it provisioned, until the observer stays silent too long', () => {
+      const run = new Harness();
+      run.asksObserver = true;
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: OFFERS });
+      assert.deepEqual(run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false, observerAsked: true }), { kind: 'wait', untilMs: T0 + 5000 }, 'not heard yet: it looks at the poll interval, without asking');
+      assert.deepEqual(run.at(5).send({ kind: 'tick' }), { kind: 'look', attempt: 1 });
+      // Never heard for twice the observer's longest silence (300 s): the run asks for itself.
+      assert.deepEqual(run.at(600).send({ kind: 'tick' }), { kind: 'ensure-observer' });
+    });
+
     it('ignores observations of another resource or another execution', () => {
       const run = new Harness().running();
       run.observe(1, { phase: 'exited', exitCode: 0 }, { run: runKey(WORKFLOW), execution: executionToken('other-execution'), attempt: 1 });

@@ -8,7 +8,7 @@ import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { sharedModules, workflowsPath } from './bundle';
-import { createFleetActivities, type ObserverOptions } from '../activities/fleet';
+import { createFleetActivities, observerAsker, type ObserverOptions } from '../activities/fleet';
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
 import type { PriceBookSettings } from '../workflows/pricing-book/contract';
 import { sternaDataConverter } from '../config/data-converter';
@@ -18,7 +18,7 @@ import { createTeamActivities } from '../activities/teams';
 import { meteredProviders } from '../activities/metrics/metered-provider';
 import type { SternaMetrics } from '../activities/metrics/registry';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
-import { createZoneActivities } from '../activities/zones';
+import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
 
@@ -60,7 +60,11 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
     activities: {
-      ...createActivities(providers, options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
+      ...createActivities(providers, {
+        ...(options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
+        askObserver: observerAsker({ providers, client, observer: options.observer }),
+        readZoneMemory: zoneMemoryReader({ providers, client }),
+      }),
       ...createFleetActivities({ providers, client, observer: options.observer }),
       ...createPricingActivities(options.prices ?? {}),
       ...createReaperActivities({ providers, client }),

@@ -7,6 +7,7 @@ import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
 import type { BucketAnswer } from './run/data-placement';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
+import type { ZoneMemory } from './zones/memory';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
 export interface AgentInputs {
@@ -58,6 +59,8 @@ export interface CapacityFound {
   offers: Offer[];
   unpriced: UnpricedZone[];
   prices: PriceStamp;
+  /** The project's zone memory for the run's accelerators, when asked (`zoneMemoryFor`) and readable. */
+  zoneMemory?: ZoneMemory;
 }
 
 export interface ProvisionRequest {
@@ -92,6 +95,11 @@ export interface ProvisionResult {
   /** True when a resource with this name already existed and was ours (a retried create). */
   adopted: boolean;
   window: RunningWindow;
+  /**
+   * True when the worker also asked for the fleet observer of the resource's backend (it
+   * watches what was just created): the run need not ask in an activity of its own.
+   */
+  observerAsked?: boolean;
 }
 
 export interface ReleaseRequest {
@@ -122,7 +130,8 @@ export interface ReleaseResult extends RunningWindow {
 
 export interface SternaActivities {
   /** Histories from before the price book hold a bare Offer[] here; the driver reads both. */
-  findCapacity(input: { backend: Backend; request: CapacityRequest }): Promise<CapacityFound>;
+  /** With `zoneMemoryFor` (accelerator types) it also reads the zone memory: one activity where runs used two. */
+  findCapacity(input: { backend: Backend; request: CapacityRequest; zoneMemoryFor?: string[] }): Promise<CapacityFound>;
   provision(input: ProvisionRequest): Promise<ProvisionResult>;
   release(input: ReleaseRequest): Promise<ReleaseResult>;
   /** One direct look at a resource and its agent: the run's fallback when the fleet observer is silent. */

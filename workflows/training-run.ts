@@ -143,7 +143,12 @@ class Driver {
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
       case 'find-capacity': {
-        const [found, zoneMemory, bucketLocations] = await Promise.all([this.acts.quick.findCapacity(capacityRequest(this.spec)), this.zones.read(), this.locateBuckets()]);
+        const memoryFor = this.zones.readWithCapacity();
+        const [found, zoneMemory, bucketLocations] = await Promise.all([
+          this.acts.quick.findCapacity({ ...capacityRequest(this.spec), ...(memoryFor ? { zoneMemoryFor: memoryFor } : {}) }),
+          memoryFor ? undefined : this.zones.read(),
+          this.locateBuckets(),
+        ]);
         return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}) };
       }
       case 'read-zone-memory':

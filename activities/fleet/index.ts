@@ -13,6 +13,7 @@ import { startObserver, type ObserverOptions } from './ensure-observer';
 import { signalWithClient, watchFleet, type SignalRun } from './watch';
 import { tellZoneMemory } from '../zones/client';
 import { zoneMemoryWorkflowId } from '../../workflows/zones/contract';
+import type { Backend } from '../../workflows/types';
 
 export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
 
@@ -23,6 +24,30 @@ export interface FleetActivityOptions {
   observer?: ObserverOptions;
   /** How runs are signalled; the client's signal by default. */
   signalRun?: SignalRun;
+}
+
+/** How often one worker asks again, per backend, when it creates resources back to back. */
+const ASK_AGAIN_MS = 30_000;
+
+/**
+ * The provision activity's ask for the observer (activities/index.ts `askObserver`): at
+ * most once per backend every ASK_AGAIN_MS from this worker, so a burst of creates adds
+ * one signal to the observer's history, not one each. A run that hears nothing still asks
+ * for itself once the observer has been silent too long.
+ */
+export function observerAsker(options: Pick<FleetActivityOptions, 'providers' | 'client' | 'observer'>): ((backend: Backend) => Promise<boolean>) | undefined {
+  const observer = options.observer;
+  if (!observer) return undefined;
+  const askedAt = new Map<Backend, number>();
+  return async (backend) => {
+    const provider = options.providers[backend];
+    if (!provider) return false;
+    if (Date.now() - (askedAt.get(backend) ?? -Infinity) < ASK_AGAIN_MS) return true;
+    const { taskQueue, workflowExecution } = Context.current().info;
+    await startObserver(options.client, { taskQueue, backend, scope: provider.fleetScope(), options: observer, requester: workflowExecution?.workflowId ?? 'an activity' });
+    askedAt.set(backend, Date.now());
+    return true;
+  };
 }
 
 export function createFleetActivities(options: FleetActivityOptions): FleetActivities {

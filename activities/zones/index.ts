@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import type { Providers } from '../index';
 import type { Backend } from '../../workflows/types';
 import { zoneMemoryWorkflowId, type ZoneActivities } from '../../workflows/zones/contract';
-import { sliceFor } from '../../workflows/zones/memory';
+import { sliceFor, type ZoneMemory } from '../../workflows/zones/memory';
 import { readZoneMemory, tellZoneMemory } from './client';
 
 export { readZoneMemory, tellZoneMemory, listZoneMemories } from './client';
@@ -20,12 +20,20 @@ export interface ZoneActivityOptions {
   client: Client;
 }
 
+function memoryWorkflowId(options: ZoneActivityOptions, backend: Backend): string {
+  const provider = options.providers[backend];
+  if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
+  return zoneMemoryWorkflowId(Context.current().info.taskQueue, backend, provider.fleetScope());
+}
+
+/** Reads the project's zone memory for some accelerators, from inside any activity of the run's task queue. */
+export function zoneMemoryReader(options: ZoneActivityOptions): (backend: Backend, accelerators: readonly string[]) => Promise<ZoneMemory> {
+  return async (backend, accelerators) => sliceFor(await readZoneMemory(options.client, memoryWorkflowId(options, backend)), accelerators);
+}
+
 export function createZoneActivities(options: ZoneActivityOptions): ZoneActivities {
-  const workflowIdFor = (backend: Backend): string => {
-    const provider = options.providers[backend];
-    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
-    return zoneMemoryWorkflowId(Context.current().info.taskQueue, backend, provider.fleetScope());
-  };
+  const workflowIdFor = (backend: Backend): string => memoryWorkflowId(options, backend);
+  const read = zoneMemoryReader(options);
   return {
     async recordZoneOutcomes({ backend, outcomes }) {
       if (outcomes.length === 0) return true;
@@ -34,7 +42,7 @@ export function createZoneActivities(options: ZoneActivityOptions): ZoneActiviti
     },
 
     async readZoneMemory({ backend, accelerators }) {
-      return sliceFor(await readZoneMemory(options.client, workflowIdFor(backend)), accelerators);
+      return read(backend, accelerators);
     },
   };
 }

@@ -4,7 +4,8 @@
  * per look and signalling the runs concerned (`observationSignal`). Runs hold no
  * activity slot while they train; they wait for these signals.
  *
- *   ensureObserver (run provisions) --signalWithStart--> fleetObserver
+ *   provision (the worker, at most every 30 s) or ensureObserver (a run that heard nothing)
+ *     --signalWithStart--> fleetObserver
  *     loop: watchFleet (5 min of looks, memory in its heartbeats) -> memory -> next call
  *     continue-as-new every few calls, carrying the memory; no side database
  *     ends after a long idle spell; the next ensureObserver starts it again

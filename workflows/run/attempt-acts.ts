@@ -28,7 +28,7 @@ export class AttemptActs {
         provisionRequest(this.spec, this.state, attempt, this.owner(number), Date.now()),
       ]);
       attempt.ref = result.ref;
-      return { kind: 'provisioned', attempt: number, startedAt: result.window.startedAt, adopted: result.adopted };
+      return { kind: 'provisioned', attempt: number, startedAt: result.window.startedAt, adopted: result.adopted, ...(result.observerAsked ? { observerAsked: true } : {}) };
     } catch (err) {
       const named = namedFailureOf(err);
       if (!named) throw err;

@@ -53,7 +53,7 @@ export type RunEvent =
   | { kind: 'zone-memory'; memory?: ZoneMemory }
   /** What came of handing the live attempt's agent a new checkpoint interval (run/live-interval.ts). */
   | { kind: 'checkpoint-interval-set'; attempt: number; interval: AppliedInterval; outcome: IntervalUpdateOutcome; message?: string }
-  | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean }
+  | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean; observerAsked?: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
   | { kind: 'released'; attempt: number; outcome: 'deleted' | 'absent' | 'not-ours'; startedAt?: string; stoppedAt?: string }
@@ -183,6 +183,8 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       attempt.startedAt = event.startedAt;
       state.phase = Phase.Staging;
       state.lastHeardAt = now;
+      // The worker asked for the observer as it created the resource: no ask of the run's own for now.
+      if (event.observerAsked) state.observerAskedAt = now;
       record(state, now, {
         kind: TimelineKind.Running,
         event: `attempt ${attempt.attempt} running in ${attempt.offer.zone}${event.adopted ? ' (adopted after a retried create)' : ''}`,

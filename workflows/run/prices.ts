@@ -21,7 +21,7 @@ export interface RunPrices {
 }
 
 /** The offers event: findCapacity's answer, read from new and pre-price-book histories (a bare Offer[]) alike. */
-export function capacityFound(result: CapacityFound | Offer[]): { offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp } {
+export function capacityFound(result: CapacityFound | Offer[]): Omit<Partial<CapacityFound>, 'offers'> & { offers: Offer[] } {
   return Array.isArray(result) ? { offers: result } : result;
 }
 

@@ -11,6 +11,8 @@ import { outcomesToTell } from './from-run';
 import type { ZoneMemory } from './memory';
 
 export const ZONE_MEMORY_PATCH = 'sterna-zone-memory';
+/** Runs recorded before findCapacity read the memory too read it in an activity of its own. */
+export const MEMORY_WITH_CAPACITY_PATCH = 'sterna-memory-with-capacity';
 
 export function zoneMemoryActivities() {
   // A worker built without the zone activities (NotFoundError) answers at once: no memory.
@@ -43,6 +45,17 @@ export class ZoneLink {
     if (!usesZoneMemory()) return undefined;
     const accelerators = this.spec.resources.accelerators.map((a) => a.type);
     return this.acts.readZoneMemory({ backend: this.spec.backend, accelerators }).catch(() => undefined);
+  }
+
+  /**
+   * The accelerators whose memory findCapacity reads as it finds offers (one activity
+   * instead of two); undefined when this run reads it apart, or not at all.
+   */
+  readWithCapacity(): string[] | undefined {
+    // This patch first: a run recorded before it met the zone memory's marker only after
+    // scheduling findCapacity, and must not meet it earlier on replay.
+    if (!patched(MEMORY_WITH_CAPACITY_PATCH) || !usesZoneMemory()) return undefined;
+    return this.spec.resources.accelerators.map((a) => a.type);
   }
 
   /** Tells the memory how each newly released attempt ended (stockout, preemption, lifetime). */
