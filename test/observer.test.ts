@@ -17,6 +17,7 @@ import { createFleetActivities, observerOptions, startObserver, type ObserverOpt
 import { resume } from '../activities/fleet/memory';
 import { createNotifyActivities } from '../activities/notify';
 import { createTeamActivities } from '../activities/teams';
+import { createMemoryActivities } from '../activities/memories';
 import { createZoneActivities } from '../activities/zones';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
@@ -123,6 +124,7 @@ describe('fleet observer on the GCE emulator', function () {
         ...createFleetActivities({ providers: { gce: watched }, client, observer: OBSERVER }),
         ...createTeamActivities({ client }),
         ...createZoneActivities({ providers: { gce: stack.provider }, client }),
+        ...createMemoryActivities({ providers: { gce: stack.provider }, client }),
         ...createNotifyActivities({ client }),
       },
       maxHeartbeatThrottleInterval: '1 second',

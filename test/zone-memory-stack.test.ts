@@ -32,6 +32,17 @@ async function sternaZones(stack: Stack, args: string[]): Promise<string> {
   );
 }
 
+/** How many times the run scheduled each activity, by name. */
+async function activitiesScheduled(stack: Stack, workflowId: string): Promise<Record<string, number>> {
+  const { events } = await stack.env.client.workflow.getHandle(workflowId).fetchHistory();
+  const counts: Record<string, number> = {};
+  for (const e of events ?? []) {
+    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (name) counts[name] = (counts[name] ?? 0) + 1;
+  }
+  return counts;
+}
+
 describe('zone memory across runs (dev server + emulator)', function () {
   this.timeout(300_000);
   let stack: Stack;
@@ -73,6 +84,13 @@ describe('zone memory across runs (dev server + emulator)', function () {
     assert.deepEqual(r2.attempts.filter((a) => a.zone === zoneA), [], `the second run tried ${r2.attempts.map((a) => a.zone).join(', ')}`);
     assert.equal(r2.attempts.length, 1);
     assert.equal(r2.attempts[0].outcome, 'completed');
+
+    // Each release told both memories (zones, throughput) in one activity, never in two.
+    const told1 = await activitiesScheduled(stack, first.workflowId);
+    assert.deepEqual(
+      { recordReleasedAttempts: told1.recordReleasedAttempts, recordZoneOutcomes: told1.recordZoneOutcomes, recordThroughput: told1.recordThroughput },
+      { recordReleasedAttempts: r1.attempts.length, recordZoneOutcomes: undefined, recordThroughput: undefined },
+    );
 
     // The completed spot VMs told the memory how long they ran, without a preemption.
     const memory: ZoneMemory = await eventually('both runs\' lifetimes in the zone memory', async () => {

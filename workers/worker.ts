@@ -20,6 +20,7 @@ import type { SternaMetrics } from '../activities/metrics/registry';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
+import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
 
 export interface SternaWorkerOptions {
@@ -72,6 +73,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createNotifyActivities({ ...options.notify, client }),
       ...createZoneActivities({ providers, client }),
       ...createThroughputActivities({ client }),
+      ...createMemoryActivities({ providers, client }),
       ...createStorageActivities(options.storage),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.

@@ -26,8 +26,7 @@ import { runActivities } from './run-activities';
 import type { RunSpec, RunSpecInput } from './spec';
 import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
-import { ZoneLink } from './zones/run-link';
-import { ThroughputLink } from './plan/run-link';
+import { MemoryLink } from './run/memory-link';
 
 export type { ContinuedRun };
 
@@ -78,8 +77,7 @@ class Driver {
   private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
   private readonly team: TeamLink;
-  private readonly zones: ZoneLink;
-  private readonly throughput: ThroughputLink;
+  private readonly memories: MemoryLink;
   private readonly shown: Publisher;
   private readonly attempt: AttemptActs;
   readonly notify: NotifyLink;
@@ -92,8 +90,7 @@ class Driver {
     this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
     this.team = new TeamLink(spec, state, this.inbox);
-    this.zones = new ZoneLink(spec, state);
-    this.throughput = new ThroughputLink(spec, state);
+    this.memories = new MemoryLink(spec, state);
     this.shown = new Publisher(spec, state);
     this.notify = new NotifyLink(spec, state);
     this.attempt = new AttemptActs(spec, state, this.acts, (attempt) => ({ run: runKey(workflowInfo().workflowId), execution, attempt }));
@@ -129,8 +126,7 @@ class Driver {
       this.team.billed(event.kind === 'released');
       this.shown.attributesAndDetails();
       this.notify.tell({ kind: 'step' });
-      await this.zones.tell();
-      await this.throughput.tell();
+      await this.memories.tell();
       if (command.kind === 'complete') {
         this.notify.tell({ kind: 'ended', phase: Phase.Completed });
         return resultOf(this.state, Date.now());
@@ -143,16 +139,16 @@ class Driver {
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
       case 'find-capacity': {
-        const memoryFor = this.zones.readWithCapacity();
+        const memoryFor = this.memories.zones.readWithCapacity();
         const [found, zoneMemory, bucketLocations] = await Promise.all([
           this.acts.quick.findCapacity({ ...capacityRequest(this.spec), ...(memoryFor ? { zoneMemoryFor: memoryFor } : {}) }),
-          memoryFor ? undefined : this.zones.read(),
+          memoryFor ? undefined : this.memories.zones.read(),
           this.locateBuckets(),
         ]);
         return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}) };
       }
       case 'read-zone-memory':
-        return { kind: 'zone-memory', memory: await this.zones.read() };
+        return { kind: 'zone-memory', memory: await this.memories.zones.read() };
       case 'set-checkpoint-interval':
         return this.attempt.setInterval(command.attempt, command.interval);
       case 'provision':
@@ -215,8 +211,7 @@ class Driver {
     for (const event of events) absorbRelease(this.state, event, Date.now());
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.shown.attributesAndDetails();
-    await this.zones.tell();
-    await this.throughput.tell();
+    await this.memories.tell();
   }
 
   /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */

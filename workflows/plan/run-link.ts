@@ -7,7 +7,7 @@ import { patched, proxyActivities } from '@temporalio/workflow';
 import type { RunState } from '../run/state';
 import type { RunSpec } from '../spec';
 import type { ThroughputActivities } from './contract';
-import { samplesToTell } from './measured';
+import { samplesToTell, type ThroughputSample } from './measured';
 
 export const THROUGHPUT_PATCH = 'sterna-plan-throughput';
 
@@ -24,9 +24,16 @@ export class ThroughputLink {
     this.told = new Set(state.attempts.filter((a) => a.released).map((a) => a.attempt));
   }
 
-  async tell(): Promise<void> {
+  /** The samples of attempts released since the last take, each taken once. */
+  take(): ThroughputSample[] {
     const { attempts, samples } = samplesToTell(this.state, this.spec, this.told, Date.now());
     for (const attempt of attempts) this.told.add(attempt);
+    return samples;
+  }
+
+  /** Tells the memory in an activity of its own, as runs recorded before run/memory-link.ts did. */
+  async tell(): Promise<void> {
+    const samples = this.take();
     if (samples.length === 0 || !patched(THROUGHPUT_PATCH)) return;
     await this.acts.recordThroughput({ samples }).catch(() => undefined);
   }

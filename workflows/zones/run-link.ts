@@ -8,7 +8,7 @@ import type { RunState } from '../run/state';
 import type { RunSpec } from '../spec';
 import type { ZoneActivities } from './contract';
 import { outcomesToTell } from './from-run';
-import type { ZoneMemory } from './memory';
+import type { ZoneMemory, ZoneOutcome } from './memory';
 
 export const ZONE_MEMORY_PATCH = 'sterna-zone-memory';
 /** Runs recorded before findCapacity read the memory too read it in an activity of its own. */
@@ -58,10 +58,16 @@ export class ZoneLink {
     return this.spec.resources.accelerators.map((a) => a.type);
   }
 
-  /** Tells the memory how each newly released attempt ended (stockout, preemption, lifetime). */
-  async tell(): Promise<void> {
+  /** How each attempt released since the last take ended (stockout, preemption, lifetime), each taken once. */
+  take(): ZoneOutcome[] {
     const { attempts, outcomes } = outcomesToTell(this.state.attempts, this.told, Date.now());
     for (const attempt of attempts) this.told.add(attempt);
+    return outcomes;
+  }
+
+  /** Tells the memory in an activity of its own, as runs recorded before run/memory-link.ts did. */
+  async tell(): Promise<void> {
+    const outcomes = this.take();
     if (outcomes.length === 0 || !usesZoneMemory()) return;
     await this.acts.recordZoneOutcomes({ backend: this.spec.backend, outcomes }).catch(() => undefined);
   }
