@@ -15,9 +15,7 @@ import { AttemptActs } from './run/attempt-acts';
 import { absorbRelease, next, stopRun, type Command, type Context, type RunEvent } from './run/machine';
 import type { NotifyMoment } from './run/notify';
 import { NotifyLink } from './run/notify-link';
-import { capacityFound } from './run/prices';
-import { capacityRequest, freshRun } from './run/requests';
-import { bucketsToLocate, type BucketAnswer } from './run/data-placement';
+import { freshRun } from './run/requests';
 import { Phase, record, TimelineKind, type RunState } from './run/state';
 import { Publisher } from './run/publish';
 import { installRunHandlers } from './run/handlers';
@@ -27,6 +25,8 @@ import type { RunSpec, RunSpecInput } from './spec';
 import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { MemoryLink } from './run/memory-link';
+import { PlacementActs } from './run/placement-acts';
+import { runPatches } from './run/patches';
 
 export type { ContinuedRun };
 
@@ -65,6 +65,7 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
           // The team gets its GPUs back before the run waits for its last notifications.
           await run.endRun();
         }
+        await run.memories.settled();
         if (failed) run.notify.tell(failed);
         await run.notify.settled(FINAL_DELIVERY_WAIT_MS);
       });
@@ -77,9 +78,10 @@ class Driver {
   private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
   private readonly team: TeamLink;
-  private readonly memories: MemoryLink;
+  readonly memories: MemoryLink;
   private readonly shown: Publisher;
   private readonly attempt: AttemptActs;
+  private readonly placement: PlacementActs;
   readonly notify: NotifyLink;
 
   constructor(
@@ -91,6 +93,7 @@ class Driver {
     this.attemptsAtStart = state.attempts.length;
     this.team = new TeamLink(spec, state, this.inbox);
     this.memories = new MemoryLink(spec, state);
+    this.placement = new PlacementActs(spec, state, this.acts, this.memories);
     this.shown = new Publisher(spec, state);
     this.notify = new NotifyLink(spec, state);
     this.attempt = new AttemptActs(spec, state, this.acts, (attempt) => ({ run: runKey(workflowInfo().workflowId), execution, attempt }));
@@ -98,19 +101,7 @@ class Driver {
 
   private context(): Context {
     const info = workflowInfo();
-    // Runs recorded before runs asked for the observer themselves replay without asking.
-    const asksObserver = patched('sterna-run-asks-observer');
-    // Runs recorded before team admission place without asking their team.
-    const teamAdmission = patched('sterna-team-admission');
-    // Runs recorded before GPU readings and the idle rule replay without them.
-    const gpuUtil = patched('sterna-gpu-util');
-    // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
-    const autoCosts = patched('sterna-auto-costs');
-    // Runs recorded before the run-duration guard neither move before a flex-start cut nor size it from the run's end.
-    const flexCut = patched('sterna-flex-cut');
-    // Runs recorded before live checkpoint intervals replay without their reads and updates.
-    const liveInterval = patched('sterna-live-interval');
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, ...runPatches() };
   }
 
   installHandlers(): void {
@@ -138,15 +129,8 @@ class Driver {
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
-      case 'find-capacity': {
-        const memoryFor = this.memories.zones.readWithCapacity();
-        const [found, zoneMemory, bucketLocations] = await Promise.all([
-          this.acts.quick.findCapacity({ ...capacityRequest(this.spec), ...(memoryFor ? { zoneMemoryFor: memoryFor } : {}) }),
-          memoryFor ? undefined : this.memories.zones.read(),
-          this.locateBuckets(),
-        ]);
-        return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}) };
-      }
+      case 'find-capacity':
+        return this.placement.findCapacity();
       case 'read-zone-memory':
         return { kind: 'zone-memory', memory: await this.memories.zones.read() };
       case 'set-checkpoint-interval':
@@ -167,31 +151,12 @@ class Driver {
         await this.acts.observer.ensureObserver({ backend: this.spec.backend }).catch(() => undefined);
         return { kind: 'observer-asked' };
       case 'continue-as-new':
-        await this.notify.settled();
+        await Promise.all([this.notify.settled(), this.memories.settled()]);
         await condition(allHandlersFinished);
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
         return continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
         throw failure(command.failure, command.message, command.details);
-    }
-  }
-
-  /**
-   * The storage API's word on the buckets of datasets without a stated location, asked
-   * once (at the first placement). A worker or API that cannot answer costs the run
-   * nothing but the weighing: every bucket is then "location unknown".
-   */
-  private async locateBuckets(): Promise<BucketAnswer[] | undefined> {
-    const buckets = bucketsToLocate(this.spec, this.state);
-    // Runs recorded before bucket locations replay without asking.
-    if (buckets.length === 0 || !patched('sterna-bucket-location')) return undefined;
-    try {
-      return await this.acts.storage.locateBuckets({ buckets });
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      const cause = (err as { cause?: Error }).cause;
-      const problem = `the storage activity failed: ${cause?.message ?? (err as Error)?.message ?? String(err)}`;
-      return buckets.map((bucket) => ({ bucket, problem }));
     }
   }
 

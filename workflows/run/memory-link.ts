@@ -11,12 +11,16 @@ import type { MemoryActivities } from './memory-contract';
 import type { RunState } from './state';
 
 export const ONE_RECORD_PATCH = 'sterna-one-record';
+/** Runs recorded before the tell went on beside the run's next step waited for it. */
+export const RECORD_BESIDE_PATCH = 'sterna-record-beside';
 
 export class MemoryLink {
   // A worker built without the activity (NotFoundError) answers at once: the run goes on.
   private readonly acts = proxyActivities<MemoryActivities>({ startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } });
   readonly zones: ZoneLink;
   private readonly throughput: ThroughputLink;
+  /** Tells still in flight: a preempted run's replacement does not wait for them. */
+  private pending: Promise<unknown>[] = [];
 
   constructor(
     private readonly spec: RunSpec,
@@ -38,6 +42,15 @@ export class MemoryLink {
     if (outcomes.length === 0 && samples.length === 0) return;
     // The zone memory's own patch still guards its outcomes, as in the two-activity path.
     const zoneOutcomes = outcomes.length > 0 && usesZoneMemory() ? outcomes : [];
-    await this.acts.recordReleasedAttempts({ backend: this.spec.backend, outcomes: zoneOutcomes, samples }).catch(() => undefined);
+    const told = this.acts.recordReleasedAttempts({ backend: this.spec.backend, outcomes: zoneOutcomes, samples }).catch(() => undefined);
+    if (patched(RECORD_BESIDE_PATCH)) this.pending.push(told);
+    else await told;
+  }
+
+  /** Waits for every tell in flight (before the run continues as new or ends). */
+  async settled(): Promise<void> {
+    const pending = this.pending;
+    this.pending = [];
+    await Promise.all(pending);
   }
 }

@@ -1,0 +1,25 @@
+/**
+ * The behaviours a run decides by, each behind the patch its change was recorded under:
+ * a run recorded before a change replays without it (test/histories/ keeps such runs).
+ * Called in this order every time, as the markers were first written.
+ */
+import { patched } from '@temporalio/workflow';
+import type { Context } from './machine';
+
+export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval'>;
+
+export function runPatches(): RunPatches {
+  // Runs recorded before runs asked for the observer themselves replay without asking.
+  const asksObserver = patched('sterna-run-asks-observer');
+  // Runs recorded before team admission place without asking their team.
+  const teamAdmission = patched('sterna-team-admission');
+  // Runs recorded before GPU readings and the idle rule replay without them.
+  const gpuUtil = patched('sterna-gpu-util');
+  // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
+  const autoCosts = patched('sterna-auto-costs');
+  // Runs recorded before the run-duration guard neither move before a flex-start cut nor size it from the run's end.
+  const flexCut = patched('sterna-flex-cut');
+  // Runs recorded before live checkpoint intervals replay without their reads and updates.
+  const liveInterval = patched('sterna-live-interval');
+  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval };
+}

@@ -1,0 +1,52 @@
+/**
+ * A placement's activities: the capacity on offer (with the zone memory, in the same
+ * activity where the run's history allows) and, once, where the data's buckets live;
+ * answered together as the machine's `offers` event.
+ */
+import { isCancellation, patched } from '@temporalio/workflow';
+import type { runActivities } from '../run-activities';
+import type { RunSpec } from '../spec';
+import { bucketsToLocate, type BucketAnswer } from './data-placement';
+import type { RunEvent } from './machine';
+import type { MemoryLink } from './memory-link';
+import { capacityFound } from './prices';
+import { capacityRequest } from './requests';
+import type { RunState } from './state';
+
+export class PlacementActs {
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly state: RunState,
+    private readonly acts: ReturnType<typeof runActivities>,
+    private readonly memories: MemoryLink,
+  ) {}
+
+  async findCapacity(): Promise<Extract<RunEvent, { kind: 'offers' }>> {
+    const memoryFor = this.memories.zones.readWithCapacity();
+    const [found, zoneMemory, bucketLocations] = await Promise.all([
+      this.acts.quick.findCapacity({ ...capacityRequest(this.spec), ...(memoryFor ? { zoneMemoryFor: memoryFor } : {}) }),
+      memoryFor ? undefined : this.memories.zones.read(),
+      this.locateBuckets(),
+    ]);
+    return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}) };
+  }
+
+  /**
+   * The storage API's word on the buckets of datasets without a stated location, asked
+   * once (at the first placement). A worker or API that cannot answer costs the run
+   * nothing but the weighing: every bucket is then "location unknown".
+   */
+  private async locateBuckets(): Promise<BucketAnswer[] | undefined> {
+    const buckets = bucketsToLocate(this.spec, this.state);
+    // Runs recorded before bucket locations replay without asking.
+    if (buckets.length === 0 || !patched('sterna-bucket-location')) return undefined;
+    try {
+      return await this.acts.storage.locateBuckets({ buckets });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const cause = (err as { cause?: Error }).cause;
+      const problem = `the storage activity failed: ${cause?.message ?? (err as Error)?.message ?? String(err)}`;
+      return buckets.map((bucket) => ({ bucket, problem }));
+    }
+  }
+}
