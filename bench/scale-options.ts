@@ -32,6 +32,8 @@ export interface ScaleOptions {
    * The SDK sizes its workflow cache from it: (heap - 200) x 600 / 1024 workflows.
    */
   workerHeapMb?: number;
+  /** STERNA_MAX_CACHED_WORKFLOWS for the worker; undefined is the SDK's choice (default tuning). */
+  workerCache?: number;
   /** Fetch the histories of at most this many runs (all when undefined). */
   historySample?: number;
   /** Keep the work directory (logs, emulator state) after the run. */
@@ -87,6 +89,7 @@ export interface ScaleFlags {
   observerInterval?: string;
   historySample?: string;
   workerHeapMb?: string;
+  workerCache?: string;
   keep?: boolean;
   json?: boolean;
 }
@@ -109,6 +112,7 @@ export function parseScaleOptions(flags: ScaleFlags): ScaleOptions {
     observer: observerChoice(flags.observer),
     observerIntervalSeconds: flags.observerInterval !== undefined ? seconds('observer-interval', flags.observerInterval) : undefined,
     workerHeapMb: flags.workerHeapMb !== undefined ? wholeNumber('worker-heap-mb', flags.workerHeapMb, 256, 65_536) : undefined,
+    workerCache: flags.workerCache !== undefined ? wholeNumber('worker-cache', flags.workerCache, 0) : undefined,
     historySample: flags.historySample !== undefined ? wholeNumber('history-sample', flags.historySample, 1) : undefined,
     keep: flags.keep ?? false,
     json: flags.json ?? false,

@@ -169,6 +169,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       bundlePath: bundle.path,
       observer: { startOnBoot: wantObserver, intervalSeconds: o.observerIntervalSeconds },
       heapMb: o.workerHeapMb,
+      maxCachedWorkflows: o.workerCache,
     });
     children.push(worker);
     log(`worker pid ${worker.pid} on task queue ${taskQueue} (${tuning(o)})`);
@@ -463,7 +464,8 @@ async function countWorkflows(client: Client, query: string): Promise<number> {
 }
 
 function tuning(o: ScaleOptions): string {
-  return o.workerHeapMb === undefined ? 'default' : `--max-old-space-size=${o.workerHeapMb}`;
+  const parts = [o.workerHeapMb !== undefined && `--max-old-space-size=${o.workerHeapMb}`, o.workerCache !== undefined && `STERNA_MAX_CACHED_WORKFLOWS=${o.workerCache}`].filter(Boolean);
+  return parts.length === 0 ? 'default' : parts.join(' ');
 }
 
 function round(x: number, digits: number): number {

@@ -130,6 +130,8 @@ export interface WorkerSettings {
   observer: { startOnBoot: boolean; intervalSeconds?: number };
   /** V8 heap limit (MB): not default tuning, for memory experiments. */
   heapMb?: number;
+  /** STERNA_MAX_CACHED_WORKFLOWS: not default tuning, for memory experiments. */
+  maxCachedWorkflows?: number;
   /** More worker settings (e.g. STERNA_REAPER_*), for benchmarks that need them. */
   extraEnv?: Record<string, string>;
 }
@@ -153,6 +155,8 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   // The benchmark's own tuning must not leak into "default tuning".
   delete env.STERNA_MAX_CONCURRENT_ACTIVITIES;
   delete env.NODE_OPTIONS;
+  delete env.STERNA_MAX_CACHED_WORKFLOWS;
+  if (s.maxCachedWorkflows !== undefined) env.STERNA_MAX_CACHED_WORKFLOWS = String(s.maxCachedWorkflows);
   if (s.heapMb !== undefined) env.NODE_OPTIONS = `--max-old-space-size=${s.heapMb}`;
   const child = spawnChild('Sterna worker', [join(BUILD, 'workers', 'main.js')], env, join(workDir, 'worker.log'));
   try {

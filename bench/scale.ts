@@ -25,6 +25,7 @@ const program = new Command('bench:scale')
   .option('--observer <choice>', 'auto (the fleet observer when this build has it), on, or off (per-run looks)', 'auto')
   .option('--observer-interval <s>', "the fleet observer's interval (STERNA_OBSERVER_INTERVAL_SECONDS)")
   .option('--worker-heap-mb <mb>', "not default tuning: the worker's V8 heap limit (the SDK sizes its workflow cache from it)")
+  .option('--worker-cache <n>', 'not default tuning: workflows the worker keeps cached (STERNA_MAX_CACHED_WORKFLOWS)')
   .option('--history-sample <n>', 'read the histories of at most n runs (default: all)')
   .option('--keep', 'keep the work directory (logs, emulator state)')
   .option('--json', 'print the result as one JSON object on the last line');

@@ -126,6 +126,9 @@ const EnvSchema = z.object({
   // costs a socket and a promise, not a thread. 200 slots ran out at 2,000 runs, each
   // release holding one through a VM's shutdown (bench/README.md, bench:scale row C).
   STERNA_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES),
+  // Unset: the SDK sizes the cache from the heap. A run evicted from it replays its history
+  // (about 150 events) at its next workflow task: CPU for memory.
+  STERNA_MAX_CACHED_WORKFLOWS: z.coerce.number().int('a whole number of workflows').min(0).optional(),
   STERNA_OBSERVER_INTERVAL_SECONDS: z.coerce.number().min(0.1, 'seconds between two looks at the fleet, at least 0.1').max(300).default(5),
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
   STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),
@@ -195,6 +198,8 @@ export interface WorkerConfig {
   gce?: GceConfig;
   gke?: GkeConfig;
   maxConcurrentActivities: number;
+  /** Workflows the worker keeps in memory between their tasks; undefined: the SDK's choice. */
+  maxCachedWorkflows?: number;
   observer: {
     intervalSeconds: number;
     /** The observer's guest-read budget: this share of the project's read quota. */
@@ -293,7 +298,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   }
   const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
   const storage = e.STERNA_STORAGE_LOCATIONS === 'off' ? undefined : { endpoint: (e.STERNA_STORAGE_ENDPOINT ?? e.STERNA_GCE_ENDPOINT ?? 'https://storage.googleapis.com').replace(/\/+$/, '') };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, observer, prices, reaper, metrics, notify, storage };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, observer, prices, reaper, metrics, notify, storage };
 }
 
 /** Node auto-provisioning as pools: it creates a node of any listed accelerator in any listed zone. */

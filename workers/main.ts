@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     providers,
     workflowBundle: { codePath },
     maxConcurrentActivities: config.maxConcurrentActivities,
+    maxCachedWorkflows: config.maxCachedWorkflows,
     client,
     observer: config.observer.enabled ? observer : undefined,
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },
