@@ -32,12 +32,11 @@ export function zoneMemoryReader(options: ZoneActivityOptions): (backend: Backen
 }
 
 export function createZoneActivities(options: ZoneActivityOptions): ZoneActivities {
-  const workflowIdFor = (backend: Backend): string => memoryWorkflowId(options, backend);
   const read = zoneMemoryReader(options);
   return {
     async recordZoneOutcomes({ backend, outcomes }) {
       if (outcomes.length === 0) return true;
-      await tellZoneMemory(options.client, { workflowId: workflowIdFor(backend), taskQueue: Context.current().info.taskQueue, outcomes });
+      await tellZoneMemory(options.client, { workflowId: memoryWorkflowId(options, backend), taskQueue: Context.current().info.taskQueue, outcomes });
       return true;
     },
 
