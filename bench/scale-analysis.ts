@@ -16,8 +16,10 @@ type Int64 = number | { toString(): string };
 export interface HistoryEvent {
   eventId?: Int64 | null;
   eventTime?: { seconds?: Int64 | null; nanos?: number | null } | null;
-  activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
+  activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null; input?: { payloads?: { data?: Uint8Array | null }[] | null } | null } | null;
   activityTaskStartedEventAttributes?: { scheduledEventId?: Int64 | null; attempt?: number | null } | null;
+  activityTaskCompletedEventAttributes?: { scheduledEventId?: Int64 | null } | null;
+  workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null;
   workflowTaskScheduledEventAttributes?: object | null;
   workflowTaskStartedEventAttributes?: { scheduledEventId?: Int64 | null } | null;
   workflowExecutionStartedEventAttributes?: object | null;
@@ -66,6 +68,79 @@ export interface ExecutionFacts {
   activities: ActivityGap[];
   /** Workflow tasks: scheduled -> started (ms), how long the run waited for the worker to think. */
   workflowTasks: TaskGap[];
+  /** Each release followed by a new placement: the steps from the last signal to the next create's start. */
+  replacements: ReplacementPath[];
+}
+
+/**
+ * One ended attempt's way to its replacement, as the history shows it (epoch ms): the
+ * last signal before the release (the observer's word that ended the attempt), the
+ * release, the new round's findCapacity and the next attempt's provision.
+ */
+export interface ReplacementPath {
+  /** The released resource's name, from the release activity's input. */
+  released?: string;
+  signalMs?: number;
+  releaseScheduledMs: number;
+  releaseDoneMs?: number;
+  findScheduledMs?: number;
+  findStartedMs?: number;
+  findDoneMs?: number;
+  provisionScheduledMs?: number;
+  provisionStartedMs?: number;
+}
+
+/** The resource name a release activity was given (its first argument's `ref.name`). */
+function releasedName(e: HistoryEvent): string | undefined {
+  const data = e.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data;
+  if (!data) return undefined;
+  try {
+    const request = JSON.parse(Buffer.from(data).toString('utf8')) as { ref?: { name?: unknown } };
+    return typeof request.ref?.name === 'string' ? request.ref.name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Follows release -> findCapacity -> provision through an execution's events. */
+class ReplacementTracker {
+  readonly paths: ReplacementPath[] = [];
+  private open: ReplacementPath | undefined;
+  private lastSignalMs: number | undefined;
+  private readonly ids = new Map<number, keyof ReplacementPath>();
+
+  signal(atMs: number): void {
+    this.lastSignalMs = atMs;
+  }
+
+  scheduled(id: number, activity: string, atMs: number, e: HistoryEvent): void {
+    if (activity === 'release') {
+      this.open = { released: releasedName(e), signalMs: this.lastSignalMs, releaseScheduledMs: atMs };
+      this.ids.set(id, 'releaseDoneMs');
+    } else if (this.open && activity === 'findCapacity' && this.open.releaseDoneMs !== undefined && this.open.findScheduledMs === undefined) {
+      this.open.findScheduledMs = atMs;
+      this.ids.set(id, 'findDoneMs');
+    } else if (this.open && activity === 'provision' && this.open.findDoneMs !== undefined && this.open.provisionScheduledMs === undefined) {
+      this.open.provisionScheduledMs = atMs;
+      this.ids.set(id, 'provisionStartedMs');
+    }
+  }
+
+  started(scheduledId: number, atMs: number): void {
+    const field = this.ids.get(scheduledId);
+    if (!this.open) return;
+    if (field === 'findDoneMs') this.open.findStartedMs = atMs;
+    if (field === 'provisionStartedMs') {
+      this.open.provisionStartedMs = atMs;
+      this.paths.push(this.open);
+      this.open = undefined;
+    }
+  }
+
+  completed(scheduledId: number, atMs: number): void {
+    const field = this.ids.get(scheduledId);
+    if (this.open && field && field !== 'provisionStartedMs') this.open[field] = atMs as never;
+  }
 }
 
 export interface TaskGap {
@@ -77,15 +152,23 @@ export interface TaskGap {
 export function executionFacts(events: readonly HistoryEvent[]): ExecutionFacts {
   const scheduled = new Map<number, { activity: string; atMs: number }>();
   const tasks = new Map<number, number>();
-  const facts: ExecutionFacts = { events: events.length, startMs: events.length > 0 ? timeMs(events[0]) : NaN, end: 'running', activities: [], workflowTasks: [] };
+  const replacements = new ReplacementTracker();
+  const facts: ExecutionFacts = { events: events.length, startMs: events.length > 0 ? timeMs(events[0]) : NaN, end: 'running', activities: [], workflowTasks: [], replacements: replacements.paths };
   for (const e of events) {
     const id = num(e.eventId);
     const at = timeMs(e);
-    if (e.activityTaskScheduledEventAttributes) scheduled.set(id, { activity: e.activityTaskScheduledEventAttributes.activityType?.name ?? '?', atMs: at });
-    else if (e.activityTaskStartedEventAttributes) {
-      const from = scheduled.get(num(e.activityTaskStartedEventAttributes.scheduledEventId));
+    if (e.activityTaskScheduledEventAttributes) {
+      const activity = e.activityTaskScheduledEventAttributes.activityType?.name ?? '?';
+      scheduled.set(id, { activity, atMs: at });
+      replacements.scheduled(id, activity, at, e);
+    } else if (e.activityTaskStartedEventAttributes) {
+      const scheduledId = num(e.activityTaskStartedEventAttributes.scheduledEventId);
+      const from = scheduled.get(scheduledId);
       if (from) facts.activities.push({ activity: from.activity, gapMs: at - from.atMs, attempt: e.activityTaskStartedEventAttributes.attempt ?? 1, scheduledAtMs: from.atMs });
-    } else if (e.workflowTaskScheduledEventAttributes) tasks.set(id, at);
+      replacements.started(scheduledId, at);
+    } else if (e.activityTaskCompletedEventAttributes) replacements.completed(num(e.activityTaskCompletedEventAttributes.scheduledEventId), at);
+    else if (e.workflowExecutionSignaledEventAttributes) replacements.signal(at);
+    else if (e.workflowTaskScheduledEventAttributes) tasks.set(id, at);
     else if (e.workflowTaskStartedEventAttributes) {
       const from = tasks.get(num(e.workflowTaskStartedEventAttributes.scheduledEventId));
       if (from !== undefined) facts.workflowTasks.push({ gapMs: at - from, scheduledAtMs: from });
@@ -117,6 +200,7 @@ export interface RunFacts {
   end: ExecutionEnd;
   activities: ActivityGap[];
   workflowTasks: TaskGap[];
+  replacements: ReplacementPath[];
 }
 
 export function runFacts(workflowId: string, chain: readonly ExecutionFacts[]): RunFacts {
@@ -130,6 +214,7 @@ export function runFacts(workflowId: string, chain: readonly ExecutionFacts[]): 
     end: last.end,
     activities: chain.flatMap((e) => e.activities),
     workflowTasks: chain.flatMap((e) => e.workflowTasks),
+    replacements: chain.flatMap((e) => e.replacements),
   };
 }
 
@@ -264,6 +349,39 @@ export function preemptionLatencies(preemptions: readonly TimedName[], inserts: 
     else result.unreplaced.push(p.name);
   }
   return result;
+}
+
+/** The steps of a preempted attempt's way to its replacement's create, in order. */
+export const REPLACEMENT_STEPS = [
+  ['preemption -> signal', 'preemptedMs', 'signalMs'],
+  ['signal -> release scheduled', 'signalMs', 'releaseScheduledMs'],
+  ['release', 'releaseScheduledMs', 'releaseDoneMs'],
+  ['release -> findCapacity scheduled', 'releaseDoneMs', 'findScheduledMs'],
+  ['findCapacity schedule -> start', 'findScheduledMs', 'findStartedMs'],
+  ['findCapacity', 'findStartedMs', 'findDoneMs'],
+  ['findCapacity -> provision scheduled', 'findDoneMs', 'provisionScheduledMs'],
+  ['provision schedule -> start', 'provisionScheduledMs', 'provisionStartedMs'],
+] as const;
+
+export interface StepFigures {
+  step: string;
+  p50S?: number;
+  p99S?: number;
+}
+
+/**
+ * Where the time between a preemption and its replacement's create goes: for each path
+ * whose released resource was preempted (`preempted`: name -> epoch ms), p50 and p99 of
+ * each step (seconds). Steps are measured per path, so their percentiles do not add up.
+ */
+export function replacementSteps(paths: readonly ReplacementPath[], preempted: ReadonlyMap<string, number>): { paths: number; steps: StepFigures[] } {
+  const preemptedPaths = paths.flatMap((p) => (p.released !== undefined && preempted.has(p.released) ? [{ ...p, preemptedMs: preempted.get(p.released)! }] : []));
+  const steps = REPLACEMENT_STEPS.map(([step, from, to]) => {
+    const seconds = preemptedPaths.flatMap((p) => (p[from] !== undefined && p[to] !== undefined ? [(p[to]! - p[from]!) / 1000] : []));
+    const round2 = (x: number | undefined) => (x === undefined ? undefined : Math.round(x * 100) / 100);
+    return { step, p50S: round2(percentile(seconds, 50)), p99S: round2(percentile(seconds, 99)) };
+  });
+  return { paths: preemptedPaths.length, steps };
 }
 
 // --- cloud API calls -------------------------------------------------------------------

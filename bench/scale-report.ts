@@ -37,6 +37,8 @@ export function formatScaleReport(r: ScaleResult): string {
       : []),
     `  preemptions (unreplaced)               ${r.preemptions} (${r.preemptionsUnreplaced})`,
     `  preemption -> insert p50/p99/max       ${fmt(r.preemptionToInsertP50S, 2)} / ${fmt(r.preemptionToInsertP99S, 2)} / ${fmt(r.preemptionToInsertMaxS, 2)} s`,
+    `  its steps, p50 / p99 s (${r.replacementPath.paths} preempted runs' histories):`,
+    ...r.replacementPath.steps.map((s) => `    ${s.step.padEnd(38)} ${fmt(s.p50S, 2)} / ${fmt(s.p99S, 2)}`),
     '',
     `  Compute API calls by method (${r.api.calls} in ${fmt(r.api.elapsedSeconds, 0)} s):`,
     ...methods,

@@ -19,11 +19,13 @@ import {
   executionFacts,
   percentile,
   preemptionLatencies,
+  replacementSteps,
   runFacts,
   summarizeHistories,
   type ApiFigures,
   type HistorySummary,
   type RunFacts,
+  type StepFigures,
   type TimedName,
   type WindowFigures,
   windowFigures,
@@ -99,6 +101,8 @@ export interface ScaleResult {
   preemptionToInsertP50S?: number;
   preemptionToInsertP99S?: number;
   preemptionToInsertMaxS?: number;
+  /** Where a preempted run's way to its replacement's create went, step by step (of `paths` preemptions seen in the histories read). */
+  replacementPath: { paths: number; steps: StepFigures[] };
   machine: string;
   date: string;
 }
@@ -283,6 +287,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const history = summarizeHistories(facts, tEnd);
     const steadyWindow = steadyFromMs !== undefined && (steadyToMs ?? tEnd) - steadyFromMs >= MIN_STEADY_SECONDS * 1000 ? windowFigures(facts, steadyFromMs, steadyToMs ?? tEnd) : undefined;
     const latencies = await preemptionToInsert(emulator.endpoint, injector.injected, t0);
+    const replacement = replacementSteps(facts.flatMap((f) => f.replacements), latencies.preempted);
     const observerWorkflows = await countWorkflows(client, `WorkflowType = '${OBSERVER_WORKFLOW_TYPE}'`);
 
     const ended = runs.filter((r) => r.outcome && r.outcome !== 'completed' && !unfinished.includes(r));
@@ -337,6 +342,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       preemptionToInsertP50S: optionalRound(percentile(latencies.seconds, 50), 2),
       preemptionToInsertP99S: optionalRound(percentile(latencies.seconds, 99), 2),
       preemptionToInsertMaxS: optionalRound(latencies.seconds.length ? Math.max(...latencies.seconds) : undefined, 2),
+      replacementPath: replacement,
       machine: machineLabel(),
       date: new Date(t0).toISOString(),
     };
@@ -423,7 +429,7 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (
  * `compute.instances.preempted` and `compute.instances.insert` records, read through the
  * Compute API after the API counters were read, so they are not counted).
  */
-export async function preemptionToInsert(endpoint: string, injected: TimedName[], sinceMs: number): Promise<{ preemptions: number; unreplaced: number; seconds: number[] }> {
+export async function preemptionToInsert(endpoint: string, injected: TimedName[], sinceMs: number): Promise<{ preemptions: number; unreplaced: number; seconds: number[]; preempted: Map<string, number> }> {
   const url = new URL(endpoint);
   const ops = new ZoneOperationsClient(gceClientOptions({ project: PROJECT, emulatorEndpoint: { host: url.hostname, port: Number(url.port), protocol: 'http' } }));
   const preempted = new Map<string, number>();
@@ -450,7 +456,7 @@ export async function preemptionToInsert(endpoint: string, injected: TimedName[]
     [...preempted].map(([name, atMs]) => ({ name, atMs })),
     inserts,
   );
-  return { preemptions: preempted.size, unreplaced: result.unreplaced.length, seconds: result.seconds };
+  return { preemptions: preempted.size, unreplaced: result.unreplaced.length, seconds: result.seconds, preempted };
 }
 
 async function countWorkflows(client: Client, query: string): Promise<number> {

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ApiUsageView } from '../emulator/admin-client';
-import { apiFigures, executionFacts, preemptionLatencies, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
+import { apiFigures, executionFacts, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
 import { parseScaleOptions, ScaleOptionError } from '../bench/scale-options';
 
 const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
@@ -66,6 +66,41 @@ describe('bench:scale rules', () => {
       ],
     );
     assert.deepEqual(latencies, { seconds: [3.5], unreplaced: ['st-run-b-hash-exec-a2'] });
+  });
+
+  it("splits a preempted run's way to its replacement's create into steps, from the history and the preemption's time", () => {
+    const input = (name: string) => ({ payloads: [{ data: new TextEncoder().encode(JSON.stringify({ ref: { name }, createMayBeInFlight: false })) }] });
+    const completedAt = (id: number, scheduledEventId: number, ms: number): HistoryEvent => ({ eventId: id, eventTime: at(ms), activityTaskCompletedEventAttributes: { scheduledEventId } });
+    const run = executionFacts([
+      { eventId: 1, eventTime: at(0), workflowExecutionStartedEventAttributes: {} },
+      { eventId: 5, eventTime: at(12_000), workflowExecutionSignaledEventAttributes: { signalName: 'observed' } },
+      { eventId: 10, eventTime: at(13_000), activityTaskScheduledEventAttributes: { activityType: { name: 'release' }, input: input('st-r-h-e-a1') } },
+      { eventId: 11, eventTime: at(13_500), activityTaskStartedEventAttributes: { scheduledEventId: 10, attempt: 1 } },
+      completedAt(12, 10, 14_000),
+      ...activity(20, 'findCapacity', 15_000, 17_000),
+      completedAt(22, 20, 18_000),
+      ...activity(30, 'provision', 19_000, 19_250),
+      // The run's final release starts no new path.
+      { eventId: 40, eventTime: at(90_000), activityTaskScheduledEventAttributes: { activityType: { name: 'release' }, input: input('st-r-h-e-a2') } },
+    ]);
+    assert.equal(run.replacements.length, 1);
+    const { paths, steps } = replacementSteps(run.replacements, new Map([['st-r-h-e-a1', 10_000]]));
+    assert.equal(paths, 1);
+    assert.deepEqual(
+      steps.map((s) => [s.step, s.p50S]),
+      [
+        ['preemption -> signal', 2],
+        ['signal -> release scheduled', 1],
+        ['release', 1],
+        ['release -> findCapacity scheduled', 1],
+        ['findCapacity schedule -> start', 2],
+        ['findCapacity', 1],
+        ['findCapacity -> provision scheduled', 1],
+        ['provision schedule -> start', 0.25],
+      ],
+    );
+    // A release of a resource that was not preempted (a stockout, a switch) is not a preemption's path.
+    assert.equal(replacementSteps(run.replacements, new Map()).paths, 0);
   });
 
   it('counts every call but inserts and deletes as a read, per project, minus an earlier reading', () => {
