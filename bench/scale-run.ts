@@ -8,6 +8,7 @@ import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ZoneOperationsClient } from '@google-cloud/compute';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import type { Payload } from '@temporalio/common';
 import { quotaMetric, regionOfZone, zonesWith } from '../config/catalog';
 import type { DevServer } from '../config/dev-server';
 import { EmulatorAdminClient, type ApiUsageView } from '../emulator/admin-client';
@@ -23,6 +24,7 @@ import {
   runFacts,
   summarizeHistories,
   type ApiFigures,
+  type HistoryEvent,
   type HistorySummary,
   type RunFacts,
   type StepFigures,
@@ -36,7 +38,7 @@ import { PreemptionInjector } from './scale-preemptions';
 import { ProcessSampler, type ProcessUsage } from './scale-proc';
 import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
-import { sternaDataConverter } from '../config/data-converter';
+import { sternaDataConverter, sternaPayloadCodec } from '../config/data-converter';
 
 export const PROJECT = 'sterna-bench';
 export const ACCELERATOR = 'nvidia-l4';
@@ -403,11 +405,22 @@ async function chainFacts(client: Client, run: Tracked): Promise<RunFacts> {
   let runId: string | undefined = run.firstRunId;
   while (runId && chain.length < 1000) {
     const history = await client.workflow.getHandle(run.workflowId, runId).fetchHistory();
+    await decodeReleaseInputs(history.events ?? []);
     const facts = executionFacts(history.events ?? []);
     chain.push(facts);
     runId = facts.continuedAsRunId;
   }
   return runFacts(run.workflowId, chain);
+}
+
+/** A history's payloads are encrypted (config/data-converter.ts): the releases' inputs are decoded so their resource names can be read. */
+async function decodeReleaseInputs(events: HistoryEvent[]): Promise<void> {
+  const codec = sternaPayloadCodec();
+  for (const e of events) {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== 'release' || !scheduled.input?.payloads?.length) continue;
+    scheduled.input.payloads = (await codec.decode(scheduled.input.payloads as Payload[])) as typeof scheduled.input.payloads;
+  }
 }
 
 export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -26,13 +26,15 @@ class Harness extends RunHarness {
   suggested = false;
   /** Runs recorded before they asked for the observer themselves replay with false. */
   asksObserver = false;
+  /** Runs recorded before releases ran beside the next placement replay with false. */
+  releaseBeside = false;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
   }
 
   override context(): Context {
-    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver };
+    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside };
   }
 
   /** start -> offers -> provisioned: attempt `n` trains. */
@@ -276,6 +278,61 @@ describe('the run machine (pure, no server)', () => {
       run.send({ kind: 'provisioned', attempt: 2, adopted: false });
       run.suggested = true;
       assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'continue-as-new' }, 'a training attempt is handed over');
+    });
+  });
+
+  describe('releases beside the next placement', () => {
+    const beside = () => Object.assign(new Harness(), { releaseBeside: true }).running();
+    const preempted = (run: Harness) => run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } });
+
+    it('places the replacement of a preempted VM while its release runs, and bills it to when it stopped', () => {
+      const run = beside();
+      run.at(600);
+      assert.deepEqual(preempted(run), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
+      assert.deepEqual(run.send({ kind: 'releasing', attempt: 1 }), { kind: 'find-capacity' });
+      assert.deepEqual(run.send({ kind: 'offers', offers: OFFERS }), { kind: 'provision', attempt: 2 });
+      assert.equal(run.state.attempts[1].resumedFromStep, 64);
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      assert.equal(run.send({ kind: 'released', attempt: 1, outcome: 'deleted', stoppedAt: new Date(T0 + 600_000).toISOString() }).kind, 'wait');
+      assert.deepEqual(
+        run.state.attempts.map((a) => [a.attempt, a.released, a.stoppedAt]),
+        [
+          [1, true, new Date(T0 + 600_000).toISOString()],
+          [2, false, undefined],
+        ],
+      );
+    });
+
+    it('completes only once every release is done, and never continues as new with one in flight', () => {
+      const run = beside();
+      preempted(run);
+      run.suggested = true;
+      assert.deepEqual(run.send({ kind: 'releasing', attempt: 1 }), { kind: 'find-capacity' }, 'not continue-as-new: this execution owns the release');
+      run.suggested = false;
+      run.send({ kind: 'offers', offers: OFFERS });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      assert.deepEqual(run.observe(2, { phase: 'exited', exitCode: 0, step: 300 }), { kind: 'release', attempt: 2, createMayBeInFlight: false }, 'the last attempt is released in the run\'s own time');
+      assert.deepEqual(run.released(2), { kind: 'wait' }, 'attempt 1 is still being released');
+      assert.deepEqual(run.released(1), { kind: 'complete' });
+    });
+
+    it('asks again for a release that failed, and a continued execution asks again for one the last left in flight', () => {
+      const run = beside();
+      preempted(run);
+      run.send({ kind: 'releasing', attempt: 1 });
+      assert.deepEqual(run.send({ kind: 'release-failed', attempt: 1, message: 'deadline exceeded' }), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
+      assert.ok(run.state.timeline.some((e) => e.kind === TimelineKind.Released && e.attempt === 1 && /failed/.test(e.event)));
+      run.send({ kind: 'releasing', attempt: 1 });
+      assert.equal(run.state.attempts[0].releasing, true);
+      assert.deepEqual(run.send({ kind: 'start' }), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
+    });
+
+    it('waits for the release where the guest may still write: a switch, a stop, the completed attempt', () => {
+      const besides = Object.entries(ENDINGS)
+        .filter(([, rule]) => rule.releaseBeside)
+        .map(([ending]) => ending)
+        .sort();
+      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired].sort());
     });
   });
 

@@ -70,6 +70,7 @@ function buildRunStateSchema() {
     exitCode: z.int().optional(),
     reason: z.string().optional(),
     released: z.boolean(),
+    releasing: z.boolean().optional(),
     createSettled: z.boolean().optional(),
     runDurationSeconds: z.number().positive().finite().optional(),
     requestedAt: IsoTime.optional(),

@@ -12,7 +12,7 @@ import { failure, namedFailureOf } from './failures';
 import { Inbox } from './inbox';
 import { executionToken, runKey } from './naming';
 import { AttemptActs } from './run/attempt-acts';
-import { absorbRelease, next, stopRun, type Command, type Context, type RunEvent } from './run/machine';
+import { next, stopRun, type Command, type Context, type RunEvent } from './run/machine';
 import type { NotifyMoment } from './run/notify';
 import { NotifyLink } from './run/notify-link';
 import { freshRun } from './run/requests';
@@ -27,6 +27,7 @@ import { TeamLink } from './teams/run-link';
 import { MemoryLink } from './run/memory-link';
 import { PlacementActs } from './run/placement-acts';
 import { runPatches } from './run/patches';
+import { Releases } from './run/releases';
 
 export type { ContinuedRun };
 
@@ -83,6 +84,7 @@ class Driver {
   private readonly attempt: AttemptActs;
   private readonly placement: PlacementActs;
   readonly notify: NotifyLink;
+  private readonly releases: Releases;
 
   constructor(
     private readonly spec: RunSpec,
@@ -97,6 +99,7 @@ class Driver {
     this.shown = new Publisher(spec, state);
     this.notify = new NotifyLink(spec, state);
     this.attempt = new AttemptActs(spec, state, this.acts, (attempt) => ({ run: runKey(workflowInfo().workflowId), execution, attempt }));
+    this.releases = new Releases(state, this.attempt, this.inbox);
   }
 
   private context(): Context {
@@ -138,7 +141,7 @@ class Driver {
       case 'provision':
         return this.attempt.provision(command.attempt);
       case 'release':
-        return this.attempt.release(command.attempt, command.createMayBeInFlight);
+        return command.beside ? this.releases.beside(command.attempt, command.createMayBeInFlight) : this.attempt.release(command.attempt, command.createMayBeInFlight);
       case 'look':
         return this.attempt.look(command.attempt);
       case 'ask-move':
@@ -166,14 +169,12 @@ class Driver {
     return billing && patched('sterna-cost-refresh') ? costRefreshAt(untilMs, Date.now()) : untilMs;
   }
 
-  /** Releases, in parallel, every attempt not yet released (the run is ending). */
+  /** Releases, in parallel, every attempt not yet released (the run is ending); one already being released is waited for. */
   async releaseAll(): Promise<void> {
-    const pending = this.state.attempts.filter((a) => !a.released);
-    if (pending.length === 0) return;
+    if (this.state.attempts.every((a) => a.released)) return;
     const phase = this.state.phase;
     this.state.phase = Phase.Releasing;
-    const events = await Promise.all(pending.map((a) => this.attempt.release(a.attempt, !a.createSettled)));
-    for (const event of events) absorbRelease(this.state, event, Date.now());
+    await this.releases.all();
     this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
     this.shown.attributesAndDetails();
     await this.memories.tell();

@@ -30,20 +30,28 @@ export interface EndingRule {
   zoneEvent?: ZoneEventKind;
   next: Next;
   timeline: (typeof TimelineKind)[keyof typeof TimelineKind];
+  /**
+   * Whether the run may place its next attempt while this one's release is still running.
+   * Only where nothing of the attempt can still write: its guest is down (preempted,
+   * stopped at its run duration or moved off), it exited, or its create failed. A switch
+   * deletes a guest that is still training and writes its final checkpoint in the stop
+   * grace, so the next attempt waits for it; the run's end waits for every release.
+   */
+  releaseBeside: boolean;
 }
 
 export const ENDINGS: Record<Ending, EndingRule> = {
-  [AttemptOutcome.Completed]: { next: Next.Complete, timeline: TimelineKind.Completed },
-  [AttemptOutcome.Preempted]: { zoneEvent: ZoneEventKind.Preempted, next: Next.Resume, timeline: TimelineKind.Preempted },
-  [AttemptOutcome.Failed]: { next: Next.Restart, timeline: TimelineKind.AttemptFailed },
-  [AttemptOutcome.Stockout]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
+  [AttemptOutcome.Completed]: { next: Next.Complete, timeline: TimelineKind.Completed, releaseBeside: false },
+  [AttemptOutcome.Preempted]: { zoneEvent: ZoneEventKind.Preempted, next: Next.Resume, timeline: TimelineKind.Preempted, releaseBeside: true },
+  [AttemptOutcome.Failed]: { next: Next.Restart, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
+  [AttemptOutcome.Stockout]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
   // The zone's flex-start pool had nothing within the wait: it cools down for flex-start only.
-  [AttemptOutcome.WaitExpired]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
-  [AttemptOutcome.RunDurationReached]: { next: Next.Move, timeline: TimelineKind.RunDurationReached },
-  [AttemptOutcome.QuotaExceeded]: { zoneEvent: ZoneEventKind.Quota, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
-  [AttemptOutcome.Conflict]: { next: Next.NextOffer, timeline: TimelineKind.AttemptFailed },
-  [AttemptOutcome.Switched]: { next: Next.Place, timeline: TimelineKind.Switching },
-  [AttemptOutcome.Stopped]: { next: Next.Stop, timeline: TimelineKind.Stopped },
+  [AttemptOutcome.WaitExpired]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
+  [AttemptOutcome.RunDurationReached]: { next: Next.Move, timeline: TimelineKind.RunDurationReached, releaseBeside: true },
+  [AttemptOutcome.QuotaExceeded]: { zoneEvent: ZoneEventKind.Quota, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
+  [AttemptOutcome.Conflict]: { next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
+  [AttemptOutcome.Switched]: { next: Next.Place, timeline: TimelineKind.Switching, releaseBeside: false },
+  [AttemptOutcome.Stopped]: { next: Next.Stop, timeline: TimelineKind.Stopped, releaseBeside: false },
 };
 
 /** A provision that failed with one of these named failures ended its attempt so. */

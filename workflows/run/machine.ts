@@ -57,6 +57,9 @@ export type RunEvent =
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
   | { kind: 'released'; attempt: number; outcome: 'deleted' | 'absent' | 'not-ours'; startedAt?: string; stoppedAt?: string }
+  /** A release running beside the run began (its `released` comes later), or it failed: it is asked again, before anything else. */
+  | { kind: 'releasing'; attempt: number }
+  | { kind: 'release-failed'; attempt: number; message: string }
   /** What the fleet observer signalled, or what the run's own look saw. */
   | { kind: 'observed'; observation: ResourceObservation; via: 'observer' | 'look' }
   | { kind: 'notice'; name: string; reason?: string }
@@ -75,7 +78,8 @@ export type RunEvent =
 export type Command =
   | { kind: 'find-capacity' }
   | { kind: 'provision'; attempt: number }
-  | { kind: 'release'; attempt: number; createMayBeInFlight: boolean }
+  /** `beside`: the run goes on while it runs, and hears `releasing` now and `released` when it is done. */
+  | { kind: 'release'; attempt: number; createMayBeInFlight: boolean; beside?: boolean }
   /** One direct look at the live attempt: the fallback when nothing was heard for a while. */
   | { kind: 'look'; attempt: number }
   /** Ask for the fleet observer of this run's backend: it starts it if it is not running. */
@@ -118,6 +122,8 @@ export interface Context {
   flexCut?: boolean;
   /** Whether this run keeps a training attempt's checkpoint interval current (runs recorded before it did not). */
   liveInterval?: boolean;
+  /** Whether an ended attempt's release may run beside the next placement (run/endings.ts; runs recorded before waited for it). */
+  releaseBeside?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -162,9 +168,19 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
   const now = context.nowMs;
   switch (event.kind) {
     case 'start':
+      // A release in flight belongs to the execution that began it: this one asks again.
+      for (const a of state.attempts) if (a.releasing && !a.released) a.releasing = undefined;
+      return undefined;
     case 'tick':
     case 'observer-asked':
+    case 'releasing':
       return undefined;
+    case 'release-failed': {
+      const attempt = state.attempts[event.attempt - 1];
+      attempt.releasing = undefined;
+      record(state, now, { kind: TimelineKind.Released, event: `release of ${attempt.ref.name} failed (${event.message}); asking again`, attempt: attempt.attempt, zone: attempt.offer.zone });
+      return undefined;
+    }
     case 'admission-asked':
       if (event.teamWebhooks !== undefined && state.admission) state.admission.teamWebhooks = event.teamWebhooks;
       return undefined;
@@ -422,11 +438,18 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
 function decide(state: RunState, spec: RunSpec, context: Context): Command {
   const now = context.nowMs;
   const last = state.attempts[state.attempts.length - 1];
-  // An ended attempt is released before anything else happens.
-  if (last && last.outcome !== AttemptOutcome.Running && !last.released) {
-    return { kind: 'release', attempt: last.attempt, createMayBeInFlight: !last.createSettled };
+  // An ended attempt is released before anything else happens; where nothing of it can
+  // still write, its release runs beside the next placement (run/endings.ts).
+  const unreleased = context.releaseBeside ? state.attempts.find((a) => a.outcome !== AttemptOutcome.Running && !a.released && !a.releasing) : last;
+  if (unreleased && unreleased.outcome !== AttemptOutcome.Running && !unreleased.released) {
+    const beside = context.releaseBeside === true && ENDINGS[unreleased.outcome as Ending].releaseBeside;
+    if (beside) unreleased.releasing = true;
+    return { kind: 'release', attempt: unreleased.attempt, createMayBeInFlight: !unreleased.createSettled, ...(beside ? { beside } : {}) };
   }
+  const releasing = state.attempts.some((a) => a.releasing && !a.released);
   if (last?.outcome === AttemptOutcome.Completed) {
+    // Done only when every resource is released: until then, wait for the last `released`.
+    if (releasing) return { kind: 'wait' };
     state.phase = Phase.Completed;
     return { kind: 'complete' };
   }
@@ -435,7 +458,8 @@ function decide(state: RunState, spec: RunSpec, context: Context): Command {
 
   const live = currentAttempt(state);
   if (live && state.phase === Phase.Provisioning) return { kind: 'provision', attempt: live.attempt };
-  if (shouldContinueAsNew(state, context)) return { kind: 'continue-as-new' };
+  // A release in flight is this execution's to finish: the next one would not hear of it.
+  if (!releasing && shouldContinueAsNew(state, context)) return { kind: 'continue-as-new' };
   if (live) return follow(state, spec, live, context);
   if (awaitingAdmission(state, context.teamAdmission ?? false)) return admission(state, spec, now);
   return place(state, spec, context);

@@ -6,7 +6,7 @@
 import { patched } from '@temporalio/workflow';
 import type { Context } from './machine';
 
-export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval'>;
+export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside'>;
 
 export function runPatches(): RunPatches {
   // Runs recorded before runs asked for the observer themselves replay without asking.
@@ -21,5 +21,7 @@ export function runPatches(): RunPatches {
   const flexCut = patched('sterna-flex-cut');
   // Runs recorded before live checkpoint intervals replay without their reads and updates.
   const liveInterval = patched('sterna-live-interval');
-  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval };
+  // Runs recorded before placed their next attempt only once the last one was released.
+  const releaseBeside = patched('sterna-release-beside');
+  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside };
 }

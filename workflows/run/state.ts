@@ -66,6 +66,11 @@ export interface Attempt {
   reason?: string;
   released: boolean;
   /**
+   * True while its release runs beside the run's next steps (run/endings.ts `releaseBeside`);
+   * `released` follows when it is done. Never carried across a continue-as-new.
+   */
+  releasing?: boolean;
+  /**
    * True once the create has a definite answer (it ran, or failed with a named failure).
    * Until then a release must allow for a create still in flight landing late.
    */
