@@ -3,7 +3,7 @@
  * and that the read budget holds for any fleet size.
  */
 import { strict as assert } from 'node:assert';
-import { absorbLook, emptyMemory, markSent, MIN_BUDGET_SCALE, nextBudgetScale, observationsDue, planLook, readBucket, type DueObservation } from '../activities/fleet/planner';
+import { absorbLook, emptyMemory, hasDraining, markSent, MIN_BUDGET_SCALE, nextBudgetScale, observationsDue, planFollow, planLook, readBucket, type DueObservation } from '../activities/fleet/planner';
 import type { FleetResource } from '../activities/providers/provider';
 import { carry, resume, type FleetMemory } from '../activities/fleet/memory';
 import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../workflows/fleet/contract';
@@ -56,6 +56,34 @@ describe('fleet planner', () => {
     assert.deepEqual(observation.owner, vm(1).owner);
     assert.deepEqual(observation.snapshot, { lifecycle: 'running', preempted: false, phase: 'training', step: 7, checkpoint: { step: 5, sha256: 'c'.repeat(64), uri: 'gs://b/step-5' } });
     assert.equal(observation.at, new Date(T0).toISOString());
+  });
+
+  it('between looks, reads a preempted VM that is still stopping until its agent has exited, and tells its run then', () => {
+    const preempted = { ...vm(1, 'stopping'), preempted: true };
+    let memory = look(emptyMemory(T0, settings), [vm(1), vm(2)], T0, () => training(10, 10)).memory;
+    const notice = look(memory, [preempted, vm(2)], T0 + INTERVAL_MS, () => assert.fail('a stopping VM is not read in the look'));
+    assert.equal(only(notice.due).observation.snapshot.preempted, true, 'the notice goes out at once');
+    memory = notice.memory;
+    assert.equal(hasDraining(memory), true);
+    // One second on: only the draining VM is read; its agent is uploading, nothing to tell.
+    const first = planFollow(memory, T0 + INTERVAL_MS + 1000, settings);
+    assert.deepEqual(first.reads.map((r) => r.name), ['st-run-1-a1']);
+    memory = absorbLook(first.memory, { reads: { [resourceKey(preempted.ref)]: { phase: 'uploading', step: 11 } }, checked: [], preempted: [] }, T0 + INTERVAL_MS + 1000);
+    // Another second: it exited with its final checkpoint, and the run hears it.
+    const second = planFollow(memory, T0 + INTERVAL_MS + 2000, settings);
+    const exited = { phase: 'exited', exitCode: 143, step: 11, checkpoint: { step: 11, sha256: 'd'.repeat(64), uri: 'gs://b/step-11' } };
+    memory = absorbLook(second.memory, { reads: { [resourceKey(preempted.ref)]: exited }, checked: [], preempted: [] }, T0 + INTERVAL_MS + 2000);
+    const told = only(observationsDue(memory, T0 + INTERVAL_MS + 2000, settings));
+    assert.deepEqual(told.observation.snapshot, { lifecycle: 'stopping', preempted: true, ...exited });
+    assert.equal(hasDraining(memory), false, 'nothing more to wait for');
+    assert.deepEqual(planFollow(memory, T0 + INTERVAL_MS + 3000, settings).reads, []);
+  });
+
+  it('pays the follow-up reads from the same budget: none without tokens', () => {
+    const preempted = { ...vm(1, 'stopping'), preempted: true };
+    const memory = look(look(emptyMemory(T0, settings), [vm(1)], T0, () => training(10, 10)).memory, [preempted], T0 + INTERVAL_MS, () => training(10, 10)).memory;
+    const broke = { ...memory, tokens: 0, tokensAtMs: T0 + INTERVAL_MS + 1000 };
+    assert.deepEqual(planFollow(broke, T0 + INTERVAL_MS + 1000, settings).reads, []);
   });
 
   it('tells a pending resource at once without reading it', () => {

@@ -28,13 +28,15 @@ class Harness extends RunHarness {
   asksObserver = false;
   /** Runs recorded before releases ran beside the next placement replay with false. */
   releaseBeside = false;
+  /** Runs recorded before a preempted attempt ended on its agent's exit replay with false. */
+  endsOnExit = false;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
   }
 
   override context(): Context {
-    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside };
+    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside, endsOnExit: this.endsOnExit };
   }
 
   /** start -> offers -> provisioned: attempt `n` trains. */
@@ -325,6 +327,16 @@ describe('the run machine (pure, no server)', () => {
       run.send({ kind: 'releasing', attempt: 1 });
       assert.equal(run.state.attempts[0].releasing, true);
       assert.deepEqual(run.send({ kind: 'start' }), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
+    });
+
+    it("ends a preempted attempt when its agent says it exited with its final checkpoint, before the VM is down", () => {
+      const exited = { lifecycle: 'stopping' as const, preempted: true, phase: 'exited' as const, exitCode: 143, checkpoint: { step: 70, sha256: 'e'.repeat(64), uri: 'gs://c/step-70' } };
+      assert.equal(new Harness().running().observe(1, exited).kind, 'wait', 'runs recorded before wait for the VM to be down');
+      const run = Object.assign(new Harness(), { releaseBeside: true, endsOnExit: true }).running();
+      assert.equal(run.observe(1, { lifecycle: 'stopping', preempted: true, phase: 'uploading' }).kind, 'wait', 'still writing');
+      assert.deepEqual(run.observe(1, exited), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
+      assert.equal(run.state.lastCheckpoint?.step, 70);
+      assert.equal(run.state.preemptions, 1);
     });
 
     it('waits for the release where the guest may still write: a switch, a stop, the completed attempt', () => {

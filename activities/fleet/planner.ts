@@ -16,7 +16,7 @@
  * leaves a reserve of tokens for the first two. So a small fleet is read about once a
  * minute, a large one as often as the budget allows, and a wave of preemptions at once.
  */
-import { resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../../workflows/fleet/contract';
+import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../../workflows/fleet/contract';
 import type { ResourceObservation } from '../../workflows/messages';
 import type { ResourceRef } from '../../workflows/types';
 import type { FleetResource } from '../providers/provider';
@@ -186,6 +186,33 @@ export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: n
     .filter((e) => e.preemptionCheckDue)
     .map((e) => e.ref);
   return { memory: { resources, tokens: tokens - reads.length, tokensAtMs: nowMs, budgetScale }, reads, preemptionChecks };
+}
+
+/** A preempted resource still stopping whose agent has not yet said it exited: its run waits for that word. */
+function isDraining(entry: WatchedResource): boolean {
+  return entry.workflowId !== undefined && entry.lifecycle === 'stopping' && entry.preempted && entry.agent.phase !== 'exited' && entry.agent.phase !== 'failed';
+}
+
+export function hasDraining(memory: FleetMemory): boolean {
+  return Object.values(memory.resources).some(isDraining);
+}
+
+/**
+ * A read between looks of each draining resource not read in the last
+ * `drainReadSeconds`, paid from the same tokens as a look's changes (no listing, no
+ * preemption check): the agent's exit, with its final checkpoint, reaches the run about
+ * a second after it is published rather than at the next look after the VM is down.
+ */
+export function planFollow(memory: FleetMemory, nowMs: number, settings: FleetSettings): { memory: FleetMemory; reads: ResourceRef[] } {
+  const elapsedMs = Math.max(0, nowMs - memory.tokensAtMs);
+  const bucket = readBucket(settings, memory.budgetScale);
+  const tokens = Math.min(bucket.capacity, memory.tokens + elapsedMs * bucket.refillPerMs);
+  const everyMs = (settings.drainReadSeconds ?? DEFAULT_FLEET_SETTINGS.drainReadSeconds!) * 1000;
+  const due = Object.values(memory.resources)
+    .filter((e) => isDraining(e) && nowMs - (e.readAtMs ?? Number.NEGATIVE_INFINITY) >= everyMs / 2)
+    .sort((a, b) => (a.readAtMs ?? -1) - (b.readAtMs ?? -1));
+  const reads = due.slice(0, Math.max(0, Math.floor(tokens))).map((e) => e.ref);
+  return { memory: { ...memory, tokens: tokens - reads.length, tokensAtMs: nowMs }, reads };
 }
 
 export interface LookResults {

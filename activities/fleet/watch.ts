@@ -12,12 +12,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { resourceKey, type WatchFleetInput, type WatchFleetResult, type WatchStats } from '../../workflows/fleet/contract';
+import { DEFAULT_FLEET_SETTINGS, resourceKey, type WatchFleetInput, type WatchFleetResult, type WatchStats } from '../../workflows/fleet/contract';
 import { observationSignal, type ResourceObservation } from '../../workflows/messages';
 import type { ResourceRef } from '../../workflows/types';
 import type { ComputeProvider } from '../providers/provider';
 import { carry, resume, type FleetMemory } from './memory';
-import { absorbLook, emptyMemory, markSent, observationsDue, planLook, type LookResults } from './planner';
+import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, type LookResults } from './planner';
 import { fleetPreemptions } from '../zones/from-fleet';
 import type { ZoneOutcome } from '../../workflows/zones/memory';
 
@@ -70,14 +70,7 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
   stats.resources = Math.max(stats.resources, listing.length);
   const plan = planLook(memory, listing, nowMs, input.settings, provider.rateLimitedSince?.(memory.tokensAtMs) ?? false);
   const results: LookResults = { reads: {}, checked: [], preempted: [] };
-  await mapLimit(plan.reads, CONCURRENCY, async (ref) => {
-    stats.reads++;
-    try {
-      results.reads[resourceKey(ref)] = await provider.readAgent(ref);
-    } catch (err) {
-      log.warn('guest read failed; it stays due', { resource: ref.name, error: String(err) });
-    }
-  });
+  await readAgents(provider, plan.reads, results, stats);
   if (plan.preemptionChecks.length > 0) {
     stats.preemptionLookups += preemptionLookups(provider, plan.preemptionChecks);
     try {
@@ -94,6 +87,31 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
     // The zone memory is a prior, not the runs' news: a failure here costs only that.
     await tellZones!(preemptions).catch((err: unknown) => log.warn('could not tell the zone memory of preemptions', { preemptions: preemptions.length, error: String(err) }));
   }
+  return tell(signalRun, input, absorbed, stats, nowMs);
+}
+
+/** Between looks: the draining resources' reads (planner.ts `planFollow`), and the signals they make due. */
+async function follow(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput, memory: FleetMemory, stats: WatchStats): Promise<FleetMemory> {
+  const nowMs = Date.now();
+  const plan = planFollow(memory, nowMs, input.settings);
+  const results: LookResults = { reads: {}, checked: [], preempted: [] };
+  await readAgents(provider, plan.reads, results, stats);
+  return tell(signalRun, input, absorbLook(plan.memory, results, nowMs), stats, nowMs);
+}
+
+async function readAgents(provider: ComputeProvider, refs: ResourceRef[], results: LookResults, stats: WatchStats): Promise<void> {
+  await mapLimit(refs, CONCURRENCY, async (ref) => {
+    stats.reads++;
+    try {
+      results.reads[resourceKey(ref)] = await provider.readAgent(ref);
+    } catch (err) {
+      Context.current().log.warn('guest read failed; it stays due', { resource: ref.name, error: String(err) });
+    }
+  });
+}
+
+/** Signals each run with news, and remembers what it was told. */
+async function tell(signalRun: SignalRun, input: WatchFleetInput, absorbed: FleetMemory, stats: WatchStats, nowMs: number): Promise<FleetMemory> {
   const due = observationsDue(absorbed, nowMs, input.settings);
   const delivered: string[] = [];
   await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
@@ -103,7 +121,7 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
       else stats.signals++;
       delivered.push(key);
     } catch (err) {
-      log.warn('signal failed; it is sent again next look', { workflowId, resource: observation.name, error: String(err) });
+      Context.current().log.warn('signal failed; it is sent again next look', { workflowId, resource: observation.name, error: String(err) });
     }
   });
   return markSent(absorbed, delivered, nowMs);
@@ -125,6 +143,11 @@ export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun
   const returnAt = Date.now() + input.returnAfterSeconds * 1000;
   let carried = carry(memory);
   const beat = () => context.heartbeat({ memory: carried, stats } satisfies WatchFleetResult);
+  const drainMs = (input.settings.drainReadSeconds ?? DEFAULT_FLEET_SETTINGS.drainReadSeconds!) * 1000;
+  const pause = (ms: number) =>
+    sleep(Math.max(0, ms), undefined, { signal: context.cancellationSignal }).catch(() => {
+      throw new CancelledFailure('watchFleet cancelled');
+    });
   const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
   try {
     for (let next = Date.now(); ; ) {
@@ -139,9 +162,17 @@ export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun
       beat();
       next = Math.max(next + intervalMs, Date.now());
       if (next >= returnAt) return { memory: carried, stats };
-      await sleep(next - Date.now(), undefined, { signal: context.cancellationSignal }).catch(() => {
-        throw new CancelledFailure('watchFleet cancelled');
-      });
+      // A preempted VM's final checkpoint is waited for closely, not at the next look.
+      while (hasDraining(memory) && Date.now() + drainMs < next) {
+        await pause(drainMs);
+        try {
+          memory = await follow(provider, signalRun, input, memory, stats);
+          carried = carry(memory);
+        } catch (err) {
+          context.log.warn('fleet follow-up failed; the next look covers it', { error: String(err) });
+        }
+      }
+      await pause(next - Date.now());
     }
   } finally {
     clearInterval(timer);

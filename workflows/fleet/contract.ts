@@ -32,6 +32,13 @@ export interface FleetSettings {
   maxSilenceSeconds: number;
   /** Reads that may be spent at once after a quiet spell, out of the minute's budget (seconds' worth). */
   burstSeconds: number;
+  /**
+   * Between looks, a preempted resource that is still stopping is read this often until
+   * its agent has exited (its final checkpoint is up), so its run places the replacement
+   * then, not at the next look after the VM is down (seconds; observers started before
+   * it existed use the default).
+   */
+  drainReadSeconds?: number;
 }
 
 /**
@@ -46,6 +53,7 @@ export const DEFAULT_FLEET_SETTINGS: FleetSettings = {
   progressSignalSeconds: 180,
   maxSilenceSeconds: 300,
   burstSeconds: 10,
+  drainReadSeconds: 1,
 };
 
 /**

@@ -124,6 +124,11 @@ export interface Context {
   liveInterval?: boolean;
   /** Whether an ended attempt's release may run beside the next placement (run/endings.ts; runs recorded before waited for it). */
   releaseBeside?: boolean;
+  /**
+   * Whether a preempted attempt ends when its agent says it exited (its final checkpoint
+   * is up) rather than when the VM is down (runs recorded before waited for the VM).
+   */
+  endsOnExit?: boolean;
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -331,7 +336,7 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
   if (movedOff(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `moved before its run duration ends, from its final checkpoint (step ${state.lastCheckpoint?.step ?? '?'})`);
   // GCE never preempts a flex-start VM: one that stops reached its run duration.
   if (reachedRunDuration(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `maximum run duration (${live.runDurationSeconds ?? '?'} s) reached`);
-  const ending = endingOf(s, state.phase === Phase.Staging);
+  const ending = endingOf(s, state.phase === Phase.Staging, context.endsOnExit === true);
   if (ending) {
     if (ending.exitCode !== undefined) live.exitCode = ending.exitCode;
     return endAttempt(state, spec, live, ending.outcome, now, ending.reason);
@@ -356,9 +361,10 @@ function ownerLabels(owner: Owner): Record<string, string> {
 
 /**
  * How a snapshot ends the attempt, if it does. A reclaimed resource is followed through
- * its notice period until it is down, so the final checkpoint it writes is not lost.
+ * its notice period until it is down, so the final checkpoint it writes is not lost; or,
+ * `onExit`, until its agent says it exited, which it does only once that checkpoint is up.
  */
-export function endingOf(s: AgentSnapshot, staging: boolean): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
+export function endingOf(s: AgentSnapshot, staging: boolean, onExit = false): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
   // The agent publishes its exit only after uploading the final checkpoint.
   if (s.phase === 'exited' && s.exitCode !== undefined && !s.preempted) {
     if (s.exitCode === 0) return { outcome: AttemptOutcome.Completed, exitCode: 0 };
@@ -368,6 +374,7 @@ export function endingOf(s: AgentSnapshot, staging: boolean): { outcome: Ending;
   }
   if (s.phase === 'failed') return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode ?? 70, reason: exitReason(s.exitCode ?? 70) };
   if (s.lifecycle === 'terminated' || s.lifecycle === 'gone') return { outcome: AttemptOutcome.Preempted };
+  if (onExit && s.preempted && s.phase === 'exited') return { outcome: AttemptOutcome.Preempted };
   return undefined;
 }
 

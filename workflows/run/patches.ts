@@ -6,7 +6,7 @@
 import { patched } from '@temporalio/workflow';
 import type { Context } from './machine';
 
-export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside'>;
+export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit'>;
 
 export function runPatches(): RunPatches {
   // Runs recorded before runs asked for the observer themselves replay without asking.
@@ -23,5 +23,7 @@ export function runPatches(): RunPatches {
   const liveInterval = patched('sterna-live-interval');
   // Runs recorded before placed their next attempt only once the last one was released.
   const releaseBeside = patched('sterna-release-beside');
-  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside };
+  // Runs recorded before ended a preempted attempt only once its VM was down.
+  const endsOnExit = patched('sterna-end-on-exit');
+  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit };
 }
