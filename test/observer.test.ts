@@ -144,7 +144,7 @@ describe('fleet observer on the GCE emulator', function () {
     await stack?.stop();
   });
 
-  it('tells a run its VM was preempted within about two looks, then the final checkpoint once the VM is down', async () => {
+  it('tells a run its VM was preempted within about two looks, then the final checkpoint once its agent exited or the VM is down', async () => {
     const run = await stack.start(trainingSpec(2000, 1));
     const training = await hear(client, run.workflowId, 'a checkpoint', (o) => o.snapshot.lifecycle === 'running' && (o.snapshot.checkpoint?.step ?? 0) > 0);
     const vm = training.observation.name;
@@ -157,7 +157,8 @@ describe('fleet observer on the GCE emulator', function () {
     console.log(`      preemption -> observation signal: ${latencyMs} ms`);
     assert.ok(latencyMs <= 2 * INTERVAL_S * 1000 + 1000, `the run heard of the preemption ${latencyMs} ms after it began`);
     assert.deepEqual(notice.observation.owner, training.observation.owner);
-    const down = await hear(client, run.workflowId, 'the VM down', (o) => o.name === vm && o.snapshot.lifecycle === 'terminated');
+    // The attempt's end: its agent's exit, read between looks while the VM stops, or the VM down.
+    const down = await hear(client, run.workflowId, 'the agent exited or the VM down', (o) => o.name === vm && (o.snapshot.lifecycle === 'terminated' || o.snapshot.phase === 'exited'));
     assert.equal(down.observation.snapshot.preempted, true);
     assert.ok(down.observation.snapshot.checkpoint, 'the final read carries the newest checkpoint');
     assert.ok(down.observation.snapshot.checkpoint.step >= training.observation.snapshot.checkpoint!.step);
