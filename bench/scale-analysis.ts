@@ -75,7 +75,8 @@ export interface ExecutionFacts {
 /**
  * One ended attempt's way to its replacement, as the history shows it (epoch ms): the
  * last signal before the release (the observer's word that ended the attempt), the
- * release, the new round's findCapacity and the next attempt's provision.
+ * release (awaited, or running beside the placement), the new round's findCapacity and
+ * the next attempt's provision.
  */
 export interface ReplacementPath {
   /** The released resource's name, from the release activity's input. */
@@ -107,7 +108,8 @@ class ReplacementTracker {
   readonly paths: ReplacementPath[] = [];
   private open: ReplacementPath | undefined;
   private lastSignalMs: number | undefined;
-  private readonly ids = new Map<number, keyof ReplacementPath>();
+  /** Scheduled event id -> the path and the field its start or completion fills. */
+  private readonly ids = new Map<number, { path: ReplacementPath; started?: 'findStartedMs' | 'provisionStartedMs'; done?: 'releaseDoneMs' | 'findDoneMs' }>();
 
   signal(atMs: number): void {
     this.lastSignalMs = atMs;
@@ -116,30 +118,30 @@ class ReplacementTracker {
   scheduled(id: number, activity: string, atMs: number, e: HistoryEvent): void {
     if (activity === 'release') {
       this.open = { released: releasedName(e), signalMs: this.lastSignalMs, releaseScheduledMs: atMs };
-      this.ids.set(id, 'releaseDoneMs');
-    } else if (this.open && activity === 'findCapacity' && this.open.releaseDoneMs !== undefined && this.open.findScheduledMs === undefined) {
+      this.ids.set(id, { path: this.open, done: 'releaseDoneMs' });
+    } else if (this.open && activity === 'findCapacity' && this.open.findScheduledMs === undefined) {
+      // After the release was scheduled: done by then, or (released beside) still running.
       this.open.findScheduledMs = atMs;
-      this.ids.set(id, 'findDoneMs');
+      this.ids.set(id, { path: this.open, started: 'findStartedMs', done: 'findDoneMs' });
     } else if (this.open && activity === 'provision' && this.open.findDoneMs !== undefined && this.open.provisionScheduledMs === undefined) {
       this.open.provisionScheduledMs = atMs;
-      this.ids.set(id, 'provisionStartedMs');
+      this.ids.set(id, { path: this.open, started: 'provisionStartedMs' });
     }
   }
 
   started(scheduledId: number, atMs: number): void {
-    const field = this.ids.get(scheduledId);
-    if (!this.open) return;
-    if (field === 'findDoneMs') this.open.findStartedMs = atMs;
-    if (field === 'provisionStartedMs') {
-      this.open.provisionStartedMs = atMs;
-      this.paths.push(this.open);
-      this.open = undefined;
+    const at = this.ids.get(scheduledId);
+    if (!at?.started) return;
+    at.path[at.started] = atMs;
+    if (at.started === 'provisionStartedMs') {
+      this.paths.push(at.path);
+      if (this.open === at.path) this.open = undefined;
     }
   }
 
   completed(scheduledId: number, atMs: number): void {
-    const field = this.ids.get(scheduledId);
-    if (this.open && field && field !== 'provisionStartedMs') this.open[field] = atMs as never;
+    const at = this.ids.get(scheduledId);
+    if (at?.done) at.path[at.done] = atMs;
   }
 }
 
@@ -356,7 +358,7 @@ export const REPLACEMENT_STEPS = [
   ['preemption -> signal', 'preemptedMs', 'signalMs'],
   ['signal -> release scheduled', 'signalMs', 'releaseScheduledMs'],
   ['release', 'releaseScheduledMs', 'releaseDoneMs'],
-  ['release -> findCapacity scheduled', 'releaseDoneMs', 'findScheduledMs'],
+  ['release scheduled -> findCapacity scheduled', 'releaseScheduledMs', 'findScheduledMs'],
   ['findCapacity schedule -> start', 'findScheduledMs', 'findStartedMs'],
   ['findCapacity', 'findStartedMs', 'findDoneMs'],
   ['findCapacity -> provision scheduled', 'findDoneMs', 'provisionScheduledMs'],

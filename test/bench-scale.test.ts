@@ -92,7 +92,7 @@ describe('bench:scale rules', () => {
         ['preemption -> signal', 2],
         ['signal -> release scheduled', 1],
         ['release', 1],
-        ['release -> findCapacity scheduled', 1],
+        ['release scheduled -> findCapacity scheduled', 2],
         ['findCapacity schedule -> start', 2],
         ['findCapacity', 1],
         ['findCapacity -> provision scheduled', 1],
