@@ -101,6 +101,24 @@ describe('bench:scale rules', () => {
     );
     // A release of a resource that was not preempted (a stockout, a switch) is not a preemption's path.
     assert.equal(replacementSteps(run.replacements, new Map()).paths, 0);
+
+    // Released beside the placement: the release ends after the replacement's create started.
+    const beside = executionFacts([
+      { eventId: 5, eventTime: at(12_000), workflowExecutionSignaledEventAttributes: { signalName: 'observed' } },
+      { eventId: 10, eventTime: at(13_000), activityTaskScheduledEventAttributes: { activityType: { name: 'release' }, input: input('st-r-h-e-a1') } },
+      ...activity(20, 'findCapacity', 13_000, 13_100),
+      completedAt(22, 20, 13_500),
+      ...activity(30, 'provision', 14_000, 14_100),
+      completedAt(40, 10, 20_000),
+    ]);
+    const steps2 = replacementSteps(beside.replacements, new Map([['st-r-h-e-a1', 10_000]])).steps;
+    assert.deepEqual(
+      steps2.filter((s) => s.step === 'release' || s.step === 'release scheduled -> findCapacity scheduled').map((s) => [s.step, s.p50S]),
+      [
+        ['release', 7],
+        ['release scheduled -> findCapacity scheduled', 0],
+      ],
+    );
   });
 
   it('counts every call but inserts and deletes as a read, per project, minus an earlier reading', () => {
