@@ -31,8 +31,9 @@ export function reapedLine(r: ReapedResource): string {
 export function passLines(result: ReaperResult): string[] {
   const listed = Object.entries(result.listed).map(([backend, n]) => `${n} on ${backend}`).join(', ') || 'no backend';
   const kept = Object.entries(result.kept).filter(([, n]) => n > 0).map(([why, n]) => `${n} ${why}`).join(', ') || 'none';
+  const gone = result.gone ? `; ${result.gone} released by their runs first` : '';
   return [
-    `${result.at}${result.dryRun ? ' (dry run)' : ''}: listed ${listed}; ${result.dryRun ? 'would delete' : 'deleted'} ${result.reaped.length}; kept ${kept}; grace ${result.graceSeconds} s`,
+    `${result.at}${result.dryRun ? ' (dry run)' : ''}: listed ${listed}; ${result.dryRun ? 'would delete' : 'deleted'} ${result.reaped.length}${gone}; kept ${kept}; grace ${result.graceSeconds} s`,
     ...result.reaped.map((r) => `  ${reapedLine(r)}`),
   ];
 }

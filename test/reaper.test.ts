@@ -57,6 +57,13 @@ describe('what the reaper deletes (pure)', () => {
     assert.equal(decide(candidate(), open({ attempt: 3 })), `reap:${ReapReason.Superseded}`);
   });
 
+  it('keeps an older attempt its run is still releasing beside the next placement, and deletes it once the run says it is done', () => {
+    assert.equal(decide(candidate(), open({ attempt: 3, releasing: [2] })), `keep:${KeepReason.Releasing}`);
+    assert.equal(decide(candidate(), open({ attempt: 4, releasing: [3] })), `reap:${ReapReason.Superseded}`, 'another attempt being released does not cover this one');
+    assert.equal(decide(candidate(), open({ attempt: 3, releasing: [] })), `reap:${ReapReason.Superseded}`);
+    assert.equal(decide(candidate(), open({ execution: executionToken('reused-id-run'), attempt: 3, releasing: [2] })), `reap:${ReapReason.Closed}`, "another chain's releases say nothing of this one");
+  });
+
   it('decides nothing on an owner the server could not read', () => {
     assert.equal(decide(candidate(), { found: 'unreadable', message: 'UNAVAILABLE' }), `keep:${KeepReason.OwnerUnreadable}`);
   });
@@ -214,6 +221,8 @@ describe('the reaper beside a run that continues as new', function () {
       assert.deepEqual(passes.flatMap((p) => p.reaped.filter((r) => r.reason !== ReapReason.Closed)), []);
       assert.ok(passes.slice(0, -1).every((p) => p.reaped.length === 0), 'no pass before the last deleted anything');
       assert.ok(passes.filter((p) => p.kept.live > 0).length >= 5, `passes met live attempts (${passes.length} passes)`);
+      // Each ended attempt is released beside the next placement: the passes see some mid-release and leave them.
+      assert.ok(passes.some((p) => p.kept.releasing > 0), 'a pass met an attempt its run was releasing');
     });
   });
 });

@@ -12,6 +12,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ReaperActivities } from '../../workflows/reaper/contract';
 import type { OwnerRun } from '../../workflows/reaper/decide';
 import { executionToken } from '../../workflows/naming';
+import { RELEASING_MEMO } from '../../workflows/run/views';
 import { SternaAttempt } from '../../workflows/search-attributes';
 import type { Providers } from '../index';
 
@@ -65,6 +66,11 @@ export function createReaperActivities(options: ReaperActivityOptions): ReaperAc
   };
 }
 
+/** The attempts a run says it is releasing; anything malformed says nothing. */
+function releasingOfMemo(value: unknown): number[] | undefined {
+  return Array.isArray(value) && value.every((a) => Number.isInteger(a)) ? (value as number[]) : undefined;
+}
+
 /** The latest execution of a workflow id, as the reaper needs it. */
 export async function ownerRun(client: Client, workflowId: string): Promise<OwnerRun> {
   try {
@@ -78,6 +84,7 @@ export async function ownerRun(client: Client, workflowId: string): Promise<Owne
       status: description.status.name,
       execution: firstRunId ? executionToken(firstRunId) : undefined,
       attempt: typeof attempt === 'number' ? attempt : undefined,
+      releasing: releasingOfMemo(description.memo?.[RELEASING_MEMO]),
     };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { found: false };

@@ -15,6 +15,7 @@
  *   no execution of that workflow id                               -> delete (unknown)
  *   latest execution closed (completed, failed, terminated...)     -> delete (closed)
  *   latest execution open, of another chain (a reused workflow id) -> delete (closed: its chain ended)
+ *   open, this chain, a newer attempt, this one's release in flight -> keep (releasing)
  *   open, this chain, the run's current attempt is newer           -> delete (superseded)
  *   open, this chain, this attempt or the attempt not yet known    -> keep (live)
  *
@@ -49,6 +50,8 @@ export type OwnerRun =
       execution?: string;
       /** The run's current attempt (SternaAttempt), when it has published one. */
       attempt?: number;
+      /** Older attempts the run is releasing itself (its `sternaReleasing` memo; run/views.ts). */
+      releasing?: number[];
     };
 
 /** Resources younger than this are never deleted: 10 minutes, by default. */
@@ -56,7 +59,7 @@ export const DEFAULT_GRACE_SECONDS = 600;
 
 export const ReapReason = { Unknown: 'unknown', Closed: 'closed', Superseded: 'superseded' } as const;
 export type ReapReason = (typeof ReapReason)[keyof typeof ReapReason];
-export const KeepReason = { Young: 'young', Live: 'live', OwnerUnreadable: 'owner-unreadable' } as const;
+export const KeepReason = { Young: 'young', Live: 'live', Releasing: 'releasing', OwnerUnreadable: 'owner-unreadable' } as const;
 export type KeepReason = (typeof KeepReason)[keyof typeof KeepReason];
 
 export type ReapDecision = { candidate: ReapCandidate; ageSeconds?: number } & ({ reap: true; reason: ReapReason; detail: string } | { reap: false; reason: KeepReason });
@@ -92,6 +95,8 @@ export function decideReap(
     return reap(ReapReason.Closed, `its execution of ${candidate.workflowId} ended; a later one (another chain) reuses the workflow id`);
   }
   if (owner.attempt !== undefined && candidate.owner.attempt < owner.attempt) {
+    // An attempt ended by preemption is released beside the next placement: the run is on it.
+    if (owner.releasing?.includes(candidate.owner.attempt)) return { candidate, ageSeconds, reap: false, reason: KeepReason.Releasing };
     return reap(ReapReason.Superseded, `its run ${candidate.workflowId} is on attempt ${owner.attempt}; attempt ${candidate.owner.attempt} was released already`);
   }
   return { candidate, ageSeconds, reap: false, reason: KeepReason.Live };
@@ -135,4 +140,10 @@ export interface ReaperResult {
   reaped: ReapedResource[];
   /** Kept, counted by why. */
   kept: Record<KeepReason, number>;
+  /**
+   * Decided on, but already gone when the reaper came to delete them: their run released
+   * them between the listing and the delete. Not the reaper's doing, so not in `reaped`.
+   * (Passes from before this count have none.)
+   */
+  gone?: number;
 }

@@ -7,22 +7,34 @@ import { patched, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '
 import type { RunSpec } from '../spec';
 import { costMemoOf, COST_MEMO } from './cost-refresh';
 import type { RunState } from './state';
-import { currentDetailsOf, searchAttributesOf } from './views';
+import { currentDetailsOf, releasingOf, RELEASING_MEMO, searchAttributesOf } from './views';
 
 export class Publisher {
   private attributes = '';
   private memo = '';
+  /** Nothing is released beside until a run has an attempt, so an empty list is never written. */
+  private releasing = '[]';
 
   constructor(
     private readonly spec: RunSpec,
     private readonly state: RunState,
   ) {}
 
-  /** The search attributes, when changed, and the UI's current details. */
+  /**
+   * The search attributes, when changed, the UI's current details, and the attempts still
+   * being released (for the reaper: written in the same workflow task as the attempt that
+   * supersedes them, so it never sees the newer attempt without them).
+   */
   attributesAndDetails(): void {
     // Not a command (the UI reads it through the metadata query), but behind a patch so runs
     // recorded before it replay exactly as they ran.
     if (patched('sterna-current-details')) setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
+    const releasing = releasingOf(this.state);
+    const releasingKey = JSON.stringify(releasing);
+    if (releasingKey !== this.releasing) {
+      this.releasing = releasingKey;
+      upsertMemo({ [RELEASING_MEMO]: releasing });
+    }
     const attributes = searchAttributesOf(this.state, this.spec, Date.now());
     const key = JSON.stringify(attributes);
     if (key === this.attributes) return;

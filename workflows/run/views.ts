@@ -227,6 +227,18 @@ export function resultOf(state: RunState, nowMs: number): RunResult {
 }
 
 /**
+ * The memo key under which a run lists the attempts whose release is still in flight (a
+ * release beside the next placement, run/releases.ts). The reaper reads it with the run's
+ * current attempt: an older attempt listed here is its run's to delete, not the reaper's.
+ */
+export const RELEASING_MEMO = 'sternaReleasing';
+
+/** The attempts whose release was started and has not yet been heard back, oldest first. */
+export function releasingOf(state: RunState): number[] {
+  return state.attempts.filter((a) => a.releasing && !a.released).map((a) => a.attempt);
+}
+
+/**
  * What the web UI filters on. Cost is rounded to cents so the attributes change (and are
  * upserted) when something a person would notice changed, not on every event.
  */
