@@ -160,7 +160,7 @@ describe('the sterna CLI says why a command failed and how to fix it', function 
   it('status: no worker on the run task queue exits 1 naming the queue to serve', async () => {
     const idle = uniqueTaskQueue('cli-idle');
     const id = await startRun(idle);
-    expectFailure(await sterna(['--timeout', '1', 'status', id]), 1, /no worker answered status for run \S+ in time \((Deadline exceeded after|Call cancelled)/, new RegExp(`STERNA_TASK_QUEUE=${idle}`));
+    expectFailure(await sterna(['--timeout', '1', 'status', id]), 1, /no worker answered status for run \S+ in time \((Deadline exceeded after|Call cancelled|query timed out before a worker could process it)/, new RegExp(`STERNA_TASK_QUEUE=${idle}`));
     expectFailure(await sterna(['budget', id, '5', '--timeout', '1']), 1, /no worker answered setBudget/);
   });
 
