@@ -34,6 +34,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
+import { DEFAULT_FLEET_SETTINGS } from '../workflows/fleet/contract';
 
 /** Activity slots of a worker when STERNA_MAX_CONCURRENT_ACTIVITIES is not set. */
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 1000;
@@ -130,6 +131,7 @@ const EnvSchema = z.object({
   // (about 150 events) at its next workflow task: CPU for memory.
   STERNA_MAX_CACHED_WORKFLOWS: z.coerce.number().int('a whole number of workflows').min(0).optional(),
   STERNA_OBSERVER_INTERVAL_SECONDS: z.coerce.number().min(0.1, 'seconds between two looks at the fleet, at least 0.1').max(300).default(5),
+  STERNA_OBSERVER_PROGRESS_SECONDS: z.coerce.number().min(1, 'seconds between two reads of a training VM whose status did not change, at least 1').max(3600).default(DEFAULT_FLEET_SETTINGS.progressReadSeconds),
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
   STERNA_OBSERVER_READ_SHARE: z.coerce.number().gt(0, 'a share of the read quota, above 0 and at most 1 (default 0.5)').max(1).default(0.5),
   STERNA_OBSERVER_ON_START: z.enum(['true', 'false'], 'true or false').default('true'),
@@ -202,6 +204,8 @@ export interface WorkerConfig {
   maxCachedWorkflows?: number;
   observer: {
     intervalSeconds: number;
+    /** How often a training VM's agent is read for its progress while the read budget allows. */
+    progressReadSeconds: number;
     /** The observer's guest-read budget: this share of the project's read quota. */
     readsPerMinute: number;
     /** Start the fleet observer of each backend when the worker starts (runs start it anyway). */
@@ -276,6 +280,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   }
   const observer = {
     intervalSeconds: e.STERNA_OBSERVER_INTERVAL_SECONDS,
+    progressReadSeconds: e.STERNA_OBSERVER_PROGRESS_SECONDS,
     readsPerMinute: Math.max(1, Math.floor(e.STERNA_READ_QUOTA_PER_MINUTE * e.STERNA_OBSERVER_READ_SHARE)),
     startOnBoot: e.STERNA_OBSERVER === 'on' && e.STERNA_OBSERVER_ON_START === 'true',
     enabled: e.STERNA_OBSERVER === 'on',

@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const providers = await buildProviders(config, catalogPriceBook());
   const dataConverter = sternaDataConverter();
   const client = new Client({ connection, namespace: namespace ?? 'default', dataConverter });
-  const observer = observerOptions({ settings: { intervalSeconds: config.observer.intervalSeconds, readsPerMinute: config.observer.readsPerMinute } });
+  const observer = observerOptions({ settings: { intervalSeconds: config.observer.intervalSeconds, progressReadSeconds: config.observer.progressReadSeconds, readsPerMinute: config.observer.readsPerMinute } });
   const worker = await createSternaWorker({
     connection,
     namespace: namespace ?? 'default',

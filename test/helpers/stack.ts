@@ -15,6 +15,7 @@ import { publishExampleLocally } from '../../examples/publish';
 import type { GceProvider } from '../../activities/providers/gce';
 import { buildGceProvider } from '../../workers/providers';
 import { BucketLocator } from '../../activities/storage';
+import { observerOptions } from '../../activities/fleet';
 import type { RunSpecInput } from '../../workflows/spec';
 import type { trainingRun } from '../../workflows/training-run';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
@@ -43,6 +44,14 @@ export interface Stack {
 }
 
 let counter = 0;
+
+/**
+ * The example trains for about 10 s: read at the default cadence (a minute), its run would
+ * hear of a checkpoint or its trainer's exit only after training ended. The stack's
+ * observer reads progress every 2 s, so tests can act mid-training; the default cadence
+ * is the observer tests' and the scale benchmark's.
+ */
+const STACK_OBSERVER = observerOptions({ settings: { progressReadSeconds: 2 } });
 
 export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string } = {}): Promise<Stack> {
   const env = await testEnv();
@@ -77,7 +86,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
     },
     async startWorker() {
-      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint) });
+      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint), observer: STACK_OBSERVER });
       running = worker.run();
     },
     async stopWorker() {
@@ -98,6 +107,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
           STERNA_GCE_ENDPOINT: `http://127.0.0.1:${emulator.port}`,
           STERNA_LOCAL_BUCKETS: bucketsDir,
           STERNA_WORKFLOW_BUNDLE: bundlePath,
+          STERNA_OBSERVER_PROGRESS_SECONDS: String(STACK_OBSERVER.settings.progressReadSeconds),
           ...extraEnv,
         },
       });
