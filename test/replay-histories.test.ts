@@ -21,10 +21,18 @@ describe('replay of recorded histories', function () {
   it('replays every committed history without nondeterminism', async () => {
     const files = readdirSync(DIR).filter((f) => f.endsWith('.binpb')).sort();
     assert.ok(files.length >= 5, `histories of the main paths are committed (found ${files.length})`);
-    const histories = files.map((f) => ({ workflowId: f, history: loadHistory(join(DIR, f)) }));
+    // Each replays under the workflow id it ran with: a run tells its own resources (and the
+    // observer's word about them) by the run key of its id, so any other id would replay
+    // a run that ignores what it heard.
+    const histories = files.map((f) => {
+      const history = loadHistory(join(DIR, f));
+      return { file: f, workflowId: history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId || f, history };
+    });
+    const fileOf = new Map(histories.map((h) => [h.workflowId, h.file]));
+    assert.equal(fileOf.size, histories.length, 'every history has its own workflow id');
     const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories);
     const failed: string[] = [];
-    for await (const result of replay) if (result.error) failed.push(`${result.workflowId}: ${String(result.error)}`);
+    for await (const result of replay) if (result.error) failed.push(`${fileOf.get(result.workflowId)}: ${String(result.error)}`);
     assert.deepEqual(failed, []);
   });
 });
