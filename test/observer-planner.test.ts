@@ -122,6 +122,42 @@ describe('fleet planner', () => {
     assert.deepEqual(toldAt, [300, 600, 900, 1200]);
   });
 
+  it("reads a trainer again when, at the pace between its last two reads, it should be done: its run hears the exit within a look or two, not a minute", () => {
+    // 10 steps a second from t = 0, exiting at 330 s (between two turns of the minute's cadence); the total known (as the example trainer reports it) or not.
+    const trainer = (knowsTotal: boolean) => (t: number): Agent => {
+      const step = Math.min(3300, Math.floor(t / 100));
+      const total = knowsTotal ? { totalSteps: 3300 } : {};
+      return { values: t >= 330_000 ? { phase: 'exited', step: 3300, exitCode: 0, ...total } : { phase: 'training', step, ...total } };
+    };
+    const exitHeard = (knowsTotal: boolean) => {
+      let memory = emptyMemory(T0, settings);
+      let reads = 0;
+      for (let t = 0; t <= 600_000; t += INTERVAL_MS) {
+        const result = look(memory, [vm(1)], T0 + t, () => trainer(knowsTotal)(t));
+        memory = result.memory;
+        reads += result.plan.reads.length;
+        if (result.due.some((d) => d.observation.snapshot.exitCode === 0)) return { atS: t / 1000, reads };
+      }
+      return { atS: Infinity, reads };
+    };
+    const knowing = exitHeard(true);
+    const blind = exitHeard(false);
+    assert.ok(knowing.atS - 330 <= 2 * settings.intervalSeconds, `heard the exit ${knowing.atS - 330} s after it`);
+    assert.ok(knowing.reads <= blind.reads + 3, `${knowing.reads} reads against ${blind.reads} at the regular cadence`);
+    assert.ok(blind.atS - 330 > 2 * settings.intervalSeconds && blind.atS - 330 <= settings.progressReadSeconds + settings.intervalSeconds, `without a total, at the cadence: ${blind.atS - 330} s`);
+  });
+
+  it('leaves a stalled trainer to the regular cadence: no pace, no early read', () => {
+    let memory = look(emptyMemory(T0, settings), [vm(1)], T0, () => ({ values: { phase: 'training', step: 100, totalSteps: 200 } })).memory;
+    let reads = 0;
+    for (let t = INTERVAL_MS; t <= 600_000; t += INTERVAL_MS) {
+      const result = look(memory, [vm(1)], T0 + t, () => ({ values: { phase: 'training', step: 100, totalSteps: 200 } }));
+      memory = result.memory;
+      reads += result.plan.reads.length;
+    }
+    assert.ok(reads <= 10, `${reads} reads in 10 minutes`);
+  });
+
   it('reads a small fleet about once a minute each, spread over the minute', () => {
     const fleet = Array.from({ length: 20 }, (_, i) => vm(i));
     let memory = emptyMemory(T0, settings);
@@ -310,6 +346,12 @@ describe('fleet memory, as carried between watchFleet calls', () => {
     const next = look(memory, [vm(1), vm(2, 'pending')], T0 + 60_000, () => training(10, 10));
     assert.deepEqual(next.plan.reads.map((r) => r.name), ['st-run-1-a1']);
     assert.deepEqual(next.due, []);
+  });
+
+  it("keeps when a trainer should be done, so a resumed observer still reads it then", () => {
+    const entry = { ...look(emptyMemory(T0, settings), [vm(1)], T0, () => training(10)).memory.resources[resourceKey(vm(1).ref)], endAtMs: T0 + 90_000 };
+    const memory: FleetMemory = { resources: { [resourceKey(vm(1).ref)]: entry }, tokens: 5, tokensAtMs: T0, budgetScale: 1 };
+    assert.equal(resume(JSON.parse(JSON.stringify(carry(memory))), 'gce').resources[resourceKey(vm(1).ref)].endAtMs, T0 + 90_000);
   });
 
   it('keeps a preemption and a pending preemption check', () => {

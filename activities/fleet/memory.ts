@@ -47,6 +47,12 @@ export interface WatchedResource {
   /** Listings in a row that did not show it; two make it gone (one may race a watch restart). */
   absentLooks: number;
   told?: Told;
+  /**
+   * Epoch ms its trainer should reach its last step, at the pace between its last two
+   * reads (planner.ts `expectedEndAt`): it is read then, so its run hears of the exit then
+   * rather than at the next turn of the progress cadence.
+   */
+  endAtMs?: number;
 }
 
 export interface FleetMemory {
@@ -98,7 +104,8 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : und
 /**
  * One row: [name, zone, namespace, workflowId, run, execution, attempt, lifecycle, flags,
  * readAtMs, absentLooks, phase, told: [lifecycle, preempted, phase, checkpointStep,
- * exitCode, step, atMs] | null]. Empty strings and nulls stand for absent values.
+ * exitCode, step, atMs] | null, endAtMs]. Empty strings and nulls stand for absent
+ * values; rows carried before endAtMs end at `told`.
  */
 function encodeRow(entry: WatchedResource): Cell[] {
   // News not yet delivered needs the values this row drops: read them again first.
@@ -113,11 +120,11 @@ function encodeRow(entry: WatchedResource): Cell[] {
   const toldRow: Cell[] | null = told
     ? [LIFECYCLES.indexOf(told.lifecycle), told.preempted ? 1 : 0, told.phase ?? '', told.checkpointStep ?? null, told.exitCode ?? null, told.step ?? null, told.atMs]
     : null;
-  return [ref.name, ref.zone, ref.namespace ?? '', entry.workflowId ?? '', owner.run, owner.execution, owner.attempt, LIFECYCLES.indexOf(entry.lifecycle), flags, entry.readAtMs ?? null, entry.absentLooks, entry.agent.phase ?? '', toldRow];
+  return [ref.name, ref.zone, ref.namespace ?? '', entry.workflowId ?? '', owner.run, owner.execution, owner.attempt, LIFECYCLES.indexOf(entry.lifecycle), flags, entry.readAtMs ?? null, entry.absentLooks, entry.agent.phase ?? '', toldRow, entry.endAtMs ?? null];
 }
 
 function decodeRow(row: unknown[], backend: Backend): WatchedResource | undefined {
-  const [name, zone, namespace, workflowId, run, execution, attempt, lifecycle, flags, readAtMs, absentLooks, phase, toldRow] = row;
+  const [name, zone, namespace, workflowId, run, execution, attempt, lifecycle, flags, readAtMs, absentLooks, phase, toldRow, endAtMs] = row;
   const lc = LIFECYCLES[num(lifecycle) ?? -1];
   if (!str(name) || typeof zone !== 'string' || !str(run) || !str(execution) || num(attempt) === undefined || !lc) return undefined;
   const f = num(flags) ?? 0;
@@ -138,6 +145,7 @@ function decodeRow(row: unknown[], backend: Backend): WatchedResource | undefine
       t && toldLifecycle
         ? { lifecycle: toldLifecycle, preempted: t[1] === 1, phase: str(t[2]), checkpointStep: num(t[3]), exitCode: num(t[4]), step: num(t[5]), atMs: num(t[6]) ?? 0 }
         : undefined,
+    ...(num(endAtMs) !== undefined ? { endAtMs: num(endAtMs) } : {}),
   };
 }
 

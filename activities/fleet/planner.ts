@@ -12,7 +12,8 @@
  * burst) is taken out of the refill rate, so no 60-second window ever spends more than
  * `readsPerMinute`, whatever the fleet size. Within the tokens, reads go in order of
  * need: an attempt that ended (its final checkpoint and exit code), a status change, an
- * agent in a busy phase, then the slow progress cadence, oldest read first; the cadence
+ * agent in a busy phase or whose trainer should be finishing (at the pace between its
+ * last two reads), then the slow progress cadence, oldest read first; the cadence
  * leaves a reserve of tokens for the first two. So a small fleet is read about once a
  * minute, a large one as often as the budget allows, and a wave of preemptions at once.
  */
@@ -129,6 +130,33 @@ function reconcile(memory: FleetMemory, listing: FleetResource[]): Record<string
 /** Read classes, in order of need. */
 const Priority = { Ended: 0, Changed: 1, Busy: 2, Progress: 3 } as const;
 
+/**
+ * When the trainer should take its last step, at the pace between two reads that both
+ * show a step and the total: the moment its exit is worth a read. Undefined while the
+ * pace is unknown or nil (a stalled trainer is left to the regular cadence, so it is
+ * never read at every look).
+ */
+export function expectedEndAt(before: WatchedResource, after: AgentValues, nowMs: number): number | undefined {
+  const { step, totalSteps } = after;
+  const previous = before.agent.step;
+  const previousAt = before.readAtMs;
+  if (after.phase !== 'training' || step === undefined || totalSteps === undefined || previous === undefined || previousAt === undefined) return undefined;
+  if (step <= previous || nowMs <= previousAt || step >= totalSteps) return undefined;
+  return nowMs + ((totalSteps - step) * (nowMs - previousAt)) / (step - previous);
+}
+
+/** In a phase after which news comes soon, or training past its last step (its exit is near). */
+function isNewsNear(agent: AgentValues): boolean {
+  if (BUSY_PHASES.has(agent.phase ?? '')) return true;
+  return agent.phase === 'training' && agent.step !== undefined && agent.totalSteps !== undefined && agent.step >= agent.totalSteps;
+}
+
+/** Busy: news is near, or its trainer should be finishing now. */
+function isBusy(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
+  if (isNewsNear(entry.agent)) return true;
+  return entry.endAtMs !== undefined && nowMs >= entry.endAtMs - (settings.intervalSeconds * 1000) / 2;
+}
+
 /** Read priority (lower first), or undefined when no read is due. */
 function readPriority(entry: WatchedResource, nowMs: number, settings: FleetSettings, read: boolean): number | undefined {
   if (read || !entry.workflowId) return undefined;
@@ -138,7 +166,8 @@ function readPriority(entry: WatchedResource, nowMs: number, settings: FleetSett
   // A look lands within half an interval of when a read falls due: count it as due.
   const age = nowMs - (entry.readAtMs ?? Number.NEGATIVE_INFINITY);
   const slack = (settings.intervalSeconds * 1000) / 2;
-  if (BUSY_PHASES.has(entry.agent.phase ?? '') && age >= settings.busyReadSeconds * 1000 - slack) return Priority.Busy;
+  if (isNewsNear(entry.agent) && age >= settings.busyReadSeconds * 1000 - slack) return Priority.Busy;
+  if (entry.endAtMs !== undefined && nowMs >= entry.endAtMs - slack) return Priority.Busy;
   if (age >= settings.progressReadSeconds * 1000 - slack) return Priority.Progress;
   return undefined;
 }
@@ -148,9 +177,9 @@ function readPriority(entry: WatchedResource, nowMs: number, settings: FleetSett
  * class (its size times interval over cadence), so reads spread over the cadence
  * instead of coming due together after a burst.
  */
-function paceLimits(resources: WatchedResource[], settings: FleetSettings): Record<number, number> {
+function paceLimits(resources: WatchedResource[], nowMs: number, settings: FleetSettings): Record<number, number> {
   const watched = resources.filter((e) => e.workflowId && (e.lifecycle === 'running' || e.lifecycle === 'stopping'));
-  const busy = watched.filter((e) => BUSY_PHASES.has(e.agent.phase ?? '')).length;
+  const busy = watched.filter((e) => isBusy(e, nowMs, settings)).length;
   const share = (count: number, cadenceSeconds: number) => Math.ceil((count * settings.intervalSeconds) / cadenceSeconds);
   return { [Priority.Ended]: Infinity, [Priority.Changed]: Infinity, [Priority.Busy]: share(busy, settings.busyReadSeconds), [Priority.Progress]: share(watched.length, settings.progressReadSeconds) };
 }
@@ -168,7 +197,7 @@ export function planLook(memory: FleetMemory, listing: FleetResource[], nowMs: n
   const resources = reconcile(memory, listing);
   const refilled = Math.min(bucket.capacity, memory.tokens + elapsedMs * bucket.refillPerMs);
   const tokens = rateLimited ? Math.min(refilled, 0) : refilled;
-  const limits = paceLimits(Object.values(resources), settings);
+  const limits = paceLimits(Object.values(resources), nowMs, settings);
   const due = Object.entries(resources)
     .map(([key, entry]) => ({ entry, priority: readPriority(entry, nowMs, settings, readInListing.has(key)) }))
     .filter((d): d is { entry: WatchedResource; priority: number } => d.priority !== undefined)
@@ -228,7 +257,7 @@ export function absorbLook(memory: FleetMemory, results: LookResults, nowMs: num
   const resources = { ...memory.resources };
   for (const [key, agent] of Object.entries(results.reads)) {
     const entry = resources[key];
-    if (entry) resources[key] = { ...entry, agent, readAtMs: nowMs, readDue: undefined };
+    if (entry) resources[key] = { ...entry, agent, readAtMs: nowMs, readDue: undefined, endAtMs: expectedEndAt(entry, agent, nowMs) };
   }
   const preempted = new Set(results.preempted);
   for (const key of results.checked) {
