@@ -23,6 +23,7 @@ import { statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
+import { resultWithin } from './helpers/runs';
 import { eventually } from './helpers/processes';
 import { startKubeStack, type KubeStack } from './helpers/kube';
 import { testEnv } from './helpers/temporal';
@@ -163,7 +164,7 @@ describe('a gang on GKE: an Indexed Job and a headless Service, all or nothing (
     // Rank 1 only waits; losing its node still preempts the gang (it is only as alive as its weakest rank).
     await stack.agent.shutdownNode(rank1.spec!.nodeName!);
 
-    const result = await run.result();
+    const result = await resultWithin(run, 300_000);
     assert.equal(result.preemptions, 1);
     assert.equal((await run.query(statusQuery)).attempt, 2);
     assert.deepEqual(

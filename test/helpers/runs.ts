@@ -1,0 +1,24 @@
+/**
+ * A run's result within a bound: a run that does not end in time fails the test with
+ * what it was doing (phase, attempt, its last timeline events), not with mocha's bare
+ * timeout, so a hang seen once in CI says where it hung.
+ */
+import type { WorkflowHandle } from '@temporalio/client';
+import { statusQuery } from '../../workflows/messages';
+import type { trainingRun } from '../../workflows/training-run';
+
+type Run = WorkflowHandle<typeof trainingRun>;
+
+export async function resultWithin(run: Run, timeoutMs: number): Promise<Awaited<ReturnType<Run['result']>>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+  try {
+    const ended = await Promise.race([run.result(), late]);
+    if (ended !== 'late') return ended;
+  } finally {
+    clearTimeout(timer);
+  }
+  const status = await run.query(statusQuery).catch(() => undefined);
+  const where = status ? `phase ${status.phase}, attempt ${status.attempt ?? '-'}; last events:\n${status.timeline.slice(-15).map((e) => `  ${e.at} ${e.kind}: ${e.event}`).join('\n')}` : 'its status could not be read';
+  throw new Error(`run ${run.workflowId} did not end within ${timeoutMs / 1000} s: ${where}`);
+}
