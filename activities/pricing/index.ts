@@ -3,7 +3,7 @@
  *
  *   refreshPriceBook (priceBook workflow, on its timer): the Billing Catalog, or the
  *     bundled catalog with a warning in the worker log when it cannot be read
- *   priceBookReader (findCapacity): the book the priceBook workflow holds, by query;
+ *   priceBookReader (findCapacity): the book the priceBook workflow holds, queried when its memo says it changed;
  *     starts that workflow when it is not running
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +11,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultCatalog, type Catalog } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
-import { priceBookWorkflowId, PriceSource, type PriceBookActivities, type PriceBookInput, type PriceBookSettings } from '../../workflows/pricing-book/contract';
+import { PRICE_BOOK_MEMO, priceBookWorkflowId, PriceSource, type PriceBookActivities, type PriceBookInput, type PriceBookMemo, type PriceBookSettings } from '../../workflows/pricing-book/contract';
 import { priceBookQuery, refreshPricesSignal } from '../../workflows/pricing-book/messages';
 import { billingErrorText, type BillingCatalog } from './billing-catalog';
 import { bookFromCatalog, bookPriceBook } from './book-data';
@@ -56,17 +56,34 @@ const FIRST_BOOK_WAIT_MS = 40_000;
 
 /**
  * The PriceBook runs price offers with: the one the priceBook workflow of `taskQueue`
- * holds, read by query. Starts that workflow (with `settings`) when it is not running.
+ * holds. Starts that workflow (with `settings`) when it is not running.
+ *
+ * The book is queried (a worker answers, from the workflow) only when the workflow's memo
+ * says it holds another book than the one kept here; otherwise a describe, which the
+ * server answers alone, is all a placement costs. Behind a loaded worker a query waits
+ * for a workflow task, and every placement asked one.
  */
 export function priceBookReader(client: Client, settings: PriceBookSettings, catalog: Catalog = defaultCatalog): (taskQueue: string) => Promise<PriceBook> {
+  const kept = new Map<string, { version: string; book: PriceBook }>();
   return async (taskQueue) => {
     const workflowId = priceBookWorkflowId(taskQueue);
     const handle = client.workflow.getHandle(workflowId);
     const giveUpAt = Date.now() + FIRST_BOOK_WAIT_MS;
     for (;;) {
       try {
+        const description = await handle.describe();
+        // The chain's first run tells a book started again (its count starts over) from the one kept.
+        const chain = description.raw.workflowExecutionInfo?.firstRunId;
+        const memo = description.memo?.[PRICE_BOOK_MEMO] as PriceBookMemo | undefined;
+        const held = chain && typeof memo?.refreshes === 'number' ? `${chain}/${memo.refreshes}` : undefined;
+        const hit = kept.get(taskQueue);
+        if (held !== undefined && hit?.version === held) return hit.book;
         const view = await handle.query(priceBookQuery);
-        if (view.book && view.stamp) return bookPriceBook(view.book, view.stamp, catalog);
+        if (view.book && view.stamp) {
+          const book = bookPriceBook(view.book, view.stamp, catalog);
+          if (held !== undefined) kept.set(taskQueue, { version: `${chain}/${view.refreshes}`, book });
+          return book;
+        }
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
         await startPriceBook(client, { taskQueue, settings, requester: 'findCapacity', signal: false });

@@ -81,6 +81,17 @@ export interface PriceBookView {
   nextRefreshAt?: string;
 }
 
+/**
+ * The memo key under which the price book says which book it holds (its refresh count):
+ * readers keep the book they last queried and ask again only when this moves, reading
+ * it with a describe, which no worker has to answer.
+ */
+export const PRICE_BOOK_MEMO = 'sternaPriceBook';
+
+export interface PriceBookMemo {
+  refreshes: number;
+}
+
 /** One price book per task queue: the public catalog's list prices are the same for every project. */
 export function priceBookWorkflowId(taskQueue: string): string {
   return `sterna-price-book-${taskQueue}`;

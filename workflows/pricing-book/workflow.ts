@@ -4,12 +4,12 @@
  * run); it refreshes on a timer (daily by default), on `refreshPrices`, and carries the
  * book through continue-as-new.
  *
- *   loop: refreshPriceBook activity -> absorbRefresh -> wait (timer or signal)
+ *   loop: refreshPriceBook activity -> absorbRefresh -> memo -> wait (timer or signal)
  *   continue-as-new every REFRESHES_PER_RUN refreshes (each adds the book to history)
  */
-import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import { absorbRefresh, nextRefreshMs, stampOf } from './book-state';
-import type { PriceBookActivities, PriceBookInput, PriceBookSettings, PriceBookState } from './contract';
+import { PRICE_BOOK_MEMO, type PriceBookActivities, type PriceBookInput, type PriceBookMemo, type PriceBookSettings, type PriceBookState } from './contract';
 import { priceBookQuery, refreshPricesSignal } from './messages';
 
 /** At a daily refresh, a new run every ~4 weeks; the history holds at most this many books. */
@@ -33,6 +33,7 @@ export async function priceBook(input: PriceBookInput): Promise<void> {
     if (request.settings) settings = request.settings;
     wanted = true;
   });
+  publishVersion(state);
   for (let done = 0; done < REFRESHES_PER_RUN && !workflowInfo().continueAsNewSuggested; ) {
     const due = nextRefreshMs(state, settings.refreshSeconds);
     if (!wanted && (due === undefined || Date.now() < due)) {
@@ -43,7 +44,16 @@ export async function priceBook(input: PriceBookInput): Promise<void> {
     }
     wanted = false;
     absorbRefresh(state, await refreshPriceBook({ source: settings.source }), Date.now());
+    publishVersion(state);
     done++;
   }
   await continueAsNew<typeof priceBook>({ settings, state, refreshWanted: wanted });
+}
+
+/** Which book it holds, in its memo, for readers that keep the last one they read (activities/pricing). */
+function publishVersion(state: PriceBookState): void {
+  // Books that ran before the memo carry on without it: their readers query every time.
+  if (state.book === undefined || !patched('sterna-price-book-memo')) return;
+  const memo: PriceBookMemo = { refreshes: state.refreshes };
+  upsertMemo({ [PRICE_BOOK_MEMO]: memo });
 }
