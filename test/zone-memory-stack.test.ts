@@ -6,6 +6,8 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import { sternaDataConverter } from '../config/data-converter';
 import { readZoneMemory } from '../activities/zones/client';
 import { rankOffers } from '../workflows/placement';
 import { zoneMemoryWorkflowId } from '../workflows/zones/contract';
@@ -144,6 +146,17 @@ describe('zone memory across runs (dev server + emulator)', function () {
     const latest = await stack.env.client.workflow.getHandle(workflowId).describe();
     const { events } = await stack.env.client.workflow.getHandle(workflowId, latest.runId).fetchHistory();
     assert.ok(events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId, 'the memory continued as new');
+  });
+
+  it('answers a wave of concurrent readers with one query, and a later reader with a fresh one', async () => {
+    const workflowId = zoneMemoryWorkflowId(stack.taskQueue, 'gce', 'continue-as-new-test');
+    let queries = 0;
+    const counted = new Client({ connection: stack.env.client.connection, namespace: stack.env.namespace, dataConverter: sternaDataConverter(), interceptors: { workflow: [{ query: (input, next) => ((queries += 1), next(input)) }] } });
+    const wave = await Promise.all(Array.from({ length: 20 }, () => readZoneMemory(counted, workflowId)));
+    assert.equal(queries, 1, 'one query for 20 readers at once');
+    assert.ok(wave.every((m) => m === wave[0] && m.records.length === 100));
+    await readZoneMemory(counted, workflowId);
+    assert.equal(queries, 2, 'a reader after the wave asks again');
   });
 
   it('the fleet observer tells the memory of a preemption its run can no longer tell, with how long the VM ran', async () => {

@@ -1,6 +1,7 @@
 /**
  * The zone memory from outside its workflow: tell it (signal-with-start, so the first
- * outcome starts it), read it (a query; an empty memory when it is not running), and
+ * outcome starts it), read it (a query, shared by concurrent readers; an empty memory when
+ * it is not running), and
  * find every memory of a namespace (for `sterna zones`).
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -20,7 +21,24 @@ export async function tellZoneMemory(client: Client, request: { workflowId: stri
   });
 }
 
+/**
+ * Reads in flight, per client and memory: one workflow answers its queries one at a time,
+ * so a wave of placements (a preemption wave) asking at once would queue behind each
+ * other. They share one query instead; its answer is as fresh as any of theirs.
+ */
+const inFlight = new WeakMap<Client, Map<string, Promise<ZoneMemory>>>();
+
 export async function readZoneMemory(client: Client, workflowId: string): Promise<ZoneMemory> {
+  let reads = inFlight.get(client);
+  if (!reads) inFlight.set(client, (reads = new Map()));
+  const joined = reads.get(workflowId);
+  if (joined) return joined;
+  const read = queryZoneMemory(client, workflowId).finally(() => reads.delete(workflowId));
+  reads.set(workflowId, read);
+  return read;
+}
+
+async function queryZoneMemory(client: Client, workflowId: string): Promise<ZoneMemory> {
   try {
     const memory = await client.workflow.getHandle(workflowId).query(zoneMemoryQuery);
     if (!isZoneMemory(memory)) throw new Error(`the zone memory ${workflowId} answered with something that is not a zone memory`);
