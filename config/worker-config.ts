@@ -130,6 +130,9 @@ const EnvSchema = z.object({
   // Unset: the SDK sizes the cache from the heap. A run evicted from it replays its history
   // (about 150 events) at its next workflow task: CPU for memory.
   STERNA_MAX_CACHED_WORKFLOWS: z.coerce.number().int('a whole number of workflows').min(0).optional(),
+  // Unset: the SDK's one workflow thread. Workflow tasks run one at a time on it, so a burst
+  // (a wave of preemptions) queues behind itself while other cores idle.
+  STERNA_WORKFLOW_THREADS: z.coerce.number().int('a whole number of threads').min(1, 'at least 1 workflow thread').max(16).optional(),
   STERNA_OBSERVER_INTERVAL_SECONDS: z.coerce.number().min(0.1, 'seconds between two looks at the fleet, at least 0.1').max(300).default(5),
   STERNA_OBSERVER_PROGRESS_SECONDS: z.coerce.number().min(1, 'seconds between two reads of a training VM whose status did not change, at least 1').max(3600).default(DEFAULT_FLEET_SETTINGS.progressReadSeconds),
   STERNA_READ_QUOTA_PER_MINUTE: z.coerce.number().int().min(1, "the project's read requests per minute (GCE's default: 1500)").default(1500),
@@ -202,6 +205,8 @@ export interface WorkerConfig {
   maxConcurrentActivities: number;
   /** Workflows the worker keeps in memory between their tasks; undefined: the SDK's choice. */
   maxCachedWorkflows?: number;
+  /** Threads running workflow tasks; undefined: the SDK's choice (one). */
+  workflowThreads?: number;
   observer: {
     intervalSeconds: number;
     /** How often a training VM's agent is read for its progress while the read budget allows. */
@@ -303,7 +308,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   }
   const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
   const storage = e.STERNA_STORAGE_LOCATIONS === 'off' ? undefined : { endpoint: (e.STERNA_STORAGE_ENDPOINT ?? e.STERNA_GCE_ENDPOINT ?? 'https://storage.googleapis.com').replace(/\/+$/, '') };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, observer, prices, reaper, metrics, notify, storage };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, workflowThreads: e.STERNA_WORKFLOW_THREADS, observer, prices, reaper, metrics, notify, storage };
 }
 
 /** Node auto-provisioning as pools: it creates a node of any listed accelerator in any listed zone. */

@@ -42,6 +42,7 @@ async function main(): Promise<void> {
     workflowBundle: { codePath },
     maxConcurrentActivities: config.maxConcurrentActivities,
     maxCachedWorkflows: config.maxCachedWorkflows,
+    workflowThreads: config.workflowThreads,
     client,
     observer: config.observer.enabled ? observer : undefined,
     prices: { settings: priceBookSettings(config.prices), billing: buildBillingCatalog(config.prices) },

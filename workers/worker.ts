@@ -32,6 +32,8 @@ export interface SternaWorkerOptions {
   maxConcurrentActivities?: number;
   /** Workflows kept in memory between their tasks (default: the SDK's, sized from the heap). */
   maxCachedWorkflows?: number;
+  /** Threads running workflow tasks (the SDK's `workflowThreadPoolSize`); default one. */
+  workflowThreads?: number;
   /** The client the fleet observer signals runs with; by default one on `connection`. */
   client?: Client;
   /** What the fleet observer is started with (interval, read budget...). */
@@ -81,6 +83,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+    ...(options.workflowThreads !== undefined ? { workflowThreadPoolSize: options.workflowThreads } : {}),
     // Cancellation reaches an activity through its heartbeats; send them promptly.
     maxHeartbeatThrottleInterval: '2 seconds',
     defaultHeartbeatThrottleInterval: '1 second',
