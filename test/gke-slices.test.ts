@@ -98,7 +98,8 @@ describe('GPU slices on GKE: MIG partitions and time-shared GPUs (a real Kuberne
     assert.equal(result.status, 'completed');
     assert.equal(result.attempts.length, 1);
     const [attempt] = result.attempts;
-    assert.ok(attempt.runningSeconds > 0);
+    // Seen once in CI at 0 s, not reproduced: the attempt and its timeline say which end was missing.
+    assert.ok(attempt.runningSeconds > 0, `${JSON.stringify(attempt)}\n${(await run.query(statusQuery)).timeline.map((e) => `${e.at} ${e.kind}: ${e.event}`).join('\n')}`);
     const slicePrice = round6(nodePrice(MIG_NODE) / 7);
     assert.ok(Math.abs(attempt.costUsd - (slicePrice * attempt.runningSeconds) / 3600) < 1e-9, `cost ${attempt.costUsd} is 1/7 of the node's price for ${attempt.runningSeconds} s`);
     const { ledger } = await run.query(statusQuery);
