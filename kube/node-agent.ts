@@ -21,6 +21,9 @@ import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@k
 import { guardProcessGroup, stopGuard } from '../config/process-guard';
 import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/gpu-slices';
 
+/** Status writes a pod gets before the stand-in kubelet gives up on it (about a minute of conflicts). */
+const STATUS_WRITE_ATTEMPTS = 150;
+
 export interface FakeNode {
   name: string;
   zone: string;
@@ -267,8 +270,13 @@ export class NodeAgent {
     });
   }
 
+  /**
+   * Writes a pod's status as a kubelet does: until it lands or the pod is gone. A busy
+   * agent patches its annotations several times a second, so a loaded machine sees many
+   * conflicts in a row; giving up after a few left a pod that ran with no start time.
+   */
   private async updateStatus(name: string, namespace: string, change: (pod: V1Pod) => void): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < STATUS_WRITE_ATTEMPTS; attempt++) {
       const pod = await this.core.readNamespacedPodStatus({ name, namespace }).catch(() => undefined);
       if (!pod) return;
       change(pod);
@@ -277,6 +285,7 @@ export class NodeAgent {
         return;
       } catch {
         // A conflict with the agent's own annotation patches: read again and retry.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(500, 20 * (attempt + 1))));
       }
     }
   }
