@@ -151,10 +151,14 @@ function isNewsNear(agent: AgentValues): boolean {
   return agent.phase === 'training' && agent.step !== undefined && agent.totalSteps !== undefined && agent.step >= agent.totalSteps;
 }
 
+/** Its trainer should be finishing now (a look lands within half an interval of it). */
+function isEndDue(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
+  return entry.endAtMs !== undefined && nowMs >= entry.endAtMs - (settings.intervalSeconds * 1000) / 2;
+}
+
 /** Busy: news is near, or its trainer should be finishing now. */
 function isBusy(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
-  if (isNewsNear(entry.agent)) return true;
-  return entry.endAtMs !== undefined && nowMs >= entry.endAtMs - (settings.intervalSeconds * 1000) / 2;
+  return isNewsNear(entry.agent) || isEndDue(entry, nowMs, settings);
 }
 
 /** Read priority (lower first), or undefined when no read is due. */
@@ -167,7 +171,7 @@ function readPriority(entry: WatchedResource, nowMs: number, settings: FleetSett
   const age = nowMs - (entry.readAtMs ?? Number.NEGATIVE_INFINITY);
   const slack = (settings.intervalSeconds * 1000) / 2;
   if (isNewsNear(entry.agent) && age >= settings.busyReadSeconds * 1000 - slack) return Priority.Busy;
-  if (entry.endAtMs !== undefined && nowMs >= entry.endAtMs - slack) return Priority.Busy;
+  if (isEndDue(entry, nowMs, settings)) return Priority.Busy;
   if (age >= settings.progressReadSeconds * 1000 - slack) return Priority.Progress;
   return undefined;
 }
