@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstancesClient } from '@google-cloud/compute';
-import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { PassThroughClient } from 'google-auth-library';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { sternaDataConverter } from '../config/data-converter';
@@ -173,6 +173,23 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     let cancelsInFlight = 0;
     const rampStart = Date.now();
     let t0 = rampStart;
+    /**
+     * A call to the Temporal server that the plan itself makes (terminate, start), retried
+     * while the planned server restart is under way, as an operator would: the client's own
+     * retries give up after about 25 s, and a restart on a loaded machine can take longer.
+     * A run that has already closed is not retried: the terminate simply came too late.
+     */
+    const served = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+      for (let deadline = Date.now() + 120_000; ; ) {
+        try {
+          return await fn();
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError || err instanceof WorkflowExecutionAlreadyStartedError || Date.now() > deadline) throw err;
+          log(`${secs(t0)} s: ${what} failed (${(err as Error).message}); retrying`);
+          await sleep(2000);
+        }
+      }
+    };
     const at = (ms: number, what: string, fn: () => Promise<void>) =>
       tasks.push(
         sleep(t0 + ms - Date.now())
@@ -290,15 +307,15 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     });
     at(plan.reuseAt, 'reused workflow id', async () => {
       const first = runs[0];
-      await first.handle.terminate('chaos: the workflow id is reused');
-      first.handle = await client.workflow.start('trainingRun', { taskQueue, workflowId: first.workflowId, args: [spec] });
+      await served('terminate', () => first.handle.terminate('chaos: the workflow id is reused'));
+      first.handle = await served('start', () => client.workflow.start('trainingRun', { taskQueue, workflowId: first.workflowId, args: [spec] }));
       first.terminatedAtMs = Date.now();
       log(`${secs(t0)} s: terminated ${first.workflowId} and started it again under the same id`);
     });
     for (const t of plan.terminations) {
       at(t.atMs, 'terminate', async () => {
         const run = runs[t.run];
-        await run.handle.terminate('chaos: temporal workflow terminate');
+        await served('terminate', () => run.handle.terminate('chaos: temporal workflow terminate'));
         run.terminatedAtMs = Date.now();
         const vms = (await admin.instances()).filter((i) => i.labels[OwnerLabel.Run] === runKey(run.workflowId)).map((i) => `${i.name} ${i.status}`);
         log(`${secs(t0)} s: terminated ${run.workflowId}; it leaves ${vms.length ? vms.join(', ') : 'no VM'}`);
