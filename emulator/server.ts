@@ -23,6 +23,7 @@ import { handleCompute } from './compute-api';
 import { asGceError, GceError, Reason } from './errors';
 import { faultError, Faults } from './faults';
 import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
+import { applyFieldMask, parseFieldMask } from './partial-response';
 import { PROJECT_NUMBER } from './ids';
 import { DEFAULT_TIMINGS, Instances, type LifecycleTimings } from './instances';
 import { Operations } from './operations';
@@ -257,9 +258,12 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       }
       const text = await readBody(req);
       const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? parseJson(text) : undefined;
+      const mask = query.get('fields') ?? req.headers['x-goog-fieldmask'];
+      const selection = typeof mask === 'string' ? parseFieldMask(mask) : undefined;
       const result = await handleCompute(computeCtx, { method, segments, query, body });
       status = result.status;
-      return sendJson(res, result.status, result.body);
+      const ok = result.status >= 200 && result.status < 300;
+      return sendJson(res, result.status, selection && ok ? applyFieldMask(result.body, selection) : result.body);
     } catch (err) {
       status = asGceError(err).status;
       throw err;
