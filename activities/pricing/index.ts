@@ -81,7 +81,9 @@ export function priceBookReader(client: Client, settings: PriceBookSettings, cat
         const view = await handle.query(priceBookQuery);
         if (view.book && view.stamp) {
           const book = bookPriceBook(view.book, view.stamp, catalog);
-          if (held !== undefined) kept.set(taskQueue, { version: `${chain}/${view.refreshes}`, book });
+          // Kept even when the describe came before the book's first memo: the next describe
+          // names this version, and a book without a memo (older runs) is never taken from here.
+          if (chain) kept.set(taskQueue, { version: `${chain}/${view.refreshes}`, book });
           return book;
         }
       } catch (err) {
