@@ -16,6 +16,7 @@ import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
 import { startKubeStack, type KubeStack } from './helpers/kube';
 import { testEnv } from './helpers/temporal';
+import { timelineLines } from './helpers/runs';
 
 const repoRoot = join(__dirname, '..', '..');
 
@@ -99,7 +100,7 @@ describe('GPU slices on GKE: MIG partitions and time-shared GPUs (a real Kuberne
     assert.equal(result.attempts.length, 1);
     const [attempt] = result.attempts;
     // Seen once in CI at 0 s, not reproduced: the attempt and its timeline say which end was missing.
-    assert.ok(attempt.runningSeconds > 0, `${JSON.stringify(attempt)}\n${(await run.query(statusQuery)).timeline.map((e) => `${e.at} ${e.kind}: ${e.event}`).join('\n')}`);
+    assert.ok(attempt.runningSeconds > 0, `${JSON.stringify(attempt)}\n${timelineLines((await run.query(statusQuery)).timeline)}`);
     const slicePrice = round6(nodePrice(MIG_NODE) / 7);
     assert.ok(Math.abs(attempt.costUsd - (slicePrice * attempt.runningSeconds) / 3600) < 1e-9, `cost ${attempt.costUsd} is 1/7 of the node's price for ${attempt.runningSeconds} s`);
     const { ledger } = await run.query(statusQuery);

@@ -10,13 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloudCatalogClient } from '@google-cloud/billing';
-import { Client, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { billingCatalog, priceBookReader } from '../activities/pricing';
 import type { GceProvider } from '../activities/providers/gce';
 import { allZones, defaultCatalog, pricePerHour, type Catalog } from '../config/catalog';
-import { sternaDataConverter } from '../config/data-converter';
 import { catalogPriceBook } from '../config/price-book';
 import { publishExampleLocally } from '../examples/publish';
 import { billingClientOptions } from '../workers/pricing';
@@ -30,7 +29,7 @@ import type { trainingRun } from '../workflows/training-run';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT } from './helpers/stack';
-import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { queryCountingClient, testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 
 const REGION = 'southamerica-east1';
 const ZONE = 'southamerica-east1-c';
@@ -131,18 +130,17 @@ describe('the price book on the Cloud Billing Catalog (emulator + real billing c
   }
 
   it('is queried again only when the book it holds moves: each other read is a describe no worker answers', async () => {
-    let queries = 0;
-    const counted = new Client({ connection: env.client.connection, namespace: env.namespace, dataConverter: sternaDataConverter(), interceptors: { workflow: [{ query: (input, next) => ((queries += 1), next(input)) }] } });
+    const { client: counted, queries } = queryCountingClient(env);
     const read = priceBookReader(counted, SETTINGS);
     const first = await read(taskQueue);
-    const queriesForFirst = queries;
+    const queriesForFirst = queries();
     assert.ok(queriesForFirst >= 1);
     for (let i = 0; i < 5; i++) assert.equal(await read(taskQueue), first, 'the same book, kept');
-    assert.equal(queries, queriesForFirst, 'no query while the book held is the same');
+    assert.equal(queries(), queriesForFirst, 'no query while the book held is the same');
     await emu.admin.setBillingCatalog({ access: 'granted', rates: [{ region: REGION, rate: 'gpu:nvidia-l4', model: 'spot', usdPerHour: 0.5 }] });
     await refreshed();
     const second = await read(taskQueue);
-    assert.equal(queries, queriesForFirst + 1, 'one query for the refreshed book');
+    assert.equal(queries(), queriesForFirst + 1, 'one query for the refreshed book');
     assert.notEqual(second, first);
     assert.equal(second.stamp.source, 'billing');
     const request = { accelerators: [L4], provisioningModels: ['SPOT'] as 'SPOT'[] };

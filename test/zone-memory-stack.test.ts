@@ -6,8 +6,6 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import { sternaDataConverter } from '../config/data-converter';
 import { readZoneMemory } from '../activities/zones/client';
 import { rankOffers } from '../workflows/placement';
 import { zoneMemoryWorkflowId } from '../workflows/zones/contract';
@@ -15,7 +13,7 @@ import { zonePrior, type ZoneMemory, type ZoneOutcome } from '../workflows/zones
 import type { ZoneRow } from '../cli/zones';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
-import { testServerAddress, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+import { queryCountingClient, testServerAddress, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 import { saveHistory } from './helpers/histories';
 import { zoneOutcomesSignal } from '../workflows/zones/messages';
 import type { zoneMemory } from '../workflows/zones/zone-memory';
@@ -150,13 +148,12 @@ describe('zone memory across runs (dev server + emulator)', function () {
 
   it('answers a wave of concurrent readers with one query, and a later reader with a fresh one', async () => {
     const workflowId = zoneMemoryWorkflowId(stack.taskQueue, 'gce', 'continue-as-new-test');
-    let queries = 0;
-    const counted = new Client({ connection: stack.env.client.connection, namespace: stack.env.namespace, dataConverter: sternaDataConverter(), interceptors: { workflow: [{ query: (input, next) => ((queries += 1), next(input)) }] } });
+    const { client: counted, queries } = queryCountingClient(stack.env);
     const wave = await Promise.all(Array.from({ length: 20 }, () => readZoneMemory(counted, workflowId)));
-    assert.equal(queries, 1, 'one query for 20 readers at once');
+    assert.equal(queries(), 1, 'one query for 20 readers at once');
     assert.ok(wave.every((m) => m === wave[0] && m.records.length === 100));
     await readZoneMemory(counted, workflowId);
-    assert.equal(queries, 2, 'a reader after the wave asks again');
+    assert.equal(queries(), 2, 'a reader after the wave asks again');
   });
 
   it('the fleet observer tells the memory of a preemption its run can no longer tell, with how long the VM ran', async () => {

@@ -9,6 +9,14 @@ import type { trainingRun } from '../../workflows/training-run';
 
 type Run = WorkflowHandle<typeof trainingRun>;
 
+/** A run's timeline as lines for a failure message (its last `last` events; all by default). */
+export function timelineLines(timeline: { at: string; kind: string; event: string }[], last = timeline.length): string {
+  return timeline
+    .slice(-last)
+    .map((e) => `  ${e.at} ${e.kind}: ${e.event}`)
+    .join('\n');
+}
+
 export async function resultWithin(run: Run, timeoutMs: number): Promise<Awaited<ReturnType<Run['result']>>> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
@@ -19,6 +27,6 @@ export async function resultWithin(run: Run, timeoutMs: number): Promise<Awaited
     clearTimeout(timer);
   }
   const status = await run.query(statusQuery).catch(() => undefined);
-  const where = status ? `phase ${status.phase}, attempt ${status.attempt ?? '-'}; last events:\n${status.timeline.slice(-15).map((e) => `  ${e.at} ${e.kind}: ${e.event}`).join('\n')}` : 'its status could not be read';
+  const where = status ? `phase ${status.phase}, attempt ${status.attempt ?? '-'}; last events:\n${timelineLines(status.timeline, 15)}` : 'its status could not be read';
   throw new Error(`run ${run.workflowId} did not end within ${timeoutMs / 1000} s: ${where}`);
 }

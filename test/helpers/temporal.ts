@@ -4,6 +4,7 @@
  * teardown in test/global.ts.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Client } from '@temporalio/client';
 import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { bundleWorkflows } from '../../workers/bundle';
 import type { Providers } from '../../activities';
@@ -90,4 +91,11 @@ export async function stopTestEnv(): Promise<void> {
   exitHook = undefined;
   await env.teardown();
   await server.stop();
+}
+
+/** A client of `env` that counts the workflow queries it sends (`queries()`), for tests of what is read how. */
+export function queryCountingClient(env: TestWorkflowEnvironment): { client: Client; queries: () => number } {
+  let queries = 0;
+  const client = new Client({ connection: env.client.connection, namespace: env.namespace, dataConverter: sternaDataConverter(), interceptors: { workflow: [{ query: (input, next) => ((queries += 1), next(input)) }] } });
+  return { client, queries: () => queries };
 }
