@@ -123,4 +123,21 @@ describe('partial responses on the GCE emulator, through the real client', funct
     assert.equal(methods['compute.instances.aggregatedList'].calls, 2);
     assert.equal(methods['compute.instances.get'].calls, 1, 'the older instance is read once, then remembered');
   });
+
+  it('reads at most the configured number of older instances per listing, and marks the others unread until their turn', async () => {
+    const owner = { 'sterna-run': 'wf-old2', 'sterna-exec': 'e1', 'sterna-attempt': '1' };
+    await insert(vm('st-old2', { labels: owner, metadata: { items: [{ key: 'sterna-run-id', value: 'wf-old2' }] } }, OTHER_ZONE), OTHER_ZONE);
+    const gce = new GceProvider({ project: PROJECT, prices: catalogPriceBook(), clientOptions: emu.clientOptions, pollIntervalMs: 100, metadataReadsPerListing: 1 });
+    const olds = async () =>
+      (await gce.listFleet())
+        .filter((r) => r.ref.name.startsWith('st-old'))
+        .map((r) => [r.ref.name, r.workflowId ?? (r.runUnread ? 'unread' : 'none')])
+        .sort();
+    const first = await olds();
+    assert.equal(first.filter(([, id]) => id === 'unread').length, 1, JSON.stringify(first));
+    assert.deepEqual(await olds(), [
+      ['st-old', 'wf-old'],
+      ['st-old2', 'wf-old2'],
+    ]);
+  });
 });

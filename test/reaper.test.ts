@@ -64,8 +64,9 @@ describe('what the reaper deletes (pure)', () => {
     assert.equal(decide(candidate(), open({ execution: executionToken('reused-id-run'), attempt: 3, releasing: [2] })), `reap:${ReapReason.Closed}`, "another chain's releases say nothing of this one");
   });
 
-  it('decides nothing on an owner the server could not read', () => {
+  it('decides nothing on an owner the server could not read, nor on a resource whose run the listing could not read yet', () => {
     assert.equal(decide(candidate(), { found: 'unreadable', message: 'UNAVAILABLE' }), `keep:${KeepReason.OwnerUnreadable}`);
+    assert.equal(decide(candidate({ workflowId: undefined, runUnread: true }), undefined), `keep:${KeepReason.OwnerUnreadable}`);
   });
 
   it("asks only about a workflow id whose run key is the resource's own label", () => {

@@ -79,6 +79,8 @@ export interface GceProviderOptions {
    * come by then (600 s by default): a VM whose run is gone stops paying on its own.
    */
   powerOffAfterSeconds?: number;
+  /** Metadata reads one fleet listing may make for instances older than the description that names their run (default 50). */
+  metadataReadsPerListing?: number;
   /**
    * How long one read of where each accelerator is offered (acceleratorTypes.aggregatedList)
    * serves every placement of this worker: 10 minutes by default. GCE adds accelerator
@@ -117,6 +119,8 @@ const FLEET_FIELDS = [
   'items/*/instances(id,name,description,labels,status,lastStartTimestamp,lastStopTimestamp,creationTimestamp,guestAccelerators/acceleratorType,scheduling/provisioningModel)',
 ].join(',');
 const fieldMask = (fields: string) => ({ otherArgs: { headers: { 'X-Goog-FieldMask': fields } } });
+/** Metadata reads one listing may make for instances older than the description (the rest wait for later listings). */
+const DEFAULT_METADATA_READS_PER_LISTING = 50;
 export function workflowIdOfDescription(description: string | null | undefined): string | undefined {
   return description?.startsWith(RUN_DESCRIPTION_PREFIX) ? description.slice(RUN_DESCRIPTION_PREFIX.length) || undefined : undefined;
 }
@@ -623,24 +627,28 @@ export class GceProvider implements ComputeProvider {
    * One aggregatedList over every zone, filtered on Sterna's label: every status change
    * in the project in one request (GCE pages at 500 instances), read as a partial response.
    * The run's workflow id comes from the description; an instance created before the
-   * description carried it is read once in full for its metadata, then remembered, so
-   * neither the observer nor the reaper ever sees a Sterna instance without its run.
+   * description carried it is read once for its metadata, then remembered. At most
+   * `metadataReadsPerListing` such reads per listing, so a fleet of older instances costs a
+   * few listings rather than a burst of reads; until its read, an instance is `runUnread`.
    */
   async listFleet(): Promise<FleetResource[]> {
     const { project } = this.options;
     return this.api('fleet listing', async () => {
       const resources: FleetResource[] = [];
+      let metadataReads = this.options.metadataReadsPerListing ?? DEFAULT_METADATA_READS_PER_LISTING;
       for await (const [scope, list] of this.instances.aggregatedListAsync({ project, filter: FLEET_FILTER, maxResults: 500 }, { ...NO_AUTOPAGINATE, ...fieldMask(FLEET_FIELDS) })) {
         const zone = scope.replace(/^zones\//, '');
         for (const instance of list.instances ?? []) {
           const owner = ownerFromLabels(instance.labels);
           if (!instance.name || !owner) continue;
-          const workflowId = workflowIdOfDescription(instance.description) ?? (await this.workflowIdFromMetadata(zone, instance.name, String(instance.id ?? '')));
-          if (workflowId === null) continue; // gone since the listing
+          const described = workflowIdOfDescription(instance.description);
+          const key = `${zone}/${instance.name}/${String(instance.id ?? '')}`;
+          const fromMetadata = described !== undefined ? undefined : this.metadataRunIds.get(key) ?? (metadataReads-- > 0 ? await this.readMetadataRunId(key, zone, instance.name) : 'unread');
+          if (fromMetadata === 'gone') continue; // deleted since the listing
           resources.push({
             ref: { backend: 'gce', name: instance.name, zone },
             owner,
-            workflowId,
+            ...(described !== undefined ? { workflowId: described } : fromMetadata === 'unread' ? { runUnread: true } : { workflowId: fromMetadata?.id }),
             lifecycle: gceLifecycle(instance.status),
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
@@ -654,18 +662,17 @@ export class GceProvider implements ComputeProvider {
     });
   }
 
-  /** The workflow id in an instance's metadata (an instance older than the description's), once per instance. */
-  private async workflowIdFromMetadata(zone: string, name: string, id: string): Promise<string | undefined | null> {
-    const key = `${zone}/${name}/${id}`;
-    if (this.metadataRunIds.has(key)) return this.metadataRunIds.get(key)!.id;
+  /** The workflow id in an instance's metadata (an instance older than the description's), remembered once read. */
+  private async readMetadataRunId(key: string, zone: string, name: string): Promise<{ id: string | undefined } | 'gone' | 'unread'> {
     try {
       const [instance] = await this.instances.get({ project: this.options.project, zone, instance: name }, fieldMask('metadata/items'));
-      const found = instance.metadata?.items?.find((item) => item.key === RUN_ID_ATTRIBUTE)?.value ?? undefined;
-      this.metadataRunIds.set(key, { id: found });
-      return found;
+      const read = { id: instance.metadata?.items?.find((item) => item.key === RUN_ID_ATTRIBUTE)?.value ?? undefined };
+      this.metadataRunIds.set(key, read);
+      return read;
     } catch (err) {
-      if (isNotFound(err)) return null;
-      throw err;
+      if (isNotFound(err)) return 'gone';
+      if (isRateLimited(err)) noteRateLimited(this.options.project);
+      return 'unread'; // read again at a later listing
     }
   }
 

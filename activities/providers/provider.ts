@@ -18,6 +18,12 @@ export interface FleetResource {
   owner: Owner;
   /** The run's workflow id (the `sterna-run-id` input the agent reads); absent if the resource does not carry it. */
   workflowId?: string;
+  /**
+   * The listing could not tell yet whether it carries a run: its workflow id is read apart
+   * (GCE: an instance older than the description that names it) and that read is pending.
+   * Nothing may be decided from the absent id: the reaper keeps it.
+   */
+  runUnread?: true;
   lifecycle: Exclude<Lifecycle, 'gone'>;
   /** Known from the listing itself (GKE's DisruptionTarget); GCE tells it only through `preemptedAmong`. */
   preempted?: boolean;

@@ -32,6 +32,8 @@ export interface ReapCandidate {
   owner: Owner;
   /** The run's workflow id, as the resource carries it; absent when it does not. */
   workflowId?: string;
+  /** The listing could not yet read whether it carries a run (FleetResource.runUnread): kept. */
+  runUnread?: true;
   /** ISO time the resource was created. */
   createdAt?: string;
 }
@@ -84,6 +86,8 @@ export function decideReap(
   const ageSeconds = Number.isFinite(created) ? Math.max(0, (nowMs - created) / 1000) : undefined;
   // Without a creation time nothing says how old it is: it is never old enough.
   if (ageSeconds === undefined || ageSeconds < graceSeconds) return { candidate, ageSeconds, reap: false, reason: KeepReason.Young };
+  // Which run owns it is not read yet: an absent id here says nothing.
+  if (candidate.runUnread) return { candidate, ageSeconds, reap: false, reason: KeepReason.OwnerUnreadable };
   const reap = (reason: ReapReason, detail: string): ReapDecision => ({ candidate, ageSeconds, reap: true, reason, detail });
   if (!owner || owner.found === false) {
     return reap(ReapReason.Unknown, candidate.workflowId ? `no workflow ${candidate.workflowId} owns it` : `it names no workflow whose run key is ${candidate.owner.run}`);
