@@ -641,14 +641,12 @@ export class GceProvider implements ComputeProvider {
         for (const instance of list.instances ?? []) {
           const owner = ownerFromLabels(instance.labels);
           if (!instance.name || !owner) continue;
-          const described = workflowIdOfDescription(instance.description);
-          const key = `${zone}/${instance.name}/${String(instance.id ?? '')}`;
-          const fromMetadata = described !== undefined ? undefined : this.metadataRunIds.get(key) ?? (metadataReads-- > 0 ? await this.readMetadataRunId(key, zone, instance.name) : 'unread');
-          if (fromMetadata === 'gone') continue; // deleted since the listing
+          const run = await this.runOf(zone, instance, () => metadataReads-- > 0);
+          if (run === 'gone') continue; // deleted since the listing
           resources.push({
             ref: { backend: 'gce', name: instance.name, zone },
             owner,
-            ...(described !== undefined ? { workflowId: described } : fromMetadata === 'unread' ? { runUnread: true } : { workflowId: fromMetadata?.id }),
+            ...run,
             lifecycle: gceLifecycle(instance.status),
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
@@ -662,17 +660,26 @@ export class GceProvider implements ComputeProvider {
     });
   }
 
-  /** The workflow id in an instance's metadata (an instance older than the description's), remembered once read. */
-  private async readMetadataRunId(key: string, zone: string, name: string): Promise<{ id: string | undefined } | 'gone' | 'unread'> {
+  /**
+   * Which run a listed instance names: its description, or else (an instance older than
+   * that) its metadata, read once when `mayRead` allows and remembered; unread until then.
+   */
+  private async runOf(zone: string, instance: IInstance, mayRead: () => boolean): Promise<Pick<FleetResource, 'workflowId' | 'runUnread'> | 'gone'> {
+    const described = workflowIdOfDescription(instance.description);
+    if (described !== undefined) return { workflowId: described };
+    const key = `${zone}/${instance.name}/${String(instance.id ?? '')}`;
+    const known = this.metadataRunIds.get(key);
+    if (known) return { workflowId: known.id };
+    if (!mayRead()) return { runUnread: true };
     try {
-      const [instance] = await this.instances.get({ project: this.options.project, zone, instance: name }, fieldMask('metadata/items'));
-      const read = { id: instance.metadata?.items?.find((item) => item.key === RUN_ID_ATTRIBUTE)?.value ?? undefined };
-      this.metadataRunIds.set(key, read);
-      return read;
+      const [read] = await this.instances.get({ project: this.options.project, zone, instance: instance.name! }, fieldMask('metadata/items'));
+      const id = read.metadata?.items?.find((item) => item.key === RUN_ID_ATTRIBUTE)?.value ?? undefined;
+      this.metadataRunIds.set(key, { id });
+      return { workflowId: id };
     } catch (err) {
       if (isNotFound(err)) return 'gone';
       if (isRateLimited(err)) noteRateLimited(this.options.project);
-      return 'unread'; // read again at a later listing
+      return { runUnread: true }; // read again at a later listing
     }
   }
 
