@@ -113,7 +113,7 @@ export function simulate<S>(p: Problem, policy: OnlinePolicy<S>, options: ViewOp
       preemptions++;
     }
     if (options.view === View.Fleet) {
-      p.zones.forEach((zone, z) => fleet() < options.fleetFraction && sightings.push({ zone, available: p.available[z][t] === 1 }));
+      p.zones.forEach((zone, z) => fleet() < options.fleetFraction && sightings.push({ zone, available: p.available[z][t] === 1, byOthers: true }));
     }
     let next = IDLE;
     const waiting = pending !== undefined && t < pending.untilTick;

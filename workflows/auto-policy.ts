@@ -5,9 +5,9 @@
  * the policy's Observation - by the same live-view rule the benchmark's live view uses -
  * and the policy's Action back into offers to try.
  */
-import { ActionKind, type Action, type Observation, type PolicyState, type Sighting, type ZoneQuote, liveZones, sternaPolicy } from './policy';
+import { ActionKind, type Action, type Observation, type PolicyState, type Sighting, type ZoneQuote, initialState, liveZones, sternaPolicy } from './policy';
 import { FLEX_START_MAX_RUN_SECONDS } from './run/flex-start';
-import type { StatsTable } from './policy/zone-stats';
+import { STATS_RULES, type StatsRules, type StatsTable } from './policy/zone-stats';
 import { type PlacementPolicy, type ZoneEvent, ZoneEventKind } from './placement';
 import type { Offer } from './types';
 
@@ -28,6 +28,8 @@ export interface AutoInputs {
   current: Action;
   /** Zone statistics from before this run (the project's memory), used when the policy starts. */
   memory?: StatsTable;
+  /** The rules the policy's zone statistics are kept by when it starts (zone-stats.ts): today's unless a run recorded before them replays. */
+  statsRules?: StatsRules;
   /**
    * What other runs saw (the zone memory's stockouts), not append-only like `events`: each
    * is shown once, at the first decision after it (at the first of all, while it cools down).
@@ -89,7 +91,8 @@ export function sightingsOf(events: readonly ZoneEvent[]): Sighting[] {
 export function observation(inputs: AutoInputs, eventsSeen = 0, decidedAtMs?: number): Observation {
   const quotes = zoneQuotes(inputs.offers, inputs.flexStart !== undefined, inputs.dataCost);
   const news = (inputs.others ?? []).filter((e) => (decidedAtMs === undefined ? inputs.nowMs - e.at < inputs.placement.cooldownSeconds * 1000 : e.at > decidedAtMs));
-  const zones = liveZones(quotes, inputs.current, sightingsOf([...inputs.events.slice(eventsSeen), ...news])).map((z) =>
+  const seen = [...sightingsOf(inputs.events.slice(eventsSeen)), ...sightingsOf(news).map((s) => ({ ...s, byOthers: true }))];
+  const zones = liveZones(quotes, inputs.current, seen).map((z) =>
     // A zone without a spot offer has no spot to launch.
     z.spotPrice === Number.MAX_VALUE ? { ...z, spotAvailable: false as const } : z,
   );
@@ -108,7 +111,7 @@ export function observation(inputs: AutoInputs, eventsSeen = 0, decidedAtMs?: nu
 
 /** Runs from before AutoState kept the policy's state bare and were shown every event. */
 function autoState(saved: unknown, inputs: AutoInputs): AutoState {
-  if (saved === undefined || saved === null) return { policy: sternaPolicy.initialState(inputs.memory), eventsSeen: 0 };
+  if (saved === undefined || saved === null) return { policy: initialState(inputs.memory, inputs.statsRules ?? STATS_RULES), eventsSeen: 0 };
   if (typeof saved === 'object' && 'eventsSeen' in saved) return saved as AutoState;
   return { policy: saved as PolicyState, eventsSeen: inputs.events.length };
 }

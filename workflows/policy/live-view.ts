@@ -19,13 +19,17 @@ export type ZoneQuote = Omit<ZoneObservation, 'spotAvailable'>;
 export interface Sighting {
   zone: string;
   available: boolean;
+  /** Seen by another run (the fleet observer, the zone memory), not by this one. */
+  byOthers?: boolean;
 }
 
 export function liveZones(quotes: readonly ZoneQuote[], current: Action, sightingsSinceLastDecision: readonly Sighting[]): ZoneObservation[] {
-  const seen = new Map<string, boolean>();
-  for (const s of sightingsSinceLastDecision) seen.set(s.zone, s.available);
-  return quotes.map((q) => ({
-    ...q,
-    spotAvailable: current.kind === ActionKind.Spot && current.zone === q.zone ? true : (seen.get(q.zone) ?? 'unknown'),
-  }));
+  const seen = new Map<string, Sighting>();
+  for (const s of sightingsSinceLastDecision) seen.set(s.zone, s);
+  return quotes.map((q) => {
+    if (current.kind === ActionKind.Spot && current.zone === q.zone) return { ...q, spotAvailable: true };
+    const s = seen.get(q.zone);
+    if (s === undefined) return { ...q, spotAvailable: 'unknown' };
+    return s.byOthers === true ? { ...q, spotAvailable: s.available, seenByOthers: true } : { ...q, spotAvailable: s.available };
+  });
 }

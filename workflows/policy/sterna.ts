@@ -20,7 +20,7 @@ import { onDemandUsd, runningPrice, withFlexTier } from './flex-tier';
 import { availabilityChance, foundUptimeHours, likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
-import { type StatsTable, emptyStats, observe, runAgeHours } from './zone-stats';
+import { type StatsRules, type StatsTable, STATS_RULES, emptyStats, observe, runAgeHours } from './zone-stats';
 
 /** JSON-plain: carried through the workflow's continue-as-new. */
 export interface PolicyState {
@@ -30,9 +30,14 @@ export interface PolicyState {
   start: RunStart | null;
 }
 
-/** `memory`: zone statistics from before this run, in the same shape (warm start); none for a cold one. */
-export function initialState(memory?: StatsTable): PolicyState {
-  return { version: 1, stats: memory ?? emptyStats(), start: null };
+/**
+ * `memory`: zone statistics from before this run, in the same shape (warm start); none for
+ * a cold one. `rules`: the zone statistics' rules (zone-stats.ts), today's unless a run
+ * recorded before them replays.
+ */
+export function initialState(memory?: StatsTable, rules: StatsRules = STATS_RULES): PolicyState {
+  const stats = memory ?? emptyStats();
+  return { version: 1, stats: rules === STATS_RULES ? { ...stats, rules: STATS_RULES } : stats, start: null };
 }
 
 interface Candidate {

@@ -22,6 +22,12 @@ export type SpotAvailability = boolean | 'unknown';
 export interface ZoneObservation {
   zone: string;
   spotAvailable: SpotAvailability;
+  /**
+   * The availability was seen by another run (the fleet), not by this one. Such looks come
+   * by chance, not because this run watched the zone: how long the zone's state lasts must
+   * not be measured along them (zone-stats.ts).
+   */
+  seenByOthers?: boolean;
   /** USD per hour for the whole instance, now. */
   spotPrice: number;
   /** USD per hour for the whole instance; on-demand capacity is assumed always launchable. */

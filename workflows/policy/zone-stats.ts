@@ -21,6 +21,12 @@ export interface ZoneStats {
   runStartHours: number;
   /** False for the first run: it began before we looked, so its length is only a lower bound. */
   sawRunStart: boolean;
+  /**
+   * The current run was followed, at some look, only by another run's sighting. Such
+   * looks come by chance, so a run followed along them to its end was kept because it was
+   * short (each look it needed had to happen): its length is not recorded.
+   */
+  sampled?: true;
 }
 
 export interface StatsTable {
@@ -41,7 +47,18 @@ export interface StatsTable {
    * most of its uptime this way. Absent in states written before it existed.
    */
   upResiduals?: number[];
+  /**
+   * The rules this table is kept by. 2: a found run's remainder pools residuals and
+   * complete runs (foundRemainingHours), and runs followed along others' looks are not
+   * measured (ZoneStats.sampled). Absent: the first rules, which runs started before
+   * these keep to the end (their histories replay the same decisions).
+   */
+  rules?: typeof STATS_RULES;
 }
+
+/** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
+export const STATS_RULES = 2;
+export type StatsRules = 1 | typeof STATS_RULES;
 
 /** A memory bound for the state carried through continue-as-new, not a model parameter. */
 const MAX_RUNS = 256;
@@ -60,12 +77,12 @@ export function emptyStats(): StatsTable {
  * decision gives exposure and transitions: across a gap (a live run sees most zones only
  * when it tries them) the change happened at an unknown time, so the record restarts.
  */
-function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number, previousDecision: number | null): ZoneStats {
+function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number, previousDecision: number | null, byChance: boolean): ZoneStats {
   const fresh = emptyZoneStats(nowHours);
   const s: ZoneStats = previous ?? fresh;
   if (z.spotAvailable === 'unknown') return s;
   const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;
-  if (!contiguous) return { ...s, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
+  if (!contiguous) return restarted(s, z.spotAvailable, nowHours);
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
   // The interval since the last look is credited to the state seen then: the change
   // happened somewhere inside it, and this is the unbiased choice for a step-wise probe.
@@ -76,7 +93,15 @@ function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHou
   const same = s.last === z.spotAvailable;
   const runStartHours = same ? s.runStartHours : nowHours;
   const sawRunStart = same ? s.sawRunStart : true;
-  return { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours, sawRunStart };
+  const next: ZoneStats = { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours, sawRunStart };
+  if (same && (s.sampled === true || byChance)) next.sampled = true;
+  return next;
+}
+
+/** A sighting across a gap: the state may have changed and come back unseen, so a new run starts here. */
+function restarted(s: ZoneStats, available: boolean, nowHours: number): ZoneStats {
+  const { sampled: _, ...kept } = s;
+  return { ...kept, last: available, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
 }
 
 function pushRun(runs: readonly number[], hours: number): number[] {
@@ -89,9 +114,11 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
   let upResiduals = table.upResiduals ?? [];
   for (const z of obs.zones) {
     const before = zones[z.zone];
-    const after = observeZone(before, z, obs.nowHours, table.lastNowHours);
-    // A run is complete when it was seen to its end; its length is known only if it was also seen starting.
-    const ended = before !== undefined && before.last !== null && after.last !== before.last && after.sawRunStart;
+    const byChance = table.rules === STATS_RULES && z.seenByOthers === true;
+    const after = observeZone(before, z, obs.nowHours, table.lastNowHours, byChance);
+    // A run is complete when it was seen to its end; its length is known only if it was also
+    // seen starting, and counts only if this run followed it (others' looks come by chance).
+    const ended = before !== undefined && before.last !== null && after.last !== before.last && after.sawRunStart && before.sampled !== true && !byChance;
     if (ended && before.sawRunStart && before.last === true) upRuns = pushRun(upRuns, obs.nowHours - before.runStartHours);
     if (ended && before.sawRunStart && before.last === false) downRuns = pushRun(downRuns, obs.nowHours - before.runStartHours);
     if (ended && !before.sawRunStart && before.last === true) upResiduals = pushRun(upResiduals, obs.nowHours - before.runStartHours);
@@ -112,6 +139,7 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
     upRuns,
     downRuns,
     upResiduals,
+    ...(table.rules === undefined ? {} : { rules: table.rules }),
   };
 }
 
@@ -195,29 +223,39 @@ export function upFraction(table: StatsTable, priorHours: number): number {
 }
 
 /**
- * Hours left of capacity found at an arbitrary moment (a launch into a zone not watched):
- * the runs this table saw from first sight to their end, else the length-biased
- * remainder of the complete runs (a moment falls in a run in proportion to its length).
- * `median` picks the likely value instead of the mean. Undefined without evidence.
+ * Hours left of capacity found at an arbitrary moment (a launch into a zone not watched).
+ * Two kinds of evidence sample it: the runs this table saw from first sight to their end
+ * (residuals), and the complete runs, whose remainder at an arbitrary moment is
+ * length-biased (a moment falls in a run in proportion to its length). Both are weighed
+ * by how many samples each has (under the first rules any residual replaced the runs, so
+ * one left-truncated run outweighed hundreds of complete ones). `median` picks the likely
+ * value instead of the mean. Undefined without evidence.
  */
 export function foundRemainingHours(table: StatsTable, median: boolean): number | undefined {
+  const pooled = table.rules === STATS_RULES;
   const residuals = table.upResiduals ?? [];
-  if (residuals.length > 0) {
-    const sorted = [...residuals].sort((a, b) => a - b);
-    return median ? sorted[Math.floor((sorted.length - 1) / 2)] : sorted.reduce((a, b) => a + b, 0) / sorted.length;
+  const runs = pooled || residuals.length === 0 ? table.upRuns : [];
+  const runTotal = runs.reduce((a, b) => a + b, 0);
+  const nRuns = runTotal > 0 ? runs.length : 0;
+  const n = residuals.length + nRuns;
+  if (n === 0) return undefined;
+  // P(remainder > x): each residual and each run weighs one sample.
+  const tail = (x: number) =>
+    (residuals.filter((r) => r > x).length + (nRuns > 0 ? (nRuns * runs.reduce((a, r) => a + Math.max(0, r - x), 0)) / runTotal : 0)) / n;
+  if (!median) {
+    const residualSum = residuals.reduce((a, b) => a + b, 0);
+    const lengthBiased = nRuns > 0 ? runs.reduce((a, r) => a + r * r, 0) / (2 * runTotal) : 0;
+    return (residualSum + nRuns * lengthBiased) / n;
   }
-  const runs = table.upRuns;
-  const total = runs.reduce((a, b) => a + b, 0);
-  if (total <= 0) return undefined;
-  if (!median) return runs.reduce((a, r) => a + r * r, 0) / (2 * total);
-  // P(remainder > x) = sum over runs of max(0, r - x) / total: find where it is one half.
-  const sorted = [...runs].sort((a, b) => a - b);
+  if (nRuns === 0) {
+    const sorted = [...residuals].sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)];
+  }
   let lo = 0;
-  let hi = sorted[sorted.length - 1];
+  let hi = Math.max(...residuals, ...runs);
   for (let i = 0; i < 50; i++) {
     const mid = (lo + hi) / 2;
-    const tail = sorted.reduce((a, r) => a + Math.max(0, r - mid), 0) / total;
-    if (tail > 0.5) lo = mid;
+    if (tail(mid) > 0.5) lo = mid;
     else hi = mid;
   }
   return (lo + hi) / 2;

@@ -17,6 +17,7 @@ import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
 import { sliceKey } from '../gpu-slices';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
+import { STATS_RULES, type StatsRules } from '../policy/zone-stats';
 import { flexStartMaxWaitSeconds, modelsOf } from '../pricing';
 import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
@@ -129,6 +130,25 @@ export interface Context {
    * is up) rather than when the VM is down (runs recorded before waited for the VM).
    */
   endsOnExit?: boolean;
+  /**
+   * Whether `auto` starts its policy with today's zone-statistics rules (policy/zone-stats.ts:
+   * found runs pooled, others' looks not measured); runs recorded before keep the first.
+   */
+  policyStats?: boolean;
+}
+
+/** How `auto` asks its policy, by what the run was recorded with (Context). */
+export interface AutoRules {
+  /** The policy weighs flex-start and the run's data cost itself (`autoCosts`). */
+  costs: boolean;
+  statsRules: StatsRules;
+}
+
+/** What a run started today asks by. */
+export const AUTO_RULES: AutoRules = { costs: true, statsRules: STATS_RULES };
+
+function autoRulesOf(context: Context): AutoRules {
+  return { costs: context.autoCosts === true, statsRules: context.policyStats === true ? STATS_RULES : 1 };
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -517,8 +537,9 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     if (now >= state.policyCheckAt) {
       state.policyCheckAt = now + POLICY_CHECK_SECONDS * 1000;
       const offers = state.placement?.offers ?? [];
-      const costs = context.autoCosts === true;
-      const move = offers.length > 0 ? askPolicy(state, spec, costs ? usableFlex(state, spec, offers, now) : offers, actionOf(live.offer), now, costs).kind : undefined;
+      const rules = autoRulesOf(context);
+      const costs = rules.costs;
+      const move = offers.length > 0 ? askPolicy(state, spec, costs ? usableFlex(state, spec, offers, now) : offers, actionOf(live.offer), now, rules).kind : undefined;
       if (move === ActionKind.OnDemand || (costs && move === ActionKind.FlexStart)) {
         const stop = endAttempt(state, spec, live, AttemptOutcome.Switched, now);
         return stop ?? decide(state, spec, context);
@@ -558,7 +579,7 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
     state.phase = Phase.FindingCapacity;
     return { kind: 'find-capacity' };
   }
-  const offer = nextCandidate(state, spec, now, context.autoCosts === true);
+  const offer = nextCandidate(state, spec, now, autoRulesOf(context));
   if (!offer) {
     state.placement = undefined;
     state.capacityRetryAt = now + NO_CAPACITY_BACKOFF_MS;
@@ -611,19 +632,19 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
 }
 
 /**
- * The next offer to try in this round, or undefined when the round is over. `costs`: the
- * auto policy weighs flex-start and the data cost itself (runs recorded before did not).
+ * The next offer to try in this round, or undefined when the round is over. `rules`: how
+ * the auto policy is asked (runs recorded before asked by older rules).
  */
-export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, costs = true): Offer | undefined {
+export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, rules: AutoRules = AUTO_RULES): Offer | undefined {
   const round = state.placement!;
   const untried = (o: Offer) => !round.tried.includes(triedKey(o));
-  if (autoPolicyApplies(state, spec) && costs) return autoCandidate(state, spec, nowMs);
+  if (autoPolicyApplies(state, spec) && rules.costs) return autoCandidate(state, spec, nowMs, rules);
   if (autoPolicyApplies(state, spec)) {
     // The deadline-aware policy picks the zone and model; after each failed try it is
     // asked again, now knowing that zone is out.
     const both = [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
     const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, both, nowMs));
-    const decision = askPolicy(state, spec, round.offers, idle, nowMs);
+    const decision = askPolicy(state, spec, round.offers, idle, nowMs, rules);
     const usable = (o: Offer) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs));
     const chosen = offersFor(decision, ranked).find(usable);
     const flex = decision.kind !== ActionKind.Spot ? flexTierChoice(state, spec, round.offers, chosen ?? cheapestOnDemand(ranked), usable, decision.kind === ActionKind.Idle, nowMs) : undefined;
@@ -654,11 +675,11 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, cos
  * spec with `pricing.flexStart`) flex-start - by expected cost, the run's data cost
  * included; after each failed try it is asked again, now knowing that zone is out.
  */
-function autoCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
+function autoCandidate(state: RunState, spec: RunSpec, nowMs: number, rules: AutoRules): Offer | undefined {
   const round = state.placement!;
   const models = spec.pricing.flexStart ? [ProvisioningModel.Spot, ProvisioningModel.FlexStart, ProvisioningModel.OnDemand] : [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
   const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, models, nowMs));
-  const decision = askPolicy(state, spec, usableFlex(state, spec, round.offers, nowMs), idle, nowMs, true);
+  const decision = askPolicy(state, spec, usableFlex(state, spec, round.offers, nowMs), idle, nowMs, rules);
   const chosen = offersFor(decision, ranked).find((o) => usable(state, spec, o, nowMs));
   if (decision.kind === ActionKind.Idle) {
     record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
@@ -725,7 +746,7 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
   };
 }
 
-function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number, costs = false) {
+function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number, rules: AutoRules) {
   // A run that read the zone memory starts the policy from it, and sees its stockouts.
   const { action, state: policyState } = decideAuto(state.policyState, {
     memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
@@ -740,7 +761,8 @@ function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], cur
     changeoverSeconds: CHANGEOVER_SECONDS,
     stepSeconds: POLICY_CHECK_SECONDS,
     current,
-    ...(costs ? { flexStart: flexTermsFor(spec), dataCost: dataCostsFor(spec, state) } : {}),
+    statsRules: rules.statsRules,
+    ...(rules.costs ? { flexStart: flexTermsFor(spec), dataCost: dataCostsFor(spec, state) } : {}),
   });
   state.policyState = policyState;
   return action;

@@ -6,7 +6,7 @@
 import { patched } from '@temporalio/workflow';
 import type { Context } from './machine';
 
-export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit'>;
+export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit' | 'policyStats'>;
 
 export function runPatches(): RunPatches {
   // Runs recorded before runs asked for the observer themselves replay without asking.
@@ -25,5 +25,7 @@ export function runPatches(): RunPatches {
   const releaseBeside = patched('sterna-release-beside');
   // Runs recorded before ended a preempted attempt only once its VM was down.
   const endsOnExit = patched('sterna-end-on-exit');
-  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit };
+  // Runs recorded before auto's policy pooled found runs and stopped measuring along others' looks keep the first rules.
+  const policyStats = patched('sterna-policy-stats');
+  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit, policyStats };
 }

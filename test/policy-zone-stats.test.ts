@@ -1,0 +1,83 @@
+import { strict as assert } from 'node:assert';
+import { decideAuto, type AutoInputs } from '../workflows/auto-policy';
+import { ZoneEventKind } from '../workflows/placement';
+import { type Observation, type ZoneObservation, initialState, liveZones } from '../workflows/policy';
+import { STATS_RULES, type StatsTable, emptyStats, foundRemainingHours, observe } from '../workflows/policy/zone-stats';
+import type { Offer } from '../workflows/types';
+
+/** One decision's look at zone `a`: own (true/false), unseen, or another run's sighting. */
+function at(nowHours: number, a: boolean | 'unknown', byOthers = false): Observation {
+  const zone: ZoneObservation = { zone: 'a', spotAvailable: a, spotPrice: 1, onDemandPrice: 3, ...(byOthers ? { seenByOthers: true } : {}) };
+  return { nowHours, remainingWorkHours: 1, hoursUntilDeadline: 2, changeoverHours: 0, stepHours: 1, current: { kind: 'idle' }, changeoverRemainingHours: 0, zones: [zone] };
+}
+
+function kept(table: StatsTable, looks: readonly (readonly [number, boolean | 'unknown', boolean?])[]): StatsTable {
+  return looks.reduce((t, [hours, a, byOthers]) => observe(t, at(hours, a, byOthers === true)), table);
+}
+
+const todays = (): StatsTable => ({ ...emptyStats(), rules: STATS_RULES });
+
+describe('zone statistics: what a run may measure', () => {
+  it('a run followed only along other runs\' looks is not measured (kept because it was short), its hours and transitions are', () => {
+    // Up from hour 1 (seen starting), followed by others at hours 2 and 3, down at 4.
+    const looks = [[0, false, true], [1, true, true], [2, true, true], [3, true, true], [4, false, true]] as const;
+    const table = kept(todays(), looks);
+    assert.deepEqual(table.upRuns, [], 'its length is not recorded');
+    assert.deepEqual(table.upResiduals, []);
+    assert.equal(table.zones.a.upHours, 3, 'the hours seen up still count');
+    assert.equal(table.zones.a.preemptions, 1, 'and so does the preemption');
+    // The first rules (a run recorded before them) measured it.
+    assert.deepEqual(kept(emptyStats(), looks).upRuns, [3]);
+  });
+
+  it('a run this run followed is measured, even when another run saw it first', () => {
+    // Another run sees capacity at hour 1; this run's instance runs there from hour 2 until its preemption at 5.
+    const table = kept(todays(), [[0, 'unknown'], [1, true, true], [2, true], [3, true], [4, true], [5, false]]);
+    assert.deepEqual(table.upResiduals, [4], 'from first sight to its end');
+  });
+
+  it('a run ended by another run\'s look is not measured either', () => {
+    const table = kept(todays(), [[0, true], [1, true], [2, false, true]]);
+    assert.deepEqual(table.upResiduals, []);
+    assert.equal(table.zones.a.preemptions, 1);
+  });
+
+  it('a found run\'s remainder pools residuals with complete runs, one sample each', () => {
+    // 99 complete runs of 2 h (a launch at an arbitrary moment finds 1 h left on average) and one residual of 10 h.
+    const table: StatsTable = { ...todays(), upRuns: Array(99).fill(2), upResiduals: [10] };
+    assert.ok(Math.abs(foundRemainingHours(table, false)! - (99 * 1 + 10) / 100) < 1e-9);
+    assert.ok(Math.abs(foundRemainingHours(table, true)! - 1) < 0.02, 'the median is the runs\' (half of 2 h)');
+    // The first rules let the one residual stand for everything.
+    const first: StatsTable = { ...table, rules: undefined };
+    assert.equal(foundRemainingHours(first, false), 10);
+    assert.equal(foundRemainingHours(first, true), 10);
+  });
+
+  it('the live view marks what another run saw, and only that', () => {
+    const quotes = ['a', 'b', 'c'].map((zone) => ({ zone, spotPrice: 1, onDemandPrice: 3 }));
+    const zones = liveZones(quotes, { kind: 'spot', zone: 'a' }, [{ zone: 'a', available: false, byOthers: true }, { zone: 'b', available: false }, { zone: 'c', available: true, byOthers: true }]);
+    assert.deepEqual(
+      zones.map((z) => [z.spotAvailable, z.seenByOthers === true]),
+      [[true, false], [false, false], [true, true]],
+    );
+  });
+
+  it('a policy starts with today\'s rules, and a run recorded before them keeps the first', () => {
+    assert.equal(initialState().stats.rules, STATS_RULES);
+    assert.equal(initialState(undefined, 1).stats.rules, undefined);
+    const offers: Offer[] = ['a', 'b'].flatMap((zone) =>
+      (['SPOT', 'STANDARD'] as const).map((model) => ({
+        backend: 'gce' as const, zone: `us-central1-${zone}`, region: 'us-central1', accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-8',
+        provisioningModel: model, pricePerHour: model === 'SPOT' ? 0.3 : 1, onDemandPricePerHour: 1, quotaAvailable: true,
+      })),
+    );
+    const inputs = (statsRules?: 1): AutoInputs => ({
+      offers, events: [], placement: { nowMs: 0, cooldownSeconds: 600, expectedHours: 1, models: ['SPOT', 'STANDARD'] }, nowMs: 0, runStartMs: 0,
+      deadlineMs: 4 * 3_600_000, remainingWorkSeconds: 3600, changeoverSeconds: 60, stepSeconds: 300, current: { kind: 'idle' },
+      others: [{ zone: 'us-central1-a', region: 'us-central1', provisioningModel: 'SPOT', kind: ZoneEventKind.Stockout, at: 0 }],
+      ...(statsRules ? { statsRules } : {}),
+    });
+    assert.equal(decideAuto(undefined, inputs()).state.policy.stats.rules, STATS_RULES);
+    assert.equal(decideAuto(undefined, inputs(1)).state.policy.stats.rules, undefined);
+  });
+});
