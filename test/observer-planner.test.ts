@@ -3,7 +3,7 @@
  * and that the read budget holds for any fleet size.
  */
 import { strict as assert } from 'node:assert';
-import { absorbLook, emptyMemory, hasDraining, markSent, MIN_BUDGET_SCALE, nextBudgetScale, observationsDue, planFollow, planLook, readBucket, type DueObservation } from '../activities/fleet/planner';
+import { absorbLook, emptyMemory, hasDraining, markSent, MIN_BUDGET_SCALE, nextBudgetScale, observationsDue, planFollow, planLook, readBucket, Tell, type DueObservation } from '../activities/fleet/planner';
 import type { FleetResource } from '../activities/providers/provider';
 import { carry, resume, type FleetMemory } from '../activities/fleet/memory';
 import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../workflows/fleet/contract';
@@ -77,6 +77,21 @@ describe('fleet planner', () => {
     assert.deepEqual(told.observation.snapshot, { lifecycle: 'stopping', preempted: true, ...exited });
     assert.equal(hasDraining(memory), false, 'nothing more to wait for');
     assert.deepEqual(planFollow(memory, T0 + INTERVAL_MS + 3000, settings).reads, []);
+  });
+
+  it('tells a preemption before the checkpoints read with it, and can hold the checkpoints back while the attempt drains', () => {
+    const memory = look(emptyMemory(T0, settings), [vm(1), vm(2), vm(3)], T0, () => training(10, 5)).memory;
+    // A look later: runs 2 and 3 were read with new checkpoints, run 1's VM is stopping, preempted.
+    const at = T0 + INTERVAL_MS;
+    const keys = [vm(1), vm(2), vm(3)].map((v) => resourceKey(v.ref));
+    const resources = { ...memory.resources };
+    resources[keys[0]] = { ...resources[keys[0]], lifecycle: 'stopping', preempted: true };
+    for (const key of keys.slice(1)) resources[key] = { ...resources[key], agent: training(70, 60).values, readAtMs: at };
+    const seen: FleetMemory = { ...memory, resources };
+    assert.equal(hasDraining(seen), true);
+    const all = observationsDue(seen, at, settings);
+    assert.deepEqual(all.map((d) => [d.workflowId, d.urgent]), [['run-1', true], ['run-2', false], ['run-3', false]], 'the preemption goes first');
+    assert.deepEqual(observationsDue(seen, at, settings, Tell.Urgent).map((d) => d.workflowId), ['run-1'], 'progress can wait for the drain');
   });
 
   it('pays the follow-up reads from the same budget: none without tokens', () => {

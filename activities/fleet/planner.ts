@@ -275,6 +275,26 @@ export interface DueObservation {
   key: string;
   workflowId: string;
   observation: ResourceObservation;
+  /** News the run acts on at once (isUrgent); otherwise progress. */
+  urgent: boolean;
+}
+
+/** Which signals a tell sends: all news, or only the urgent (while an attempt drains, see watch.ts). */
+export const Tell = { All: 'all', Urgent: 'urgent' } as const;
+export type Tell = (typeof Tell)[keyof typeof Tell];
+
+/**
+ * News a run acts on at once: its attempt's lifecycle, a preemption, the agent's phase or
+ * exit, or a silence long enough that the run would look itself. A new checkpoint or step
+ * alone is progress: the run records it, and an ending attempt's newest checkpoint is
+ * read before its end is told anyway.
+ */
+function isUrgent(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
+  const told = entry.told;
+  if (!told) return true;
+  const now = toldOf(entry, nowMs);
+  if (now.lifecycle !== told.lifecycle || now.preempted !== told.preempted || now.phase !== told.phase || now.exitCode !== told.exitCode) return true;
+  return nowMs - told.atMs >= settings.maxSilenceSeconds * 1000;
 }
 
 /**
@@ -301,18 +321,26 @@ function isHeld(entry: WatchedResource): boolean {
   return entry.readDue === ReadDue.Changed && entry.lifecycle !== 'stopping';
 }
 
-export function observationsDue(memory: FleetMemory, nowMs: number, settings: FleetSettings): DueObservation[] {
+/**
+ * The signals to send, urgent first: each becomes a workflow task of its run, and the
+ * worker takes them in about the order they were sent, so a preemption must not queue
+ * behind a look's worth of checkpoints. `tell` Urgent leaves the progress for later.
+ */
+export function observationsDue(memory: FleetMemory, nowMs: number, settings: FleetSettings, tell: Tell = Tell.All): DueObservation[] {
   const at = new Date(nowMs).toISOString();
   const due: DueObservation[] = [];
   for (const [key, entry] of Object.entries(memory.resources)) {
     if (!entry.workflowId || isHeld(entry) || !isNews(entry, nowMs, settings)) continue;
+    const urgent = isUrgent(entry, nowMs, settings);
+    if (!urgent && tell === Tell.Urgent) continue;
     due.push({
       key,
       workflowId: entry.workflowId,
       observation: { name: entry.ref.name, owner: entry.owner, at, snapshot: { lifecycle: entry.lifecycle, preempted: entry.preempted, ...entry.agent } },
+      urgent,
     });
   }
-  return due;
+  return [...due.filter((d) => d.urgent), ...due.filter((d) => !d.urgent)];
 }
 
 /** Records what each run was told; a gone resource is forgotten once told (or when there is no one to tell). */

@@ -17,7 +17,7 @@ import { observationSignal, type ResourceObservation } from '../../workflows/mes
 import type { ResourceRef } from '../../workflows/types';
 import type { ComputeProvider } from '../providers/provider';
 import { carry, resume, type FleetMemory } from './memory';
-import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, type LookResults } from './planner';
+import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, Tell, type LookResults } from './planner';
 import { fleetPreemptions } from '../zones/from-fleet';
 import type { ZoneOutcome } from '../../workflows/zones/memory';
 
@@ -87,7 +87,9 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
     // The zone memory is a prior, not the runs' news: a failure here costs only that.
     await tellZones!(preemptions).catch((err: unknown) => log.warn('could not tell the zone memory of preemptions', { preemptions: preemptions.length, error: String(err) }));
   }
-  return tell(signalRun, input, absorbed, stats, nowMs);
+  // While an attempt drains, its end (told by a follow-up within seconds) must not queue
+  // behind this look's progress in the worker: that waits for the drain, or the next look.
+  return tell(signalRun, input, absorbed, stats, nowMs, hasDraining(absorbed) ? Tell.Urgent : Tell.All);
 }
 
 /** Between looks: the draining resources' reads (planner.ts `planFollow`), and the signals they make due. */
@@ -96,7 +98,8 @@ async function follow(provider: ComputeProvider, signalRun: SignalRun, input: Wa
   const plan = planFollow(memory, nowMs, input.settings);
   const results: LookResults = { reads: {}, checked: [], preempted: [] };
   await readAgents(provider, plan.reads, results, stats);
-  return tell(signalRun, input, absorbLook(plan.memory, results, nowMs), stats, nowMs);
+  const absorbed = absorbLook(plan.memory, results, nowMs);
+  return tell(signalRun, input, absorbed, stats, nowMs, hasDraining(absorbed) ? Tell.Urgent : Tell.All);
 }
 
 async function readAgents(provider: ComputeProvider, refs: ResourceRef[], results: LookResults, stats: WatchStats): Promise<void> {
@@ -110,9 +113,9 @@ async function readAgents(provider: ComputeProvider, refs: ResourceRef[], result
   });
 }
 
-/** Signals each run with news, and remembers what it was told. */
-async function tell(signalRun: SignalRun, input: WatchFleetInput, absorbed: FleetMemory, stats: WatchStats, nowMs: number): Promise<FleetMemory> {
-  const due = observationsDue(absorbed, nowMs, input.settings);
+/** Signals each run with news (urgent first; `which` Urgent leaves progress for a later tell), and remembers what it was told. */
+async function tell(signalRun: SignalRun, input: WatchFleetInput, absorbed: FleetMemory, stats: WatchStats, nowMs: number, which: Tell = Tell.All): Promise<FleetMemory> {
+  const due = observationsDue(absorbed, nowMs, input.settings, which);
   const delivered: string[] = [];
   await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
     try {
@@ -163,6 +166,7 @@ export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun
       next = Math.max(next + intervalMs, Date.now());
       if (next >= returnAt) return { memory: carried, stats };
       // A preempted VM's final checkpoint is waited for closely, not at the next look.
+      const wasDraining = hasDraining(memory);
       while (hasDraining(memory) && Date.now() + drainMs < next) {
         await pause(drainMs);
         try {
@@ -171,6 +175,12 @@ export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun
         } catch (err) {
           context.log.warn('fleet follow-up failed; the next look covers it', { error: String(err) });
         }
+      }
+      // Progress held back while something drained goes out now, not a look later (a
+      // follow-up that saw the drain end has sent it already).
+      if (wasDraining && hasDraining(memory)) {
+        memory = await tell(signalRun, input, memory, stats, Date.now());
+        carried = carry(memory);
       }
       await pause(next - Date.now());
     }
