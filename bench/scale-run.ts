@@ -483,7 +483,7 @@ async function countWorkflows(client: Client, query: string): Promise<number> {
 }
 
 function tuning(o: ScaleOptions): string {
-  const parts = [o.workerHeapMb !== undefined && `--max-old-space-size=${o.workerHeapMb}`, o.workerCache !== undefined && `STERNA_MAX_CACHED_WORKFLOWS=${o.workerCache}`].filter(Boolean);
+  const parts = [o.workerHeapMb !== undefined && `STERNA_WORKER_HEAP_MB=${o.workerHeapMb}`, o.workerCache !== undefined && `STERNA_MAX_CACHED_WORKFLOWS=${o.workerCache}`].filter(Boolean);
   return parts.length === 0 ? 'default' : parts.join(' ');
 }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { startDevServer, startDevServerOnFreePort, type DevServer } from '../config/dev-server';
 import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
 import { bundleWorkflows } from '../workers/bundle';
+import { workerProcess } from '../workers/process-tuning';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 
 /** The compiled tree (build/): this file is build/bench/scale-stack.js. */
@@ -128,7 +129,7 @@ export interface WorkerSettings {
   bundlePath: string;
   /** STERNA_OBSERVER_* settings; ignored by a build without the observer. */
   observer: { startOnBoot: boolean; intervalSeconds?: number };
-  /** V8 heap limit (MB): not default tuning, for memory experiments. */
+  /** STERNA_WORKER_HEAP_MB, the V8 heap limit (MB): not default tuning, for memory experiments. */
   heapMb?: number;
   /** STERNA_MAX_CACHED_WORKFLOWS: not default tuning, for memory experiments. */
   maxCachedWorkflows?: number;
@@ -136,7 +137,10 @@ export interface WorkerSettings {
   extraEnv?: Record<string, string>;
 }
 
-/** One worker process as `npm run worker` starts it: default tuning unless `heapMb` is set. */
+/**
+ * One worker process as `npm run worker` starts it (workers/process-tuning.ts), spawned
+ * directly so its pid is the worker's: default tuning unless `heapMb` or `maxCachedWorkflows` is set.
+ */
 export async function startWorkerProcess(workDir: string, s: WorkerSettings): Promise<Child> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -156,9 +160,12 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   delete env.STERNA_MAX_CONCURRENT_ACTIVITIES;
   delete env.NODE_OPTIONS;
   delete env.STERNA_MAX_CACHED_WORKFLOWS;
+  delete env.STERNA_WORKER_HEAP_MB;
+  for (const name of Object.keys(env)) if (name.startsWith('MALLOC_')) delete env[name];
   if (s.maxCachedWorkflows !== undefined) env.STERNA_MAX_CACHED_WORKFLOWS = String(s.maxCachedWorkflows);
-  if (s.heapMb !== undefined) env.NODE_OPTIONS = `--max-old-space-size=${s.heapMb}`;
-  const child = spawnChild('Sterna worker', [join(BUILD, 'workers', 'main.js')], env, join(workDir, 'worker.log'));
+  if (s.heapMb !== undefined) env.STERNA_WORKER_HEAP_MB = String(s.heapMb);
+  const tuned = workerProcess(env);
+  const child = spawnChild('Sterna worker', [...tuned.nodeFlags, join(BUILD, 'workers', 'main.js')], tuned.env, join(workDir, 'worker.log'));
   try {
     await waitForLine(child, /sterna worker on task queue/, 120_000);
     return child;
