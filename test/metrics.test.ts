@@ -5,10 +5,11 @@
  * Prometheus's HTTP API, never the worker, what it scraped.
  */
 import { strict as assert } from 'node:assert';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrometheus } from '../config/prometheus';
 import { loadWorkerConfig } from '../config/worker-config';
+import { DEFAULT_WORKER_HEAP_MB } from '../workers/process-tuning';
 import type { RunResult } from '../workflows/run/views';
 import { eventually, spawnLogged, type Spawned } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
@@ -55,7 +56,8 @@ describe('worker metrics, scraped by a real Prometheus', function () {
   it("Prometheus scrapes the worker: Sterna's run, attempt, cost and latency metrics, and the Temporal SDK's own", async () => {
     const binary = await ensurePrometheus();
     const [metricsPort, sdkPort, prometheusPort] = [await freePort(), await freePort(), await freePort()];
-    worker = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'main.js')], {
+    // Through `npm run worker`'s launcher, which starts the worker process tuned.
+    worker = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'start.js')], {
       logFile: join(stack.dir, 'worker.log'),
       env: {
         ...process.env,
@@ -114,5 +116,12 @@ describe('worker metrics, scraped by a real Prometheus', function () {
     // The SDK's runtime metrics, on the same target.
     const sdk = await query(api, 'count({job="sterna-worker", __name__=~"temporal_.+"})');
     assert.ok(Number(sdk[0]?.value[1]) > 0, 'the Temporal SDK runtime metrics are scraped through the same endpoint');
+
+    // The worker runs in the launcher's child with the tuned flags, and stops gracefully on the launcher's SIGTERM.
+    const [workerPid] = readFileSync(`/proc/${worker.child.pid}/task/${worker.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    assert.ok(readFileSync(`/proc/${workerPid}/cmdline`, 'utf8').split('\0').includes(`--max-old-space-size=${DEFAULT_WORKER_HEAP_MB}`));
+    await worker.kill('SIGTERM');
+    assert.equal(await worker.exited, 0, 'the launcher exits as its worker did: cleanly');
+    assert.equal(existsSync(`/proc/${workerPid}`), false, 'and the worker is gone');
   });
 });

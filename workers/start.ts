@@ -10,15 +10,10 @@ import { workerProcess } from './process-tuning';
 
 function start(): void {
   const { nodeFlags, env } = workerProcess(process.env);
-  const worker = spawn(process.execPath, [...nodeFlags, join(__dirname, 'main.js')], { env, stdio: 'inherit' });
-  // A terminal's Ctrl-C reaches both processes; a signal sent to this one alone is passed on, once.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    let passed = false;
-    process.on(signal, () => {
-      if (!passed) worker.kill(signal);
-      passed = true;
-    });
-  }
+  // Its own process group, so each stop signal reaches it once, through here: the SDK
+  // begins a graceful shutdown at the first and, as when run directly, a second one ends it.
+  const worker = spawn(process.execPath, [...nodeFlags, join(__dirname, 'main.js')], { env, stdio: 'inherit', detached: true });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => worker.kill(signal));
   worker.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + constants.signals[signal] : 1)));
 }
 
