@@ -5,7 +5,8 @@
  * - a V8 heap limit: with Node's default (about 4 GB here) V8 let some 330 MB of garbage
  *   pile up between collections, at no saving in CPU;
  * - a young generation of 4 MB semi-spaces instead of 16, in each of the worker's two
- *   isolates (main and workflow thread): 50 MB less at the peak for 13 % more CPU;
+ *   isolates (main and workflow thread): up to 48 MB less committed for new objects (its
+ *   effect on the peak, measured, is within the peak's run-to-run spread);
  * - glibc malloc with two arenas and large blocks mapped on their own: the SDK core's
  *   native memory otherwise spread over eight arenas of 64 MB, mostly free but resident.
  * A limit is also a crash limit, so the workflow cache is sized from it (workers/worker.ts):
