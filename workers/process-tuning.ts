@@ -1,7 +1,7 @@
 /**
  * How the worker's process is started: by `npm run worker` (workers/start.ts) and by the
  * scale benchmark, whose "default tuning" is this. Measured at 2,000 training runs on one
- * worker (bench/README.md, rows M to O):
+ * worker (bench/README.md, rows M to P):
  * - a V8 heap limit: with Node's default (about 4 GB here) V8 let some 330 MB of garbage
  *   pile up between collections, at no saving in CPU;
  * - a young generation of 4 MB semi-spaces instead of 16, in each of the worker's two

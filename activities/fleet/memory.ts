@@ -82,16 +82,15 @@ export function toldOf(entry: WatchedResource, atMs: number): Told {
 
 /** True when a decisive field differs from what the run was told (a new step alone is not). */
 export function differsFromTold(entry: WatchedResource): boolean {
+  return stateDiffersFromTold(entry) || entry.agent.checkpoint?.step !== entry.told!.checkpointStep;
+}
+
+/** True when what the run acts on at once differs from what it was told: lifecycle, preemption, phase, exit (not a checkpoint). */
+export function stateDiffersFromTold(entry: WatchedResource): boolean {
   const told = entry.told;
   if (!told) return true;
   const now = toldOf(entry, 0);
-  return (
-    now.lifecycle !== told.lifecycle ||
-    now.preempted !== told.preempted ||
-    now.phase !== told.phase ||
-    now.checkpointStep !== told.checkpointStep ||
-    now.exitCode !== told.exitCode
-  );
+  return now.lifecycle !== told.lifecycle || now.preempted !== told.preempted || now.phase !== told.phase || now.exitCode !== told.exitCode;
 }
 
 const LIFECYCLES: Lifecycle[] = ['pending', 'running', 'stopping', 'terminated', 'gone'];

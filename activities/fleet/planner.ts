@@ -21,7 +21,7 @@ import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettin
 import type { ResourceObservation } from '../../workflows/messages';
 import type { ResourceRef } from '../../workflows/types';
 import type { FleetResource } from '../providers/provider';
-import { differsFromTold, ReadDue, toldOf, type FleetMemory, type WatchedResource } from './memory';
+import { differsFromTold, ReadDue, stateDiffersFromTold, toldOf, type FleetMemory, type WatchedResource } from './memory';
 
 /** Listings in a row that must miss a resource before it counts as gone. */
 const ABSENT_LOOKS_FOR_GONE = 2;
@@ -290,11 +290,7 @@ export type Tell = (typeof Tell)[keyof typeof Tell];
  * read before its end is told anyway.
  */
 function isUrgent(entry: WatchedResource, nowMs: number, settings: FleetSettings): boolean {
-  const told = entry.told;
-  if (!told) return true;
-  const now = toldOf(entry, nowMs);
-  if (now.lifecycle !== told.lifecycle || now.preempted !== told.preempted || now.phase !== told.phase || now.exitCode !== told.exitCode) return true;
-  return nowMs - told.atMs >= settings.maxSilenceSeconds * 1000;
+  return stateDiffersFromTold(entry) || nowMs - entry.told!.atMs >= settings.maxSilenceSeconds * 1000;
 }
 
 /**
