@@ -417,3 +417,17 @@ export function apiFigures(view: ApiUsageView, project: string, before?: ApiUsag
   }
   return figures;
 }
+
+/** The most runs alive at one moment: each run from its start to its close (or `untilMs` if still open). */
+export function peakOverlap(spans: readonly { fromMs: number; toMs?: number }[], untilMs: number): number {
+  // Ends sort before starts at the same instant, so back-to-back runs do not count as overlapping.
+  const edges = spans.flatMap((s) => [
+    { at: s.fromMs, delta: 1 },
+    { at: s.toMs ?? untilMs, delta: -1 },
+  ]);
+  edges.sort((a, b) => a.at - b.at || a.delta - b.delta);
+  let alive = 0;
+  let peak = 0;
+  for (const e of edges) peak = Math.max(peak, (alive += e.delta));
+  return peak;
+}

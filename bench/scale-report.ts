@@ -18,6 +18,7 @@ export function formatScaleReport(r: ScaleResult): string {
     '',
     ...(r.workerExited ? [`  THE WORKER DIED during the measurement (${r.workerExited}); the figures below stop there`] : []),
     `  runs completed / failed / unfinished   ${r.completed} / ${r.failed} / ${r.unfinished}${Object.keys(r.failures).length ? `  (${JSON.stringify(r.failures)})` : ''}`,
+    `  runs alive at once, peak               ${r.peakRunsAlive} (guests running, peak: ${r.peakGuestsRunning ?? 'n/a'}, worker RSS then ${fmt(r.workerRssAtPeakGuestsMb, 0)} MB)`,
     `  wall time, run-hours                   ${fmt(r.wallSeconds, 0)} s, ${fmt(r.runHours, 2)}`,
     `  worker peak RSS (median)               ${fmt(r.workerPeakRssMb)} MB (${fmt(r.workerMedianRssMb)} MB)`,
     `  worker CPU                             ${fmt(r.workerCpuSeconds)} s = ${fmt(r.workerCpuSecondsPerRunHour)} s per run-hour (${fmt(r.workerCores, 2)} cores)`,

@@ -18,6 +18,7 @@ import { seededRandom } from '../workflows/random';
 import {
   apiFigures,
   executionFacts,
+  peakOverlap,
   percentile,
   preemptionLatencies,
   replacementSteps,
@@ -46,6 +47,8 @@ export const ACCELERATOR = 'nvidia-l4';
 const SETTLE_MS = 30_000;
 /** A steady window shorter than this says nothing per minute. */
 const MIN_STEADY_SECONDS = 60;
+/** How often the emulator is asked how many guests run. */
+const GUEST_SAMPLE_MS = 5000;
 
 export type Design = 'per-run-looks' | 'fleet-observer';
 
@@ -58,6 +61,11 @@ export interface ScaleResult {
   /** Set when the worker process died during the measurement (exit code or signal). */
   workerExited?: string;
   failures: Record<string, number>;
+  /** The most runs alive at once (started, not yet closed): "N concurrent runs" only if this is N. */
+  peakRunsAlive: number;
+  /** The most synthetic guests running at once (VMs booted and not exited), sampled every few seconds, and the worker's RSS then. */
+  peakGuestsRunning?: number;
+  workerRssAtPeakGuestsMb?: number;
   design: Design;
   observerRequested: 'on' | 'off';
   observerWorkflows: number;
@@ -212,6 +220,16 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
         if (steadyStart) steadyEnd = await admin.apiUsage(PROJECT);
       }
     };
+    // How many VMs are up at once, and what the worker holds then.
+    let peakGuests: { running: number; rssMb?: number } | undefined;
+    const guestSampler = setInterval(() => {
+      void admin
+        .syntheticGuests()
+        .then((g) => {
+          if (g.running > (peakGuests?.running ?? -1)) peakGuests = { running: g.running, rssMb: workerSampler.usage()?.rssMb };
+        })
+        .catch(() => undefined);
+    }, GUEST_SAMPLE_MS);
     const stamp = Date.now().toString(36);
     let rampReport = Date.now();
     for (let i = 0; i < o.runs; i++) {
@@ -270,6 +288,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       }
     }
     await injector.stop();
+    clearInterval(guestSampler);
     const tEnd = Date.now();
     const usage = await admin.apiUsage(PROJECT);
     // No run ended before the cap: the steady window lasts to the end.
@@ -305,6 +324,9 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       unfinished: unfinished.length,
       workerExited,
       failures,
+      peakRunsAlive: peakOverlap(runs.map((r) => ({ fromMs: r.startedAtMs, toMs: r.settledAtMs })), tEnd),
+      peakGuestsRunning: peakGuests?.running,
+      workerRssAtPeakGuestsMb: optionalRound(peakGuests?.rssMb, 1),
       design: observerWorkflows > 0 ? 'fleet-observer' : 'per-run-looks',
       observerRequested: wantObserver ? 'on' : 'off',
       observerWorkflows,

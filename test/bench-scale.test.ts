@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ApiUsageView } from '../emulator/admin-client';
-import { apiFigures, executionFacts, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
+import { apiFigures, executionFacts, peakOverlap, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
 import { parseScaleOptions, ScaleOptionError } from '../bench/scale-options';
 
 const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
@@ -139,6 +139,18 @@ describe('bench:scale rules', () => {
     assert.deepEqual({ calls: figures.calls, reads: figures.reads, writes: figures.writes, rateLimited: figures.rateLimited, elapsed: figures.elapsedSeconds }, { calls: 30, reads: 30, writes: 0, rateLimited: 2, elapsed: 60 });
   });
 
+  it('counts runs alive at once from starts and closes, a run still open to the end, back-to-back runs not overlapping', () => {
+    const spans = [
+      { fromMs: 0, toMs: 10 },
+      { fromMs: 10, toMs: 20 }, // starts as the first closes
+      { fromMs: 5, toMs: 15 },
+      { fromMs: 12 }, // never closed
+    ];
+    assert.equal(peakOverlap(spans, 30), 3);
+    assert.equal(peakOverlap([{ fromMs: 0 }, { fromMs: 1 }], 2), 2);
+    assert.equal(peakOverlap([], 5), 0);
+  });
+
   it('refuses bad flags naming the flag and what it takes', () => {
     const base = { runs: '5', duration: '1m', preemptionRate: '2', seed: '1', checkpointEvery: '60', observer: 'auto' };
     assert.throws(() => parseScaleOptions({ ...base, runs: '0' }), (err: Error) => err instanceof ScaleOptionError && /^--runs: expected a whole number from 1/.test(err.message));
@@ -167,6 +179,7 @@ describe('bench:scale on the real stack (5 runs)', function () {
       assert.ok(key in result, `the JSON line lacks ${key}`);
     }
     assert.deepEqual({ runs: result.runs, completed: result.completed, failed: result.failed, unfinished: result.unfinished }, { runs: 5, completed: 5, failed: 0, unfinished: 0 });
+    assert.ok(typeof result.peakRunsAlive === 'number' && result.peakRunsAlive >= 1 && result.peakRunsAlive <= 5, `peakRunsAlive ${String(result.peakRunsAlive)}`);
     assert.ok(result.design === 'per-run-looks' || result.design === 'fleet-observer', `design ${String(result.design)}`);
     for (const key of ['workerPeakRssMb', 'apiReadsPerRunMinute', 'historyEventsPerRunHour', 'workerCpuSecondsPerRunHour']) {
       assert.ok(typeof result[key] === 'number' && (result[key] as number) > 0, `${key} is ${String(result[key])}`);
