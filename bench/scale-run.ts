@@ -38,6 +38,7 @@ import type { ScaleOptions } from './scale-options';
 import { PreemptionInjector } from './scale-preemptions';
 import { ProcessSampler, type ProcessUsage } from './scale-proc';
 import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
+import { DEFAULT_OPERATIONS_KEPT } from '../emulator/operations';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { sternaDataConverter, sternaPayloadCodec } from '../config/data-converter';
 
@@ -166,7 +167,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     log(`workflow bundle ${bundle.path}${bundle.built ? ' (made now: the prebuilt one was missing or older than build/workflows)' : ''}`);
     temporal = await startTemporal(workDir);
     log(`Temporal dev server ${temporal.address} (pid ${temporal.pid})`);
-    const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: Math.round(o.durationSeconds), checkpointEvery: o.checkpointEverySteps });
+    const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: Math.round(o.durationSeconds), checkpointEvery: o.checkpointEverySteps, operationsKept: operationsFor(o) });
     children.push(emulator.child);
     log(`GCE emulator ${emulator.endpoint} (pid ${emulator.child.pid}), synthetic guests: ${Math.round(o.durationSeconds)} steps of 1 s`);
     const admin = new EmulatorAdminClient(emulator.endpoint);
@@ -378,6 +379,16 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     if (o.keep || keepForPostMortem) log(`kept ${workDir}`);
     else rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Operations to keep so that every insert and preemption is still there to read at the end:
+ * up to four per attempt (insert, preempted, stop, delete), for twice the attempts the
+ * preemption rate makes likely, and never fewer than the emulator's default.
+ */
+function operationsFor(o: ScaleOptions): number {
+  const attempts = 2 + Math.ceil(2 * o.preemptionRate * (o.durationSeconds / 3600));
+  return Math.max(DEFAULT_OPERATIONS_KEPT, o.runs * 4 * attempts);
 }
 
 /** Room for every run at once, wherever placement puts it: spot GPUs in every zone, and regional quota. */

@@ -92,6 +92,8 @@ export interface EmulatorSettings {
   bucketsDir: string;
   steps: number;
   checkpointEvery: number;
+  /** Completed operations the emulator keeps (its default 5,000 would drop a long run's first inserts). */
+  operationsKept?: number;
 }
 
 /** The emulator as `npm run emulator` runs it, with synthetic guests; resolves with its endpoint. */
@@ -105,6 +107,8 @@ export async function startEmulatorProcess(workDir: string, settings: EmulatorSe
     '--synthetic-steps', String(settings.steps),
     '--synthetic-step-seconds', '1',
     '--synthetic-checkpoint-every', String(settings.checkpointEvery),
+    // Preemption -> insert is read from the operations afterwards: keep all of them.
+    ...(settings.operationsKept !== undefined ? ['--operations-kept', String(settings.operationsKept)] : []),
     '--buckets-dir', settings.bucketsDir,
     '--kill-vms-on-exit',
     '--quiet',

@@ -53,6 +53,7 @@ interface CliOptions {
   rateQuota?: Record<string, number>;
   rateQuotaWindow?: number;
   guest: 'process' | 'synthetic';
+  operationsKept?: number;
   syntheticSteps?: number;
   syntheticStepSeconds?: number;
   syntheticCheckpointEvery?: number;
@@ -79,6 +80,7 @@ const program = new Command('emulator')
     if (v !== 'process' && v !== 'synthetic') throw new InvalidArgumentError("expected 'process' or 'synthetic'");
     return v;
   }, 'process')
+  .option('--operations-kept <n>', 'completed operations kept, oldest dropped first (default 5000)', number('operations kept', { integer: true, min: 1 }))
   .option('--synthetic-steps <n>', 'synthetic guests: steps of a run', number('steps', { integer: true, min: 1 }))
   .option('--synthetic-step-seconds <s>', 'synthetic guests: emulated seconds per step', number('step seconds', { min: 0, exclusiveMin: true }))
   .option('--synthetic-checkpoint-every <n>', 'synthetic guests: steps between checkpoints', number('checkpoint interval', { integer: true, min: 1 }))
@@ -98,6 +100,7 @@ const program = new Command('emulator')
       spot: { meanUpHours: opts.spotMeanUpHours, meanDownHours: opts.spotMeanDownHours, preemptionsPerHour: opts.preemptionsPerHour },
       rateQuotas: { enabled: opts.rateQuotas, limits: opts.rateQuota, windowSeconds: opts.rateQuotaWindow },
       guest: opts.guest,
+      operationsKept: opts.operationsKept,
       synthetic: {
         ...(opts.syntheticSteps !== undefined ? { steps: opts.syntheticSteps } : {}),
         ...(opts.syntheticStepSeconds !== undefined ? { stepSeconds: opts.syntheticStepSeconds } : {}),

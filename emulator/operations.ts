@@ -9,8 +9,8 @@ import { compileFilter } from './filter';
 import { API_BASE, newId, newOperationName } from './ids';
 import { OperationStatus, type EmulatorState, type OperationErrorItem, type OperationRecord, type OperationType } from './types';
 
-/** Completed operations kept per emulator, oldest dropped first (GCE keeps them for a while, too). */
-const MAX_OPERATIONS = 5_000;
+/** Completed operations kept per emulator by default, oldest dropped first (GCE keeps them for a while, too). */
+export const DEFAULT_OPERATIONS_KEPT = 5_000;
 
 export const HTTP_ERROR_MESSAGES: Record<number, string> = { 400: 'BAD REQUEST', 403: 'FORBIDDEN', 404: 'NOT FOUND', 409: 'CONFLICT', 412: 'PRECONDITION FAILED', 503: 'SERVICE UNAVAILABLE' };
 
@@ -20,6 +20,7 @@ export class Operations {
   constructor(
     private readonly state: EmulatorState,
     private readonly persist: () => void,
+    private readonly kept = DEFAULT_OPERATIONS_KEPT,
   ) {}
 
   create(input: { project: string; zone: string; type: OperationType; targetLink: string; targetId: string; status?: OperationStatus; user?: string; nowMs: number }): OperationRecord {
@@ -38,7 +39,7 @@ export class Operations {
       user: input.user ?? 'sterna-emulator@local',
     };
     this.state.operations.push(op);
-    if (this.state.operations.length > MAX_OPERATIONS) {
+    if (this.state.operations.length > this.kept) {
       const drop = this.state.operations.findIndex((o) => o.status === OperationStatus.Done);
       if (drop >= 0) this.state.operations.splice(drop, 1);
     }

@@ -72,6 +72,8 @@ export interface EmulatorOptions {
    * agent's observable behaviour (guest attributes, checkpoints, reaction to SIGTERM).
    */
   guest?: GuestKind;
+  /** Completed operations kept, oldest dropped first (default 5,000); a long benchmark reading them afterwards wants more. */
+  operationsKept?: number;
   /** Synthetic guests' run: steps, stepSeconds, checkpointEvery, ... (see synthetic-guest.ts). */
   synthetic?: Partial<SyntheticGuestConfig>;
   /** Real milliseconds between synthetic guest ticks (default 200). */
@@ -193,7 +195,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     pendingWrite.unref();
   };
   const scheduler = new Scheduler((err) => log(`timer failed: ${(err as Error)?.stack ?? String(err)}`));
-  const operations = new Operations(state, persist);
+  const operations = new Operations(state, persist, options.operationsKept);
   const spotModel = chooseSpotModel(options, trace, state, clock, catalog);
   const syntheticConfig = checkedConfig({ ...DEFAULT_SYNTHETIC_GUEST, ...options.synthetic });
   // The synthetic guests and the instances call each other: the guests report through these.

@@ -7,7 +7,7 @@ import { FailureType } from '../workflows/failures';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { ENDINGS } from '../workflows/run/endings';
 import { limitAtMs } from '../workflows/run/limits';
-import { type Context } from '../workflows/run/machine';
+import { HISTORY_EVENTS_PER_EXECUTION, type Context } from '../workflows/run/machine';
 import { AttemptOutcome, TimelineKind } from '../workflows/run/state';
 import { budgetProblem, newDeadlineProblem } from '../workflows/run/validators';
 import { ledger, resultOf } from '../workflows/run/views';
@@ -30,13 +30,16 @@ class Harness extends RunHarness {
   releaseBeside = false;
   /** Runs recorded before a preempted attempt ended on its agent's exit replay with false. */
   endsOnExit = false;
+  /** Events in the execution's history so far, and whether it continues as new at its budget. */
+  historyLength = 10;
+  historyBudget = false;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
   }
 
   override context(): Context {
-    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside, endsOnExit: this.endsOnExit };
+    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside, endsOnExit: this.endsOnExit, historyLength: this.historyLength, historyBudget: this.historyBudget };
   }
 
   /** start -> offers -> provisioned: attempt `n` trains. */
@@ -280,6 +283,28 @@ describe('the run machine (pure, no server)', () => {
       run.send({ kind: 'provisioned', attempt: 2, adopted: false });
       run.suggested = true;
       assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'continue-as-new' }, 'a training attempt is handed over');
+    });
+
+    it('continues as new at its own history budget, not only at the server\'s suggestion; a run recorded before waits for the server', () => {
+      const run = Object.assign(new Harness(), { historyBudget: true }).running();
+      run.historyLength = HISTORY_EVENTS_PER_EXECUTION - 1;
+      assert.equal(run.send({ kind: 'tick' }).kind, 'wait', 'under the budget: the run waits for news');
+      run.historyLength = HISTORY_EVENTS_PER_EXECUTION;
+      assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'continue-as-new' }, 'at the budget the training attempt is handed over');
+
+      const before = new Harness().running();
+      before.historyLength = 10 * HISTORY_EVENTS_PER_EXECUTION;
+      assert.equal(before.send({ kind: 'tick' }).kind, 'wait', 'recorded before the budget: only the server decides');
+      before.suggested = true;
+      assert.deepEqual(before.send({ kind: 'tick' }), { kind: 'continue-as-new' });
+    });
+
+    it('past its budget, releases a preempted attempt before it continues as new: this execution finishes what it started', () => {
+      const run = Object.assign(new Harness(), { historyBudget: true }).running();
+      run.historyLength = HISTORY_EVENTS_PER_EXECUTION + 50;
+      const preempted = run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } });
+      assert.deepEqual(preempted, { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.released(1, 'deleted'), { kind: 'continue-as-new' });
     });
   });
 

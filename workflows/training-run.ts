@@ -104,7 +104,7 @@ class Driver {
 
   private context(): Context {
     const info = workflowInfo();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, attemptsAtStart: this.attemptsAtStart, ...runPatches() };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...runPatches() };
   }
 
   installHandlers(): void {

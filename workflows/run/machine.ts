@@ -105,6 +105,13 @@ export interface Context {
   /** This execution chain's token (naming.ts). */
   execution: string;
   continueAsNewSuggested: boolean;
+  /** Events in this execution's history so far (the SDK's `historyLength`). */
+  historyLength?: number;
+  /**
+   * Whether this execution continues as new at HISTORY_EVENTS_PER_EXECUTION events rather
+   * than only when the server suggests it (runs recorded before did not).
+   */
+  historyBudget?: boolean;
   /** Attempts the state held when this execution began (continue-as-new bound). */
   attemptsAtStart: number;
   /** Whether this run asks for the fleet observer itself (runs recorded before it did not). */
@@ -153,6 +160,16 @@ function autoRulesOf(context: Context): AutoRules {
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
 export const ATTEMPTS_PER_RUN = 50;
+
+/**
+ * Continue as new once an execution's history has this many events, well before the
+ * server's suggestion (about 4,000). A cached run's memory on the worker grows with its
+ * history: the SDK core keeps a state machine for every command the execution issued
+ * (bench/README.md, row Q: about 0.3 KB of native memory per event), so at the server's
+ * bound a long run would hold over a megabyte and a worker's fleet of them gigabytes. A
+ * new execution costs about 20 events (its start, first task and patch markers), 5 % of this.
+ */
+export const HISTORY_EVENTS_PER_EXECUTION = 400;
 /** Provision + stage + resume: paid time without progress after each start or switch. */
 export const CHANGEOVER_SECONDS = 120;
 /** How often the deadline-aware policy is asked again while spot trains. */
@@ -504,7 +521,8 @@ function admission(state: RunState, spec: RunSpec, now: number): Command {
 }
 
 function shouldContinueAsNew(state: RunState, context: Context): boolean {
-  return context.continueAsNewSuggested || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN;
+  if (context.continueAsNewSuggested || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN) return true;
+  return context.historyBudget === true && (context.historyLength ?? 0) >= HISTORY_EVENTS_PER_EXECUTION;
 }
 
 /** While an attempt stages or trains: ask for the observer, look when it is silent, ask the policy, wait. */

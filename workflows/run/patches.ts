@@ -6,7 +6,7 @@
 import { patched } from '@temporalio/workflow';
 import type { Context } from './machine';
 
-export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit' | 'policyStats'>;
+export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit' | 'policyStats' | 'historyBudget'>;
 
 export function runPatches(): RunPatches {
   // Runs recorded before runs asked for the observer themselves replay without asking.
@@ -27,5 +27,7 @@ export function runPatches(): RunPatches {
   const endsOnExit = patched('sterna-end-on-exit');
   // Runs recorded before auto's policy pooled found runs and stopped measuring along others' looks keep the first rules.
   const policyStats = patched('sterna-policy-stats');
-  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit, policyStats };
+  // Runs recorded before continued as new only when the server suggested it.
+  const historyBudget = patched('sterna-history-budget');
+  return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit, policyStats, historyBudget };
 }
