@@ -165,8 +165,8 @@ export const ATTEMPTS_PER_RUN = 50;
  * Continue as new once an execution's history has this many events, well before the
  * server's suggestion (about 4,000). A cached run's memory on the worker grows with its
  * history: the SDK core keeps a state machine for every command the execution issued
- * (bench/README.md, row Q: about 0.3 KB of native memory per event), so at the server's
- * bound a long run would hold over a megabyte and a worker's fleet of them gigabytes. A
+ * (bench/README.md, row Q: about 0.6 KB of native memory per event), so at the server's
+ * bound a long run would hold some 2 MB and a worker's fleet of them gigabytes. A
  * new execution costs about 20 events (its start, first task and patch markers), 5 % of this.
  */
 export const HISTORY_EVENTS_PER_EXECUTION = 400;
