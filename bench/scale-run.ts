@@ -496,7 +496,7 @@ export async function preemptionToInsert(endpoint: string, injected: TimedName[]
   } finally {
     await ops.close();
   }
-  // The emulator keeps its newest 5,000 operations: an injected preemption whose record is gone keeps the benchmark's own time.
+  // An injected preemption whose record the emulator dropped (past --operations-kept) keeps the benchmark's own time.
   for (const p of injected) if (!preempted.has(p.name)) preempted.set(p.name, p.atMs);
   const result = preemptionLatencies(
     [...preempted].map(([name, atMs]) => ({ name, atMs })),

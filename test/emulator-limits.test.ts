@@ -8,6 +8,8 @@ import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstancesClient, ZoneOperationsClient, ZonesClient, type protos } from '@google-cloud/compute';
+import { DEFAULT_OPERATIONS_KEPT, Operations } from '../emulator/operations';
+import { OperationStatus, type EmulatorState } from '../emulator/types';
 import { groupAlive } from '../emulator/vm-process';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
@@ -310,5 +312,31 @@ describe('GCE emulator: VM time limits', function () {
     const legacy = vm('vm-legacy', { scheduling: { preemptible: true, maxRunDuration: { seconds: 60 } } });
     const err = await rejection(instances.insert({ project: PROJECT, zone: ZONE, instanceResource: legacy }));
     assert.match(gceError(err).message, /not supported for legacy preemptible VMs/);
+  });
+});
+
+describe('GCE emulator: operations kept', () => {
+  const state = () => ({ operations: [] }) as unknown as EmulatorState;
+  const create = (ops: Operations, i: number) => ops.create({ project: PROJECT, zone: ZONE, type: 'insert', targetLink: `${ZONE}/instances/vm-${i}`, targetId: String(i), nowMs: i });
+
+  it('keeps the newest completed operations up to its limit, dropping the oldest first, and never one still running', () => {
+    const s = state();
+    const ops = new Operations(s, () => undefined, 3);
+    const running = create(ops, 0);
+    for (let i = 1; i <= 5; i++) ops.finish(create(ops, i), i);
+    assert.deepEqual(
+      s.operations.map((o) => o.targetId),
+      ['0', '4', '5'],
+      'the running one stays; of the completed, the newest',
+    );
+    assert.equal(running.status, OperationStatus.Running);
+  });
+
+  it(`keeps ${DEFAULT_OPERATIONS_KEPT} by default`, () => {
+    const s = state();
+    const ops = new Operations(s, () => undefined);
+    for (let i = 0; i < DEFAULT_OPERATIONS_KEPT + 10; i++) ops.finish(create(ops, i), i);
+    assert.equal(s.operations.length, DEFAULT_OPERATIONS_KEPT);
+    assert.equal(s.operations[0].targetId, '10');
   });
 });
