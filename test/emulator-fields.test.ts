@@ -5,7 +5,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { InstancesClient, ZoneOperationsClient, type protos } from '@google-cloud/compute';
-import { GceProvider, workflowIdOfDescription } from '../activities/providers/gce';
+import { GceProvider, operationsOn, workflowIdOfDescription } from '../activities/providers/gce';
 import { catalogPriceBook } from '../config/price-book';
 import { applyFieldMask, parseFieldMask } from '../emulator/partial-response';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
@@ -122,6 +122,29 @@ describe('partial responses on the GCE emulator, through the real client', funct
     const { methods } = (await emu.admin.apiUsage(PROJECT)).projects[0];
     assert.equal(methods['compute.instances.aggregatedList'].calls, 2);
     assert.equal(methods['compute.instances.get'].calls, 1, 'the older instance is read once, then remembered');
+  });
+
+  it('tells which of the instances it is asked about were preempted, listing only their own operations', async () => {
+    const spot = { scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP' } };
+    for (const name of ['pa-1', 'pa-2', 'pa-3']) await insert(vm(name, spot));
+    for (const name of ['pa-1', 'pa-3']) await emu.admin.preempt(PROJECT, ZONE, name);
+    const ops = new ZoneOperationsClient(emu.clientOptions);
+    const preemptedOps = async (filter: string) => {
+      const [list] = await ops.list({ project: PROJECT, zone: ZONE, filter });
+      return list.map((o) => o.targetLink?.split('/').pop()).sort();
+    };
+    const gce = new GceProvider({ project: PROJECT, prices: catalogPriceBook(), clientOptions: emu.clientOptions, pollIntervalMs: 100 });
+    const ref = (name: string) => ({ backend: 'gce' as const, name, zone: ZONE });
+    let asked: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      asked = (await gce.preemptedAmong([ref('pa-1'), ref('pa-2')])).map((r) => r.name);
+      if (asked.length > 0) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.deepEqual(asked, ['pa-1'], 'pa-3 was preempted too, but not asked about');
+    assert.deepEqual(await preemptedOps(operationsOn(['pa-1', 'pa-2'], ['compute.instances.preempted'])), ['pa-1'], 'the answer holds no other instance\'s operation');
+    assert.deepEqual(await preemptedOps('operationType = "compute.instances.preempted"'), ['pa-1', 'pa-3']);
+    await ops.close();
   });
 
   it('reads at most the configured number of older instances per listing, and marks the others unread until their turn', async () => {

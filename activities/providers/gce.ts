@@ -99,6 +99,31 @@ const STOCKOUT_CODES = new Set(['ZONE_RESOURCE_POOL_EXHAUSTED', 'ZONE_RESOURCE_P
 const QUOTA_CODES = new Set(['QUOTA_EXCEEDED']);
 // Async iterators page lazily anyway; saying so silences gax's AutopaginateTrueWarning.
 const NO_AUTOPAGINATE = { autoPaginate: false };
+
+/** GCE's operation type for a preemption. */
+const OPERATION_PREEMPTED = 'compute.instances.preempted';
+/** Instances named in one preemption lookup: keeps its filter a couple of KB. */
+const PREEMPTION_LOOKUP_NAMES = 40;
+
+/**
+ * A zone-operations filter for operations of these types on these instances, in GCE's
+ * regular-expression form (`field eq regex`, full match, juxtaposed terms ANDed): one
+ * expression matches any of the names, which the comparison form cannot say in one term.
+ * Instance names and operation types hold no regex syntax but `.`, which matches itself.
+ */
+export function operationsOn(names: readonly string[], types: readonly string[]): string {
+  return `operationType eq "${types.join('|')}" targetLink eq ".*/instances/(${names.join('|')})"`;
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  return groups;
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+}
 /** Client-side deadlines: a hung call is abandoned and retried rather than waited on for ever. */
 const READ_TIMEOUT_MS = 30_000;
 /** GCE's operations.wait answers within about two minutes even when the operation is not done. */
@@ -595,7 +620,7 @@ export class GceProvider implements ComputeProvider {
   private async stoppedSince(ref: ResourceRef, startedAt: string): Promise<string | undefined> {
     const { project } = this.options;
     const since = Date.parse(startedAt);
-    const filter = '(operationType = "delete") OR (operationType = "stop") OR (operationType = "compute.instances.preempted")';
+    const filter = operationsOn([ref.name], ['delete', 'stop', OPERATION_PREEMPTED]);
     return this.api(`operations on ${ref.name}`, async () => {
       let first: number | undefined;
       for await (const op of this.operations.listAsync({ project, zone: ref.zone, filter }, NO_AUTOPAGINATE)) {
@@ -713,18 +738,19 @@ export class GceProvider implements ComputeProvider {
 
   /**
    * GCE records a preemption as a `compute.instances.preempted` operation on the
-   * instance: one list per zone among `refs`, filtered on that type, matched to the
-   * instances by target link (Sterna never reuses an instance name).
+   * instance. One list per zone among `refs` (per PREEMPTION_LOOKUP_NAMES of them),
+   * filtered on that type and on the instances' own target links, so the answer holds
+   * only their operations: GCE keeps a zone's operations for about two weeks, and a
+   * busy project's preemptions would otherwise be read again at every look.
    */
   async preemptedAmong(refs: ResourceRef[]): Promise<ResourceRef[]> {
     const { project } = this.options;
-    const zones = [...new Set(refs.map((r) => r.zone))];
     const preemptedTargets = new Set<string>();
-    const filter = 'operationType = "compute.instances.preempted"';
+    const lookups = [...groupBy(refs, (r) => r.zone)].flatMap(([zone, inZone]) => chunks(inZone, PREEMPTION_LOOKUP_NAMES).map((some) => ({ zone, names: some.map((r) => r.name) })));
     await Promise.all(
-      zones.map((zone) =>
+      lookups.map(({ zone, names }) =>
         this.api(`preempted operations in ${zone}`, async () => {
-          for await (const op of this.operations.listAsync({ project, zone, filter }, NO_AUTOPAGINATE)) {
+          for await (const op of this.operations.listAsync({ project, zone, filter: operationsOn(names, [OPERATION_PREEMPTED]) }, NO_AUTOPAGINATE)) {
             const name = op.targetLink?.slice(op.targetLink.lastIndexOf('/') + 1);
             if (name) preemptedTargets.add(`${zone}/${name}`);
           }
