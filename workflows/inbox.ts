@@ -12,6 +12,11 @@ export class Inbox {
     this.events.push(event);
   }
 
+  /** Whether messages wait to be taken. */
+  pending(): boolean {
+    return this.events.length > 0;
+  }
+
   /** The next message, or a tick when `untilMs` (epoch ms) comes first. */
   async next(untilMs?: number): Promise<RunEvent> {
     if (this.events.length === 0) {

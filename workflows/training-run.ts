@@ -156,6 +156,8 @@ class Driver {
       case 'continue-as-new':
         await Promise.all([this.notify.settled(), this.memories.settled()]);
         await condition(allHandlersFinished);
+        // News that came while this execution settled is its own to absorb: the next would never hear of it.
+        if (this.inbox.pending() && patched('sterna-history-budget')) return this.inbox.next();
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
         return continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
