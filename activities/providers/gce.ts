@@ -115,15 +115,6 @@ export function operationsOn(names: readonly string[], types: readonly string[])
   return `operationType eq "${types.join('|')}" targetLink eq ".*/instances/(${names.join('|')})"`;
 }
 
-function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
-  return groups;
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
-}
 /** Client-side deadlines: a hung call is abandoned and retried rather than waited on for ever. */
 const READ_TIMEOUT_MS = 30_000;
 /** GCE's operations.wait answers within about two minutes even when the operation is not done. */
@@ -824,4 +815,19 @@ function translateOperationErrors(zone: string, errors: { code?: string | null; 
   if (codes.some((c) => STOCKOUT_CODES.has(c))) return failure(FailureType.Stockout, `no capacity in ${zone}: ${message}`, { zone, codes });
   if (codes.some((c) => QUOTA_CODES.has(c))) return failure(FailureType.QuotaExceeded, `quota exceeded for ${zone}: ${message}`, { zone, codes });
   return new Error(`GCE operation failed in ${zone}: ${message}`);
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 }
