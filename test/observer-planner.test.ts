@@ -363,6 +363,39 @@ describe('fleet memory, as carried between watchFleet calls', () => {
     assert.deepEqual(next.due, []);
   });
 
+  it('tells nothing to a run whose resource a resumed observer has not read again: a dropped checkpoint or step is unknown, not news', () => {
+    const fleet = [vm(1), vm(2)];
+    const told = look(emptyMemory(T0, settings), fleet, T0, () => training(10, 10)).memory;
+    let memory = resume(JSON.parse(JSON.stringify(carry(told))), 'gce');
+    // Looks after the resume, before either is read again: no signal (every watchFleet call
+    // used to re-tell the whole fleet here, without its checkpoints).
+    for (let t = INTERVAL_MS; t < settings.progressSignalSeconds * 1000 + INTERVAL_MS; t += INTERVAL_MS) {
+      const next = look(memory, fleet, T0 + t, () => training(10, 10), { settings: { ...settings, readsPerMinute: 0 } });
+      assert.deepEqual(next.plan.reads, []);
+      assert.deepEqual(next.due, [], `nothing to tell ${t / 1000} s after the resume`);
+      memory = next.memory;
+    }
+    // A silence still gets its signal, and what the run was told of its checkpoint stays,
+    // so the read after it finds nothing new to tell.
+    const quiet = look(memory, fleet, T0 + settings.maxSilenceSeconds * 1000, () => training(10, 10), { settings: { ...settings, readsPerMinute: 0 } });
+    assert.deepEqual(quiet.due.map((d) => d.workflowId).sort(), ['run-1', 'run-2']);
+    assert.equal(quiet.memory.resources[resourceKey(vm(1).ref)].told?.checkpointStep, 10);
+    memory = quiet.memory;
+    const readAgain = new Set<string>();
+    let t = settings.maxSilenceSeconds * 1000;
+    while (readAgain.size < fleet.length && t < settings.maxSilenceSeconds * 1000 + 180_000) {
+      t += INTERVAL_MS;
+      const next = look(memory, fleet, T0 + t, () => training(10, 10));
+      next.plan.reads.forEach((r) => readAgain.add(r.name));
+      assert.deepEqual(next.due, [], `the read ${t / 1000} s after the resume finds nothing new`);
+      memory = next.memory;
+    }
+    assert.equal(readAgain.size, fleet.length, 'both read again within three minutes');
+    const newer = look(memory, fleet, T0 + t + 60_000, () => training(20, 20));
+    assert.deepEqual(newer.due.map((d) => d.observation.snapshot.checkpoint?.step), newer.plan.reads.map(() => 20), 'a new checkpoint is news again');
+    assert.ok(newer.due.length > 0);
+  });
+
   it("keeps when a trainer should be done, so a resumed observer still reads it then", () => {
     const entry = { ...look(emptyMemory(T0, settings), [vm(1)], T0, () => training(10)).memory.resources[resourceKey(vm(1).ref)], endAtMs: T0 + 90_000 };
     const memory: FleetMemory = { resources: { [resourceKey(vm(1).ref)]: entry }, tokens: 5, tokensAtMs: T0, budgetScale: 1 };

@@ -39,6 +39,11 @@ export interface WatchedResource {
   /** Sticky: once the capacity was reclaimed it stays reclaimed. */
   preempted: boolean;
   agent: AgentValues;
+  /**
+   * The agent's values beyond its phase were dropped when the memory was carried: until
+   * the next read its step and checkpoint are unknown, not changed (the run was told them).
+   */
+  agentCarried?: true;
   /** Epoch ms of the last read of the agent's values. */
   readAtMs?: number;
   readDue?: ReadDue;
@@ -69,20 +74,22 @@ export interface FleetMemory {
 }
 
 export function toldOf(entry: WatchedResource, atMs: number): Told {
+  // Values not carried are still what the run was last told: keep them.
+  const known = entry.agentCarried ? { checkpointStep: entry.told?.checkpointStep, step: entry.told?.step } : { checkpointStep: entry.agent.checkpoint?.step, step: entry.agent.step };
   return {
     lifecycle: entry.lifecycle,
     preempted: entry.preempted,
     phase: entry.agent.phase,
-    checkpointStep: entry.agent.checkpoint?.step,
+    checkpointStep: known.checkpointStep,
     exitCode: entry.agent.exitCode,
-    step: entry.agent.step,
+    step: known.step,
     atMs,
   };
 }
 
 /** True when a decisive field differs from what the run was told (a new step alone is not). */
 export function differsFromTold(entry: WatchedResource): boolean {
-  return stateDiffersFromTold(entry) || entry.agent.checkpoint?.step !== entry.told!.checkpointStep;
+  return stateDiffersFromTold(entry) || (!entry.agentCarried && entry.agent.checkpoint?.step !== entry.told!.checkpointStep);
 }
 
 /** True when what the run acts on at once differs from what it was told: lifecycle, preemption, phase, exit (not a checkpoint). */
@@ -136,6 +143,7 @@ function decodeRow(row: unknown[], backend: Backend): WatchedResource | undefine
     lifecycle: lc,
     preempted: (f & Flag.Preempted) !== 0,
     agent: str(phase) ? { phase: phase as string } : {},
+    agentCarried: true,
     readAtMs: num(readAtMs),
     readDue: f & Flag.ReadEnded ? ReadDue.Ended : f & Flag.ReadChanged ? ReadDue.Changed : undefined,
     preemptionCheckDue: (f & Flag.PreemptionCheckDue) !== 0 || undefined,

@@ -103,6 +103,7 @@ function reconcile(memory: FleetMemory, listing: FleetResource[]): Record<string
     }
     if (listed.agent) {
       entry.agent = listed.agent;
+      entry.agentCarried = undefined;
       entry.readDue = undefined;
     }
     resources[key] = entry;
@@ -261,7 +262,7 @@ export function absorbLook(memory: FleetMemory, results: LookResults, nowMs: num
   const resources = { ...memory.resources };
   for (const [key, agent] of Object.entries(results.reads)) {
     const entry = resources[key];
-    if (entry) resources[key] = { ...entry, agent, readAtMs: nowMs, readDue: undefined, endAtMs: expectedEndAt(entry, agent, nowMs) };
+    if (entry) resources[key] = { ...entry, agent, agentCarried: undefined, readAtMs: nowMs, readDue: undefined, endAtMs: expectedEndAt(entry, agent, nowMs) };
   }
   const preempted = new Set(results.preempted);
   for (const key of results.checked) {
@@ -302,7 +303,7 @@ function isNews(entry: WatchedResource, nowMs: number, settings: FleetSettings):
   if (!entry.told || differsFromTold(entry)) return true;
   const silentMs = nowMs - entry.told.atMs;
   if (silentMs >= settings.maxSilenceSeconds * 1000) return true;
-  return entry.agent.step !== entry.told.step && silentMs >= settings.progressSignalSeconds * 1000;
+  return !entry.agentCarried && entry.agent.step !== entry.told.step && silentMs >= settings.progressSignalSeconds * 1000;
 }
 
 /**
