@@ -7,7 +7,7 @@ import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
 import { join } from 'node:path';
-import { teamWorkflowId } from '../workflows/teams/contract';
+import { teamWorkflowId, type TeamInput } from '../workflows/teams/contract';
 import { saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
@@ -120,6 +120,30 @@ describe('team budgets, GPU quotas and priority queueing (dev server, scripted c
       assert.deepEqual(creationOrder(provider), [running.workflowId, next.workflowId]);
       const team = await getTeam(env.client, 'vision', { taskQueue });
       assert.deepEqual([team.running, team.queue], [[], []]);
+    });
+  });
+
+  it("gives a terminated running run's GPUs to the next at its sweep, asking the server, without waking the live runs", async () => {
+    // Every run trains until cancelled here: only the sweep can free the terminated run's GPU.
+    const provider = new ScriptedProvider([{ zone: 'us-central1-a', spot: 0.2, onDemand: 0.7 }], { kind: 'exit', code: 0, afterPolls: 1_000 });
+    await withTeam(provider, async ({ taskQueue, start }) => {
+      const env = await testEnv();
+      const teamId = teamWorkflowId(taskQueue, 'vision');
+      await env.client.workflow.start('teamLedger', { taskQueue, workflowId: teamId, args: [{ team: 'vision', sweepSeconds: 2 } satisfies TeamInput] });
+      await setTeamLimits(env.client, 'vision', { maxGpus: 2 }, { taskQueue });
+      const live = await start('live', spec());
+      const gone = await start('gone', spec());
+      await Promise.all([admitted(live), admitted(gone)]);
+      const next = await start('next', spec());
+      await queued(next);
+      await gone.terminate('gone without a word to its team');
+      await admitted(next);
+      const team = await getTeam(env.client, 'vision', { taskQueue });
+      assert.deepEqual(team.running.map((h) => h.runId).sort(), [live.workflowId, next.workflowId].sort());
+      // The sweeps asked the server; the live run heard one admission, its own.
+      const admissions = (await live.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'admission');
+      assert.equal(admissions.length, 1);
+      await Promise.all([live.cancel(), next.cancel()]);
     });
   });
 

@@ -4,9 +4,13 @@
  * cannot signal-with-start by itself). The team answers the run with a signal.
  */
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { mapLimited } from '../map-limited';
 import type { TeamWebhooks } from '../../workflows/run/notify-spec';
 import { admissionRequestSignal, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
+
+/** Describe calls in flight at once during a sweep. */
+const DESCRIBES_IN_FLIGHT = 16;
 
 export interface TeamActivityOptions {
   client: Client;
@@ -27,6 +31,20 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
         staticSummary: `team ${team}: budget, GPU quota and queue`,
       });
       return { teamWebhooks: (options.teamWebhooks?.[team]?.length ?? 0) > 0 };
+    },
+    async closedRuns({ runIds }) {
+      const context = Context.current();
+      const closed = await mapLimited(runIds, DESCRIBES_IN_FLIGHT, async (runId) => {
+        context.heartbeat();
+        try {
+          const { status } = await options.client.workflow.getHandle(runId).describe();
+          return status.name === 'RUNNING' ? undefined : runId;
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) return runId;
+          throw err;
+        }
+      });
+      return closed.filter((id): id is string => id !== undefined);
     },
   };
 }

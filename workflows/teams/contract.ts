@@ -12,6 +12,8 @@ export function teamWorkflowId(taskQueue: string, team: string): string {
 
 export interface TeamInput {
   team: string;
+  /** How often the team checks that its running runs still exist (default 15 minutes); carried through continue-as-new. */
+  sweepSeconds?: number;
   /** Carried through continue-as-new. */
   state?: TeamState;
 }
@@ -38,4 +40,6 @@ export interface AdmissionAsked {
 export interface TeamActivities {
   /** Signal-with-start of the team workflow with the run's request. */
   askAdmission(input: { team: string; request: AdmissionRequest }): Promise<AdmissionAsked | void>;
+  /** Of these runs (workflow ids), the ones whose newest execution is closed or that do not exist. */
+  closedRuns(input: { runIds: string[] }): Promise<string[]>;
 }

@@ -9,23 +9,30 @@
  *
  * The rules are rules.ts; this file only wires messages to them and sends the answers.
  */
-import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { failure, FailureType } from '../failures';
-import { admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamInput } from './contract';
+import { admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamActivities, type TeamInput } from './contract';
 import { applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
 
 /**
  * How often the team checks that its running runs still exist: a terminated run never
- * runs its finally, and would hold its GPUs for ever. The check is a repeated `admitted`
- * answer, which a live run ignores and a closed one cannot receive.
+ * runs its finally, and would hold its GPUs for ever. The check asks the server which of
+ * them are closed (the closedRuns activity).
  */
-const SWEEP_MS = 15 * 60_000;
+const SWEEP_SECONDS = 15 * 60;
+/**
+ * Teams recorded before it checked by sending every running run a repeated `admitted`
+ * answer, which a live run ignores and a closed one cannot receive: with 2,000 runs, a
+ * wave of 2,000 workflow tasks every sweep.
+ */
+export const SWEEP_BY_DESCRIBE_PATCH = 'sterna-team-sweep-by-describe';
 /** Continue as new well before the history gets long (each run costs about ten events). */
 const MAX_HISTORY_EVENTS = 8_000;
 
 export async function teamLedger(input: TeamInput): Promise<void> {
   const state = input.state ?? newTeamState(input.team, Date.now());
   const outbox: AdmissionDecision[] = [];
+  const acts = proxyActivities<TeamActivities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '1 minute', retry: { maximumAttempts: 3 } });
   const look = () => outbox.push(...settle(state, Date.now()));
 
   setHandler(admissionRequestSignal, (request) => {
@@ -55,14 +62,16 @@ export async function teamLedger(input: TeamInput): Promise<void> {
   setHandler(teamQuery, () => teamView(state));
 
   look();
-  let sweepAt = Date.now() + SWEEP_MS;
+  const sweepMs = (input.sweepSeconds ?? SWEEP_SECONDS) * 1000;
+  let sweepAt = Date.now() + sweepMs;
   for (;;) {
     // Wake for answers to send, when the period ends (spend starts again at zero), or to sweep.
     const due = await condition(() => outbox.length > 0, Math.max(1, Math.min(periodEndsAt(state), sweepAt) - Date.now()));
     if (!due) look();
     if (Date.now() >= sweepAt) {
-      sweepAt = Date.now() + SWEEP_MS;
-      outbox.push(...state.running.map((h) => ({ runId: h.runId, outcome: 'admitted' as const, team: state.team })));
+      sweepAt = Date.now() + sweepMs;
+      if (patched(SWEEP_BY_DESCRIBE_PATCH)) await sweep();
+      else outbox.push(...state.running.map((h) => ({ runId: h.runId, outcome: 'admitted' as const, team: state.team })));
     }
     while (outbox.length > 0) {
       const batch = outbox.splice(0, outbox.length);
@@ -71,8 +80,16 @@ export async function teamLedger(input: TeamInput): Promise<void> {
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) {
       await condition(() => allHandlersFinished() && outbox.length === 0);
-      return continueAsNew<typeof teamLedger>({ team: state.team, state });
+      return continueAsNew<typeof teamLedger>({ team: state.team, state, ...(input.sweepSeconds !== undefined ? { sweepSeconds: input.sweepSeconds } : {}) });
     }
+  }
+
+  /** Releases the GPUs of running runs that closed without a word (terminated); a failed check waits for the next sweep. */
+  async function sweep(): Promise<void> {
+    if (state.running.length === 0) return;
+    const closed = await acts.closedRuns({ runIds: state.running.map((h) => h.runId) }).catch(() => []);
+    for (const runId of closed) release(state, runId);
+    if (closed.length > 0) look();
   }
 
   /** Sends a run its answer; a run that is gone cannot hold GPUs, so it leaves the team. */
