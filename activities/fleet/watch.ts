@@ -19,7 +19,6 @@ import type { ComputeProvider } from '../providers/provider';
 import { carry, resume, type FleetMemory } from './memory';
 import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, Tell, type LookResults } from './planner';
 import { fleetPreemptions } from '../zones/from-fleet';
-import { mapLimited } from '../map-limited';
 import type { ZoneOutcome } from '../../workflows/zones/memory';
 
 /** Reads and signals in flight at once. */
@@ -49,6 +48,19 @@ export function zeroStats(): WatchStats {
   return { looks: 0, listings: 0, reads: 0, preemptionLookups: 0, signals: 0, signalsToClosedRuns: 0, failedLooks: 0, resources: 0 };
 }
 
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
 /** One look: listing, reads, preemption checks, signals. Returns the new memory. */
 async function look(provider: ComputeProvider, signalRun: SignalRun, input: WatchFleetInput, memory: FleetMemory, stats: WatchStats, tellZones?: TellZones): Promise<FleetMemory> {
   const log = Context.current().log;
@@ -58,19 +70,26 @@ async function look(provider: ComputeProvider, signalRun: SignalRun, input: Watc
   stats.resources = Math.max(stats.resources, listing.length);
   const plan = planLook(memory, listing, nowMs, input.settings, provider.rateLimitedSince?.(memory.tokensAtMs) ?? false);
   const results: LookResults = { reads: {}, checked: [], preempted: [] };
-  // An ended attempt is told only once both its final read and its preemption check are
-  // in: the two go out together, so neither waits for the other.
-  await Promise.all([readAgents(provider, plan.reads, results, stats), checkPreemptions(provider, plan.preemptionChecks, results, stats)]);
+  await readAgents(provider, plan.reads, results, stats);
+  if (plan.preemptionChecks.length > 0) {
+    stats.preemptionLookups += preemptionLookups(provider, plan.preemptionChecks);
+    try {
+      const preempted = await provider.preemptedAmong(plan.preemptionChecks);
+      results.checked = plan.preemptionChecks.map(resourceKey);
+      results.preempted = preempted.map(resourceKey);
+    } catch (err) {
+      log.warn('preemption check failed; it stays due', { resources: plan.preemptionChecks.length, error: String(err) });
+    }
+  }
   const absorbed = absorbLook(plan.memory, results, nowMs);
   const preemptions = tellZones ? fleetPreemptions(memory, absorbed, listing, nowMs) : [];
-  // The zone memory is a prior, not the runs' news: it is told beside them, and a failure
-  // here costs only that.
-  const zonesTold = preemptions.length > 0 ? tellZones!(preemptions).catch((err: unknown) => log.warn('could not tell the zone memory of preemptions', { preemptions: preemptions.length, error: String(err) })) : undefined;
+  if (preemptions.length > 0) {
+    // The zone memory is a prior, not the runs' news: a failure here costs only that.
+    await tellZones!(preemptions).catch((err: unknown) => log.warn('could not tell the zone memory of preemptions', { preemptions: preemptions.length, error: String(err) }));
+  }
   // While an attempt drains, its end (told by a follow-up within seconds) must not queue
   // behind this look's progress in the worker: that waits for the drain, or the next look.
-  const told = await tell(signalRun, input, absorbed, stats, nowMs, hasDraining(absorbed) ? Tell.Urgent : Tell.All);
-  await zonesTold;
-  return told;
+  return tell(signalRun, input, absorbed, stats, nowMs, hasDraining(absorbed) ? Tell.Urgent : Tell.All);
 }
 
 /** Between looks: the draining resources' reads (planner.ts `planFollow`), and the signals they make due. */
@@ -83,20 +102,8 @@ async function follow(provider: ComputeProvider, signalRun: SignalRun, input: Wa
   return tell(signalRun, input, absorbed, stats, nowMs, hasDraining(absorbed) ? Tell.Urgent : Tell.All);
 }
 
-async function checkPreemptions(provider: ComputeProvider, refs: ResourceRef[], results: LookResults, stats: WatchStats): Promise<void> {
-  if (refs.length === 0) return;
-  stats.preemptionLookups += preemptionLookups(provider, refs);
-  try {
-    const preempted = await provider.preemptedAmong(refs);
-    results.checked = refs.map(resourceKey);
-    results.preempted = preempted.map(resourceKey);
-  } catch (err) {
-    Context.current().log.warn('preemption check failed; it stays due', { resources: refs.length, error: String(err) });
-  }
-}
-
 async function readAgents(provider: ComputeProvider, refs: ResourceRef[], results: LookResults, stats: WatchStats): Promise<void> {
-  await mapLimited(refs, CONCURRENCY, async (ref) => {
+  await mapLimit(refs, CONCURRENCY, async (ref) => {
     stats.reads++;
     try {
       results.reads[resourceKey(ref)] = await provider.readAgent(ref);
@@ -110,7 +117,7 @@ async function readAgents(provider: ComputeProvider, refs: ResourceRef[], result
 async function tell(signalRun: SignalRun, input: WatchFleetInput, absorbed: FleetMemory, stats: WatchStats, nowMs: number, which: Tell = Tell.All): Promise<FleetMemory> {
   const due = observationsDue(absorbed, nowMs, input.settings, which);
   const delivered: string[] = [];
-  await mapLimited(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
+  await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
     try {
       const outcome = await signalRun(workflowId, { ...observation, quietSeconds: input.settings.maxSilenceSeconds });
       if (outcome === 'closed') stats.signalsToClosedRuns++;
