@@ -29,7 +29,8 @@ import type { RunResult } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
 import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPct, Outcome, spread, tally, traceFlips, type Spread } from './chaos-analysis';
 import { preemptible } from './scale-preemptions';
-import { ACCELERATOR, failureName, machineLabel, mapLimited, preemptionToInsert, PROJECT } from './scale-run';
+import { mapLimited } from '../activities/map-limited';
+import { ACCELERATOR, failureName, machineLabel, preemptionToInsert, PROJECT } from './scale-run';
 import { startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
 
 export const DEFAULT_TRACE = join(__dirname, '..', '..', '..', 'shared', 'traces', 'aws-v100-9zone-2023-02.json');

@@ -13,6 +13,7 @@ import { quotaMetric, regionOfZone, zonesWith } from '../config/catalog';
 import type { DevServer } from '../config/dev-server';
 import { EmulatorAdminClient, type ApiUsageView } from '../emulator/admin-client';
 import { gceClientOptions } from '../workers/providers';
+import { mapLimited } from '../activities/map-limited';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import { seededRandom } from '../workflows/random';
 import {
@@ -454,20 +455,6 @@ async function decodeReleaseInputs(events: HistoryEvent[]): Promise<void> {
     if (scheduled?.activityType?.name !== 'release' || !scheduled.input?.payloads?.length) continue;
     scheduled.input.payloads = (await codec.decode(scheduled.input.payloads as Payload[])) as typeof scheduled.input.payloads;
   }
-}
-
-export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await fn(items[i]);
-      }
-    }),
-  );
-  return results;
 }
 
 /**

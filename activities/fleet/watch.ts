@@ -19,6 +19,7 @@ import type { ComputeProvider } from '../providers/provider';
 import { carry, resume, type FleetMemory } from './memory';
 import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, Tell, type LookResults } from './planner';
 import { fleetPreemptions } from '../zones/from-fleet';
+import { mapLimited } from '../map-limited';
 import type { ZoneOutcome } from '../../workflows/zones/memory';
 
 /** Reads and signals in flight at once. */
@@ -46,19 +47,6 @@ export function signalWithClient(client: Client): SignalRun {
 
 export function zeroStats(): WatchStats {
   return { looks: 0, listings: 0, reads: 0, preemptionLookups: 0, signals: 0, signalsToClosedRuns: 0, failedLooks: 0, resources: 0 };
-}
-
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  });
-  await Promise.all(workers);
-  return results;
 }
 
 /** One look: listing, reads, preemption checks, signals. Returns the new memory. */
@@ -103,7 +91,7 @@ async function follow(provider: ComputeProvider, signalRun: SignalRun, input: Wa
 }
 
 async function readAgents(provider: ComputeProvider, refs: ResourceRef[], results: LookResults, stats: WatchStats): Promise<void> {
-  await mapLimit(refs, CONCURRENCY, async (ref) => {
+  await mapLimited(refs, CONCURRENCY, async (ref) => {
     stats.reads++;
     try {
       results.reads[resourceKey(ref)] = await provider.readAgent(ref);
@@ -117,7 +105,7 @@ async function readAgents(provider: ComputeProvider, refs: ResourceRef[], result
 async function tell(signalRun: SignalRun, input: WatchFleetInput, absorbed: FleetMemory, stats: WatchStats, nowMs: number, which: Tell = Tell.All): Promise<FleetMemory> {
   const due = observationsDue(absorbed, nowMs, input.settings, which);
   const delivered: string[] = [];
-  await mapLimit(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
+  await mapLimited(due, CONCURRENCY, async ({ key, workflowId, observation }) => {
     try {
       const outcome = await signalRun(workflowId, { ...observation, quietSeconds: input.settings.maxSilenceSeconds });
       if (outcome === 'closed') stats.signalsToClosedRuns++;
