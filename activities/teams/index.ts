@@ -1,7 +1,9 @@
 /**
- * The team activity: a run's admission request reaches its team workflow by
+ * The team activities: a run's admission request reaches its team workflow by
  * signal-with-start, so the first run of a team starts the team's workflow (a workflow
- * cannot signal-with-start by itself). The team answers the run with a signal.
+ * cannot signal-with-start by itself). The team answers the run with a signal. The team's
+ * sweep asks which of its running runs are closed: describe reads the server's own record
+ * (not the eventually consistent visibility store), and no live run is woken.
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
