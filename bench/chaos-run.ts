@@ -81,7 +81,7 @@ export interface ChaosResult {
   reaped: number;
   /** Fault -> the runs sampled at the fault train again (or preemption -> replacement insert). */
   recovery: Record<string, Spread>;
-  faults: { workerKills: number; serverRestarts: number; outageSeconds: number; cancelsInFlight: number; terminated: number; traceFlips: number; preemptions: number; faultMixPct: number; apiFaultRules: FaultSpec[] };
+  faults: { workerKills: number; serverRestarts: number; outageSeconds: number; cancelsInFlight: number; terminated: number; terminationsPlanned: number; traceFlips: number; preemptions: number; faultMixPct: number; apiFaultRules: FaultSpec[] };
   trainSeconds: number;
   minutes: number;
   seed: number;
@@ -172,6 +172,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const tasks: Promise<unknown>[] = [];
     let restarting = false;
     let cancelsInFlight = 0;
+    let terminationsLanded = 0;
     const rampStart = Date.now();
     let t0 = rampStart;
     /**
@@ -316,8 +317,10 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     for (const t of plan.terminations) {
       at(t.atMs, 'terminate', async () => {
         const run = runs[t.run];
+        // A run whose training is short may have completed already: that termination did not happen.
         await served('terminate', () => run.handle.terminate('chaos: temporal workflow terminate'));
         run.terminatedAtMs = Date.now();
+        terminationsLanded += 1;
         const vms = (await admin.instances()).filter((i) => i.labels[OwnerLabel.Run] === runKey(run.workflowId)).map((i) => `${i.name} ${i.status}`);
         log(`${secs(t0)} s: terminated ${run.workflowId}; it leaves ${vms.length ? vms.join(', ') : 'no VM'}`);
       });
@@ -461,7 +464,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
         serverRestarts: 1,
         outageSeconds: o.outageSeconds,
         cancelsInFlight,
-        terminated: plan.terminations.length + 1,
+        terminated: terminationsLanded + 1,
+        terminationsPlanned: plan.terminations.length + 1,
         traceFlips: flips.length,
         preemptions: injected.length,
         faultMixPct: o.faultMixPct,

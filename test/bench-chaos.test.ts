@@ -107,7 +107,11 @@ describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', functi
     const ended = ['completed', 'failedNamed', 'cancelled', 'terminated'].reduce((n, k) => n + (result[k] as number), 0);
     assert.equal(ended, 50 + (result.faults as { cancelsInFlight: number }).cancelsInFlight);
     const terminations = stderr.split('\n').filter((line) => /terminat|restart/.test(line));
-    assert.ok((result.terminated as number) >= 5, `${result.terminated} runs ended terminated:\n${terminations.join('\n')}`);
+    // A planned termination can find its run completed already; every one that landed ends terminated
+    // (the reused id's first execution is not counted: the id's latest execution is its second run).
+    const faults = result.faults as { terminated: number; terminationsPlanned: number };
+    assert.ok(faults.terminated - 1 >= 3, `only ${faults.terminated - 1} of ${faults.terminationsPlanned - 1} planned terminations landed:\n${terminations.join('\n')}`);
+    assert.ok((result.terminated as number) >= faults.terminated - 1, `${result.terminated} runs ended terminated:\n${terminations.join('\n')}`);
     assert.ok((result.reaped as number) > 0, 'the reaper deleted what the terminated runs left');
     // The ledger-to-billing gap is reported, not asserted: under chaos it exceeds 1% (bench/README.md, issue 11).
     assert.equal(typeof result.maxLedgerGapPct, 'number');
