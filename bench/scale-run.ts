@@ -38,6 +38,8 @@ import { ClosureWatcher } from './scale-closures';
 import type { ScaleOptions } from './scale-options';
 import { PreemptionInjector } from './scale-preemptions';
 import { ProcessSampler, type ProcessUsage } from './scale-proc';
+import { SlotSampler, type ActivitySlots } from './scale-slots';
+import { freePort } from '../config/ports';
 import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
 import { DEFAULT_OPERATIONS_KEPT } from '../emulator/operations';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
@@ -106,7 +108,10 @@ export interface ScaleResult {
   api: ApiFigures;
   historyEventsPerRunHour: number;
   historyEventsPerRun: number;
+  /** Runs with an activity that took more than a second from scheduled to started, for any reason. */
   slotWaits: number;
+  /** The worker's activity slots, sampled every second: free slots never at 0 means no activity waited for one. */
+  activitySlots?: ActivitySlots;
   history: HistorySummary;
   preemptions: number;
   preemptionsUnreplaced: number;
@@ -160,7 +165,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
   const children: Child[] = [];
   let temporal: DevServer | undefined;
   let connection: Connection | undefined;
-  const samplers: ProcessSampler[] = [];
+  const samplers: (ProcessSampler | SlotSampler)[] = [];
   let keepForPostMortem = false;
   try {
     log(`work dir ${workDir}`);
@@ -175,6 +180,9 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     await makeRoom(admin, o.runs);
 
     const taskQueue = `scale-${Date.now().toString(36)}`;
+    // The worker's metrics on loopback, so the benchmark can read its activity slots.
+    const metricsPort = (await freePort(0))!;
+    const sdkMetricsPort = (await freePort(0))!;
     const worker = await startWorkerProcess(workDir, {
       address: temporal.address,
       namespace: temporal.namespace,
@@ -186,13 +194,15 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       observer: { startOnBoot: wantObserver, intervalSeconds: o.observerIntervalSeconds },
       heapMb: o.workerHeapMb,
       maxCachedWorkflows: o.workerCache,
+      extraEnv: { STERNA_METRICS_HOST: '127.0.0.1', STERNA_METRICS_PORT: String(metricsPort), STERNA_SDK_METRICS_PORT: String(sdkMetricsPort) },
     });
     children.push(worker);
     log(`worker pid ${worker.pid} on task queue ${taskQueue} (${tuning(o)})`);
     const workerSampler = new ProcessSampler(worker.pid);
     const temporalSampler = new ProcessSampler(temporal.pid);
     const emulatorSampler = new ProcessSampler(emulator.child.pid);
-    samplers.push(workerSampler, temporalSampler, emulatorSampler);
+    const slotSampler = new SlotSampler(sdkMetricsPort);
+    samplers.push(workerSampler, temporalSampler, emulatorSampler, slotSampler);
 
     connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection, namespace: temporal.namespace, dataConverter: sternaDataConverter() });
@@ -362,6 +372,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       historyEventsPerRunHour: round(history.eventsPerRunHour, 0),
       historyEventsPerRun: round(history.events / Math.max(1, history.runsAnalysed), 0),
       slotWaits: history.slotWaits,
+      activitySlots: slotSampler.figures(),
       history,
       preemptions: latencies.preemptions,
       preemptionsUnreplaced: latencies.unreplaced,

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { ApiUsageView } from '../emulator/admin-client';
 import { apiFigures, executionFacts, peakOverlap, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
 import { parseScaleOptions, ScaleOptionError } from '../bench/scale-options';
+import { activitySlotsOf } from '../bench/scale-slots';
 
 const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
 
@@ -151,6 +152,18 @@ describe('bench:scale rules', () => {
     assert.equal(peakOverlap([], 5), 0);
   });
 
+  it("reads the activity worker's free and used slots from the SDK's exposition, not the workflow worker's", () => {
+    const text = [
+      '# HELP temporal_worker_task_slots_available Current number of available slots per task type',
+      'temporal_worker_task_slots_available{namespace="default",service_name="temporal-core-sdk",task_queue="q",worker_type="WorkflowWorker"} 2',
+      'temporal_worker_task_slots_available{namespace="default",service_name="temporal-core-sdk",task_queue="q",worker_type="ActivityWorker"} 997',
+      'temporal_worker_task_slots_used{namespace="default",service_name="temporal-core-sdk",task_queue="q",worker_type="ActivityWorker"} 3',
+      'temporal_worker_task_slots_used{namespace="default",service_name="temporal-core-sdk",task_queue="q",worker_type="WorkflowWorker"} 0',
+    ].join('\n');
+    assert.deepEqual(activitySlotsOf(text), { free: 997, used: 3 });
+    assert.equal(activitySlotsOf(text.split('\n').filter((l) => !l.includes('slots_used')).join('\n')), undefined);
+  });
+
   it('refuses bad flags naming the flag and what it takes', () => {
     const base = { runs: '5', duration: '1m', preemptionRate: '2', seed: '1', checkpointEvery: '60', observer: 'auto' };
     assert.throws(() => parseScaleOptions({ ...base, runs: '0' }), (err: Error) => err instanceof ScaleOptionError && /^--runs: expected a whole number from 1/.test(err.message));
@@ -186,6 +199,9 @@ describe('bench:scale on the real stack (5 runs)', function () {
     }
     // Every preempted VM was training, so its run must have inserted a replacement.
     assert.equal(result.preemptionsUnreplaced, 0);
+    // The worker's own slot gauges were read, and five runs never used up a thousand slots.
+    const slots = result.activitySlots as { freeMin: number; usedMax: number; samples: number } | undefined;
+    assert.ok(slots && slots.samples > 0 && slots.freeMin > 0 && slots.usedMax >= 1, `activitySlots ${JSON.stringify(slots)}`);
     if ((result.preemptions as number) > 0) assert.equal(typeof result.preemptionToInsertP50S, 'number');
   });
 });
