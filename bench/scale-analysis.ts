@@ -376,14 +376,31 @@ export interface StepFigures {
  * whose released resource was preempted (`preempted`: name -> epoch ms), p50 and p99 of
  * each step (seconds). Steps are measured per path, so their percentiles do not add up.
  */
-export function replacementSteps(paths: readonly ReplacementPath[], preempted: ReadonlyMap<string, number>): { paths: number; steps: StepFigures[] } {
+export function replacementSteps(paths: readonly ReplacementPath[], preempted: ReadonlyMap<string, number>): { paths: number; steps: StepFigures[]; slowest?: SlowestPath } {
   const preemptedPaths = paths.flatMap((p) => (p.released !== undefined && preempted.has(p.released) ? [{ ...p, preemptedMs: preempted.get(p.released)! }] : []));
+  const round2 = (x: number | undefined) => (x === undefined ? undefined : Math.round(x * 100) / 100);
+  const stepSeconds = (p: (typeof preemptedPaths)[number], from: (typeof REPLACEMENT_STEPS)[number][1], to: (typeof REPLACEMENT_STEPS)[number][2]) =>
+    p[from] !== undefined && p[to] !== undefined ? (p[to]! - p[from]!) / 1000 : undefined;
   const steps = REPLACEMENT_STEPS.map(([step, from, to]) => {
-    const seconds = preemptedPaths.flatMap((p) => (p[from] !== undefined && p[to] !== undefined ? [(p[to]! - p[from]!) / 1000] : []));
-    const round2 = (x: number | undefined) => (x === undefined ? undefined : Math.round(x * 100) / 100);
+    const seconds = preemptedPaths.flatMap((p) => stepSeconds(p, from, to) ?? []);
     return { step, p50S: round2(percentile(seconds, 50)), p99S: round2(percentile(seconds, 99)) };
   });
-  return { paths: preemptedPaths.length, steps };
+  // The one path a tail figure cannot explain: where its time went, step by step.
+  const placed = preemptedPaths.filter((p) => p.provisionScheduledMs !== undefined);
+  const worst = placed.reduce<(typeof placed)[number] | undefined>((w, p) => (w === undefined || p.provisionScheduledMs! - p.preemptedMs > w.provisionScheduledMs! - w.preemptedMs ? p : w), undefined);
+  const slowest = worst && {
+    released: worst.released!,
+    seconds: round2((worst.provisionScheduledMs! - worst.preemptedMs) / 1000)!,
+    steps: Object.fromEntries(REPLACEMENT_STEPS.flatMap(([step, from, to]) => (stepSeconds(worst, from, to) === undefined ? [] : [[step, round2(stepSeconds(worst, from, to))!]]))),
+  };
+  return { paths: preemptedPaths.length, steps, ...(slowest ? { slowest } : {}) };
+}
+
+/** The preempted resource whose replacement took longest to be scheduled, with each step's seconds. */
+export interface SlowestPath {
+  released: string;
+  seconds: number;
+  steps: Record<string, number>;
 }
 
 // --- cloud API calls -------------------------------------------------------------------

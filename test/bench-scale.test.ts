@@ -100,6 +100,20 @@ describe('bench:scale rules', () => {
         ['provision schedule -> start', 0.25],
       ],
     );
+    assert.deepEqual(replacementSteps(run.replacements, new Map([['st-r-h-e-a1', 10_000]])).slowest, {
+      released: 'st-r-h-e-a1',
+      seconds: 9,
+      steps: {
+        'preemption -> signal': 2,
+        'signal -> release scheduled': 1,
+        release: 1,
+        'release scheduled -> findCapacity scheduled': 2,
+        'findCapacity schedule -> start': 2,
+        findCapacity: 1,
+        'findCapacity -> provision scheduled': 1,
+        'provision schedule -> start': 0.25,
+      },
+    });
     // A release of a resource that was not preempted (a stockout, a switch) is not a preemption's path.
     assert.equal(replacementSteps(run.replacements, new Map()).paths, 0);
 
