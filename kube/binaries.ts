@@ -9,7 +9,7 @@
  * etcd comes from Debian (`etcd-server`).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sternaCacheDir } from '../config/temporal-cli';
@@ -67,8 +67,11 @@ ${CONTROL_PLANE.map((b) => `\t_ "k8s.io/kubernetes/cmd/${b}"`).join('\n')}
 export async function ensureControlPlane(log: Log = stderrLog): Promise<string> {
   const dir = kubeCacheDir();
   if (CONTROL_PLANE.every((b) => existsSync(binaryPath(b)))) return dir;
-  const work = join(sternaCacheDir(), `kube-build-v${KUBERNETES_VERSION}`);
-  mkdirSync(work, { recursive: true });
+  // A directory of this build's own: two builders at once (two test runs on one machine)
+  // must not delete or rename each other's half-built binaries. Go's module and build
+  // caches are shared and safe to use concurrently; the last rename wins with equal files.
+  mkdirSync(sternaCacheDir(), { recursive: true });
+  const work = mkdtempSync(join(sternaCacheDir(), `kube-build-v${KUBERNETES_VERSION}-`));
   const env = { ...process.env, GOFLAGS: '-mod=mod -buildvcs=false', CGO_ENABLED: '0' };
   const go = (args: string[]) => run('go', args, { cwd: work, env, maxBuffer: 256 * 1024 * 1024 });
   log(`sterna: building the Kubernetes v${KUBERNETES_VERSION} control plane from source (one time, ~8 minutes on 2 cores, ~2.5 GB of memory)...`);
@@ -95,6 +98,8 @@ export async function ensureControlPlane(log: Log = stderrLog): Promise<string> 
     for (const b of CONTROL_PLANE) renameSync(join(staging, b), binaryPath(b));
   } catch (err) {
     throw new KubeBuildError(`building the Kubernetes control plane failed: ${(err as Error).message}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
   log(`sterna: built the control plane into ${dir} in ${Math.round((Date.now() - started) / 1000)} s`);
   return dir;
