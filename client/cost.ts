@@ -21,7 +21,9 @@ export interface CostWindow {
 }
 
 export function costQuery(window: CostWindow): string {
-  const clauses = ['WorkflowType = "trainingRun"'];
+  // A run that continued as new is listed once per execution, and its latest one carries
+  // the whole ledger (the state crosses over): the executions it left behind would count twice.
+  const clauses = ['WorkflowType = "trainingRun"', 'ExecutionStatus != "ContinuedAsNew"'];
   if (window.since) clauses.push(`StartTime >= "${window.since.toISOString()}"`);
   if (window.until) clauses.push(`StartTime < "${window.until.toISOString()}"`);
   if (window.query) clauses.push(`(${window.query})`);

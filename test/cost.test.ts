@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { CostReport } from '../client/cost-report';
 import { micro } from '../client/cost-report';
+import { costQuery } from '../client/cost';
 import { statusQuery } from '../workflows/messages';
 import type { RunSpecInput } from '../workflows/spec';
 import { eventually } from './helpers/processes';
@@ -27,6 +28,13 @@ const spec = (team: string, overrides: Partial<RunSpecInput> = {}): RunSpecInput
   recovery: { pollSeconds: 0.2, zoneCooldown: '1h' },
   labels: { team, project: 'cost-test' },
   ...overrides,
+});
+
+describe('which executions sterna cost reads', () => {
+  it('leaves out the executions a run continued from: its latest carries the whole ledger, so they would count twice', () => {
+    assert.equal(costQuery({}), 'WorkflowType = "trainingRun" AND ExecutionStatus != "ContinuedAsNew"');
+    assert.equal(costQuery({ query: 'SternaTeam = "ml"' }), 'WorkflowType = "trainingRun" AND ExecutionStatus != "ContinuedAsNew" AND (SternaTeam = "ml")');
+  });
 });
 
 describe('sterna cost reports what the runs cost (dev server, scripted cloud)', function () {
