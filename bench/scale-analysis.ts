@@ -386,12 +386,17 @@ export function replacementSteps(paths: readonly ReplacementPath[], preempted: R
     return { step, p50S: round2(percentile(seconds, 50)), p99S: round2(percentile(seconds, 99)) };
   });
   // The one path a tail figure cannot explain: where its time went, step by step.
-  const placed = preemptedPaths.filter((p) => p.provisionScheduledMs !== undefined);
-  const worst = placed.reduce<(typeof placed)[number] | undefined>((w, p) => (w === undefined || p.provisionScheduledMs! - p.preemptedMs > w.provisionScheduledMs! - w.preemptedMs ? p : w), undefined);
+  const took = (p: (typeof preemptedPaths)[number]) => (p.provisionScheduledMs === undefined ? -Infinity : p.provisionScheduledMs - p.preemptedMs);
+  const worst = preemptedPaths.reduce<(typeof preemptedPaths)[number] | undefined>((w, p) => (took(p) > (w ? took(w) : -Infinity) ? p : w), undefined);
   const slowest = worst && {
     released: worst.released!,
-    seconds: round2((worst.provisionScheduledMs! - worst.preemptedMs) / 1000)!,
-    steps: Object.fromEntries(REPLACEMENT_STEPS.flatMap(([step, from, to]) => (stepSeconds(worst, from, to) === undefined ? [] : [[step, round2(stepSeconds(worst, from, to))!]]))),
+    seconds: round2(took(worst) / 1000)!,
+    steps: Object.fromEntries(
+      REPLACEMENT_STEPS.flatMap(([step, from, to]) => {
+        const seconds = stepSeconds(worst, from, to);
+        return seconds === undefined ? [] : [[step, round2(seconds)!]];
+      }),
+    ),
   };
   return { paths: preemptedPaths.length, steps, ...(slowest ? { slowest } : {}) };
 }

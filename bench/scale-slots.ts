@@ -6,6 +6,7 @@
  * above zero, no activity task can wait for a slot: the core polls for one whenever a
  * slot is free, so a slow start is the poll or the worker's threads, not the limit.
  */
+import { sdkText } from '../workers/metrics';
 
 const GAUGE = /^temporal_worker_task_slots_(available|used)\{([^}]*)\} (\d+(?:\.\d+)?)$/gm;
 
@@ -49,15 +50,13 @@ export class SlotSampler {
     if (this.inFlight) return;
     this.inFlight = true;
     try {
-      const res = await fetch(`http://127.0.0.1:${this.sdkMetricsPort}/metrics`, { signal: AbortSignal.timeout(2000) });
-      const slots = res.ok ? activitySlotsOf(await res.text()) : undefined;
+      // An exporter not up yet, or a worker gone, answers '': a missed sample, not a figure.
+      const slots = activitySlotsOf(await sdkText(this.sdkMetricsPort));
       if (slots) {
         this.freeMin = Math.min(this.freeMin, slots.free);
         this.usedMax = Math.max(this.usedMax, slots.used);
         this.samples += 1;
       }
-    } catch {
-      // The exporter is not up yet, or the worker is gone: a missed sample, not a figure.
     } finally {
       this.inFlight = false;
     }

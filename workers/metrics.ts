@@ -37,7 +37,8 @@ export interface MetricsServerOptions {
   client?: Client;
 }
 
-async function sdkText(port: number): Promise<string> {
+/** The SDK exporter's exposition text on loopback `port`, or '' while it is not up. */
+export async function sdkText(port: number): Promise<string> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
     return res.ok ? await res.text() : '';
