@@ -57,12 +57,12 @@ function eventMs(time: temporal.api.history.v1.IHistoryEvent['eventTime']): numb
   return Number(time?.seconds ?? 0) * 1000 + Math.floor((time?.nanos ?? 0) / 1e6);
 }
 
-/** Every observation signal in the run's history, in order. */
+/** Every observation signal in the run's histories (all its executions), in order. */
 async function heard(client: Client, workflowId: string): Promise<Heard[]> {
-  const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
-  return Promise.all((events ?? [])
+  const signals = await Promise.all((await chainEvents(client, workflowId))
     .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation')
     .map(async (e) => ({ atMs: eventMs(e.eventTime), observation: await payloadValue<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]) })));
+  return signals.sort((a, b) => a.atMs - b.atMs);
 }
 
 async function hear(client: Client, workflowId: string, what: string, test: (o: ResourceObservation) => boolean, timeoutMs = 90_000): Promise<Heard> {
@@ -276,8 +276,10 @@ describe('fleet observer on the GCE emulator', function () {
     await client.workflow.getHandle(observerId).terminate('simulating a lost observer');
     const result = await run.result();
     assert.equal(result.status, 'completed');
-    const { events } = await client.workflow.getHandle(run.workflowId).fetchHistory();
-    const asks = (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'ensureObserver').map((e) => eventMs(e.eventTime));
+    const asks = (await chainEvents(client, run.workflowId))
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'ensureObserver')
+      .map((e) => eventMs(e.eventTime))
+      .sort((a, b) => a - b);
     assert.ok(asks.length >= 2 && asks[asks.length - 1] > lostAt, `the run asked for the observer when it provisioned and again once it fell silent (asks at ${asks.map((t) => t - lostAt).join(', ')} ms from the loss)`);
     assert.equal((await client.workflow.getHandle(observerId).describe()).status.name, 'RUNNING', 'the run started the observer again');
     const after = (await heard(client, run.workflowId)).filter((h) => h.atMs > asks[asks.length - 1]);

@@ -7,7 +7,7 @@ import { FailureType } from '../workflows/failures';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { ENDINGS } from '../workflows/run/endings';
 import { limitAtMs } from '../workflows/run/limits';
-import { HISTORY_EVENTS_PER_EXECUTION, type Context } from '../workflows/run/machine';
+import { FIRST_HISTORY_BUDGET, HISTORY_EVENTS_PER_EXECUTION, type Context } from '../workflows/run/machine';
 import { AttemptOutcome, TimelineKind } from '../workflows/run/state';
 import { budgetProblem, newDeadlineProblem } from '../workflows/run/validators';
 import { ledger, resultOf } from '../workflows/run/views';
@@ -32,7 +32,7 @@ class Harness extends RunHarness {
   endsOnExit = false;
   /** Events in the execution's history so far, and whether it continues as new at its budget. */
   historyLength = 10;
-  historyBudget = false;
+  historyBudget: number | undefined = undefined;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
@@ -286,7 +286,7 @@ describe('the run machine (pure, no server)', () => {
     });
 
     it('continues as new at its own history budget, not only at the server\'s suggestion; a run recorded before waits for the server', () => {
-      const run = Object.assign(new Harness(), { historyBudget: true }).running();
+      const run = Object.assign(new Harness(), { historyBudget: HISTORY_EVENTS_PER_EXECUTION }).running();
       run.historyLength = HISTORY_EVENTS_PER_EXECUTION - 1;
       assert.equal(run.send({ kind: 'tick' }).kind, 'wait', 'under the budget: the run waits for news');
       run.historyLength = HISTORY_EVENTS_PER_EXECUTION;
@@ -297,10 +297,17 @@ describe('the run machine (pure, no server)', () => {
       assert.equal(before.send({ kind: 'tick' }).kind, 'wait', 'recorded before the budget: only the server decides');
       before.suggested = true;
       assert.deepEqual(before.send({ kind: 'tick' }), { kind: 'continue-as-new' });
+
+      const first = Object.assign(new Harness(), { historyBudget: FIRST_HISTORY_BUDGET }).running();
+      first.historyLength = FIRST_HISTORY_BUDGET - 1;
+      assert.ok(HISTORY_EVENTS_PER_EXECUTION < first.historyLength);
+      assert.equal(first.send({ kind: 'tick' }).kind, 'wait', 'recorded under the first budget: it keeps that budget');
+      first.historyLength = FIRST_HISTORY_BUDGET;
+      assert.deepEqual(first.send({ kind: 'tick' }), { kind: 'continue-as-new' });
     });
 
     it('past its budget, releases a preempted attempt before it continues as new: this execution finishes what it started', () => {
-      const run = Object.assign(new Harness(), { historyBudget: true }).running();
+      const run = Object.assign(new Harness(), { historyBudget: HISTORY_EVENTS_PER_EXECUTION }).running();
       run.historyLength = HISTORY_EVENTS_PER_EXECUTION + 50;
       const preempted = run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } });
       assert.deepEqual(preempted, { kind: 'release', attempt: 1, createMayBeInFlight: false });

@@ -142,12 +142,16 @@ describe('secrets stay out of history, metadata, labels, logs and status (GCE, t
     assert.ok(instance.metadata?.items?.some((item) => item.key === 'sterna-secrets'), 'the metadata names where the secret lives');
 
     // Raw history, as the server stores it: the run's input is ciphertext.
+    // Every execution of the run (it may have continued as new) holds only ciphertext.
     const histories = await rawHistories(stack.taskQueue);
-    const own = Object.entries(histories).find(([where]) => where.includes(workflowId))![1];
-    assert.equal(Buffer.from(startedInput(own).metadata.encoding, 'base64').toString(), ENCRYPTED_ENCODING);
-    assert.ok(!foundIn(ENV_VALUE, own), 'an env value is encrypted in history too');
+    const own = Object.entries(histories).filter(([where]) => where.includes(`${workflowId}/`));
+    assert.ok(own.length >= 1, 'the run\'s history is listed');
+    for (const [where, history] of own) {
+      assert.equal(Buffer.from(startedInput(history).metadata.encoding, 'base64').toString(), ENCRYPTED_ENCODING, `${where}: its input is encrypted`);
+      assert.ok(!foundIn(ENV_VALUE, history), `${where}: an env value is encrypted in history too`);
+    }
     // Through the codec server, those allowed see the input decoded: the env value, and no secret.
-    const decoded = await temporalCli(['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--codec-endpoint', codec.url]);
+    const decoded = await temporalCli(['workflow', 'show', '--workflow-id', workflowId, '--run-id', (await handle.describe()).raw.workflowExecutionInfo!.firstRunId!, '--output', 'json', '--codec-endpoint', codec.url]);
     const input = startedInput(decoded);
     assert.equal(Buffer.from(input.metadata.encoding, 'base64').toString(), 'json/plain');
     assert.equal((JSON.parse(Buffer.from(input.data, 'base64').toString()) as RunSpecInput).env?.WANDB_API_KEY, ENV_VALUE);

@@ -108,10 +108,11 @@ export interface Context {
   /** Events in this execution's history so far (the SDK's `historyLength`). */
   historyLength?: number;
   /**
-   * Whether this execution continues as new at HISTORY_EVENTS_PER_EXECUTION events rather
-   * than only when the server suggests it (runs recorded before did not).
+   * The events this execution may reach before it continues as new (HISTORY_EVENTS_PER_EXECUTION,
+   * or FIRST_HISTORY_BUDGET for runs recorded under it); absent for runs recorded before any
+   * budget, which continue only when the server suggests it.
    */
-  historyBudget?: boolean;
+  historyBudget?: number;
   /** Attempts the state held when this execution began (continue-as-new bound). */
   attemptsAtStart: number;
   /** Whether this run asks for the fleet observer itself (runs recorded before it did not). */
@@ -164,12 +165,17 @@ export const ATTEMPTS_PER_RUN = 50;
 /**
  * Continue as new once an execution's history has this many events, well before the
  * server's suggestion (about 4,000). A cached run's memory on the worker grows with its
- * history: the SDK core keeps a state machine for every command the execution issued
- * (bench/README.md, row Q: about 0.6 KB of native memory per event), so at the server's
- * bound a long run would hold some 2 MB and a worker's fleet of them gigabytes. A
- * new execution costs about 20 events (its start, first task and patch markers), 5 % of this.
+ * history: the SDK core keeps a state machine for every command the execution issued,
+ * about 1 KB of worker memory per event in all (bench/README.md, rows Q and Q4), so a
+ * worker's memory is bounded by its runs times this budget, not by how long they run.
+ * A training run adds about 11 events a minute (an observer signal, its task, the wake
+ * timer moved), so this is a new execution every 10 to 15 minutes; a new execution
+ * costs about 40 events (its start, first task, and a marker and a search-attribute
+ * update for each patch), a quarter of the budget.
  */
-export const HISTORY_EVENTS_PER_EXECUTION = 400;
+export const HISTORY_EVENTS_PER_EXECUTION = 150;
+/** The budget of runs recorded under the first one (patch `sterna-history-budget` alone). */
+export const FIRST_HISTORY_BUDGET = 400;
 /** Provision + stage + resume: paid time without progress after each start or switch. */
 export const CHANGEOVER_SECONDS = 120;
 /** How often the deadline-aware policy is asked again while spot trains. */
@@ -522,7 +528,7 @@ function admission(state: RunState, spec: RunSpec, now: number): Command {
 
 function shouldContinueAsNew(state: RunState, context: Context): boolean {
   if (context.continueAsNewSuggested || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN) return true;
-  return context.historyBudget === true && (context.historyLength ?? 0) >= HISTORY_EVENTS_PER_EXECUTION;
+  return context.historyBudget !== undefined && (context.historyLength ?? 0) >= context.historyBudget;
 }
 
 /** While an attempt stages or trains: ask for the observer, look when it is silent, ask the policy, wait. */

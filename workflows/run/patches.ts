@@ -4,7 +4,7 @@
  * Called in this order every time, as the markers were first written.
  */
 import { patched } from '@temporalio/workflow';
-import type { Context } from './machine';
+import { FIRST_HISTORY_BUDGET, HISTORY_EVENTS_PER_EXECUTION, type Context } from './machine';
 
 export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit' | 'policyStats' | 'historyBudget'>;
 
@@ -27,7 +27,7 @@ export function runPatches(): RunPatches {
   const endsOnExit = patched('sterna-end-on-exit');
   // Runs recorded before auto's policy pooled found runs and stopped measuring along others' looks keep the first rules.
   const policyStats = patched('sterna-policy-stats');
-  // Runs recorded before continued as new only when the server suggested it.
-  const historyBudget = patched('sterna-history-budget');
+  // Runs recorded before continued as new only when the server suggested it; then at 400 events.
+  const historyBudget = patched('sterna-history-budget') ? (patched('sterna-history-budget-150') ? HISTORY_EVENTS_PER_EXECUTION : FIRST_HISTORY_BUDGET) : undefined;
   return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit, policyStats, historyBudget };
 }
