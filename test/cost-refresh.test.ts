@@ -10,6 +10,7 @@ import { COST_REFRESH_SECONDS } from '../workflows/run/cost-refresh';
 import { statusQuery } from '../workflows/messages';
 import { createSternaWorker } from '../workers/worker';
 import { eventually } from './helpers/processes';
+import { allEvents } from './helpers/histories';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 
@@ -37,7 +38,7 @@ describe('SternaCostUsd stays current while a run trains (dev server)', function
       });
       /** The waits (seconds) the run set once its VM was provisioned (before, it waits for its team's admission). */
       const timers = async () => {
-        const events = (await run.fetchHistory()).events ?? [];
+        const events = await allEvents(env.client, run.workflowId);
         const provisioned = events.findIndex((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'provision');
         if (provisioned < 0) return undefined;
         return events.slice(provisioned).flatMap((e) => (e.timerStartedEventAttributes ? [Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)] : []));

@@ -16,7 +16,7 @@ import { runKey } from '../workflows/naming';
 import { statusQuery, type ResourceObservation } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
 import type { trainingRun } from '../workflows/training-run';
-import { payloadValue } from './helpers/histories';
+import { allEvents, payloadValue } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { exampleSpec, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
@@ -54,8 +54,7 @@ function expectedGangWeights(stack: Stack): Checkpoint {
 
 /** Every observation the fleet observer signalled to the run. */
 async function heard(client: Client, workflowId: string): Promise<ResourceObservation[]> {
-  const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
-  const signals = (events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation');
+  const signals = (await allEvents(client, workflowId)).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation');
   return Promise.all(signals.map((e) => payloadValue<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0])));
 }
 

@@ -13,7 +13,7 @@ import type { RunSpecInput } from '../workflows/spec';
 import { eventually } from './helpers/processes';
 import { NODES, startKubeStack, type KubeStack } from './helpers/kube';
 import { testEnv } from './helpers/temporal';
-import { payloadValue } from './helpers/histories';
+import { allEvents, payloadValue } from './helpers/histories';
 
 const repoRoot = join(__dirname, '..', '..');
 
@@ -29,9 +29,8 @@ function gkeSpec(steps: number, pollSeconds: number): RunSpecInput {
 }
 
 async function heard(client: Client, workflowId: string): Promise<ResourceObservation[]> {
-  const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
   return Promise.all(
-    (events ?? [])
+    (await allEvents(client, workflowId))
       .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation')
       .map((e) => payloadValue<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0])),
   );

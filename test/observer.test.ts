@@ -31,7 +31,7 @@ import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 import { sternaDataConverter } from '../config/data-converter';
-import { payloadValue } from './helpers/histories';
+import { allEvents, payloadValue } from './helpers/histories';
 
 /** What ensureObserver answered; these workers always run an observer. */
 async function ensured(answer: Promise<EnsureObserverResult | null>): Promise<EnsureObserverResult> {
@@ -59,7 +59,7 @@ function eventMs(time: temporal.api.history.v1.IHistoryEvent['eventTime']): numb
 
 /** Every observation signal in the run's histories (all its executions), in order. */
 async function heard(client: Client, workflowId: string): Promise<Heard[]> {
-  const signals = await Promise.all((await chainEvents(client, workflowId))
+  const signals = await Promise.all((await allEvents(client, workflowId))
     .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation')
     .map(async (e) => ({ atMs: eventMs(e.eventTime), observation: await payloadValue<ResourceObservation>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]) })));
   return signals.sort((a, b) => a.atMs - b.atMs);
@@ -72,21 +72,10 @@ async function hear(client: Client, workflowId: string, what: string, test: (o: 
   });
 }
 
-/** Every event of a workflow's continue-as-new chain, newest run first. */
-async function chainEvents(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[]> {
-  const events: temporal.api.history.v1.IHistoryEvent[] = [];
-  for (let runId: string | undefined = undefined; ; ) {
-    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    events.push(...(history.events ?? []));
-    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
-    if (!runId) return events;
-  }
-}
-
 /** The results of the observer's completed watchFleet calls, across its continue-as-new chain. */
 async function watchResults(client: Client, workflowId: string): Promise<WatchFleetResult[]> {
   return Promise.all(
-    (await chainEvents(client, workflowId))
+    (await allEvents(client, workflowId))
       .map((e) => e.activityTaskCompletedEventAttributes?.result?.payloads?.[0])
       .filter((p) => p !== undefined && p !== null)
       .map((p) => payloadValue<WatchFleetResult>(p)),
@@ -276,7 +265,7 @@ describe('fleet observer on the GCE emulator', function () {
     await client.workflow.getHandle(observerId).terminate('simulating a lost observer');
     const result = await run.result();
     assert.equal(result.status, 'completed');
-    const asks = (await chainEvents(client, run.workflowId))
+    const asks = (await allEvents(client, run.workflowId))
       .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'ensureObserver')
       .map((e) => eventMs(e.eventTime))
       .sort((a, b) => a - b);
@@ -371,7 +360,7 @@ describe('fleet observer lifetime', function () {
       assert.equal(asked.runId, again.runId);
       await eventually('a watchFleet call with the new options', async () => {
         const inputs = await Promise.all(
-          (await chainEvents(env.client, again.workflowId))
+          (await allEvents(env.client, again.workflowId))
             .map((e) => e.activityTaskScheduledEventAttributes?.input?.payloads?.[0])
             .filter((p) => p !== undefined && p !== null)
             .map((p) => payloadValue<WatchFleetInput>(p)),

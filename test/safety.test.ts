@@ -17,6 +17,7 @@ import type { RunStatus } from '../workflows/run/views';
 import { parseSpec } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
+import { executionHistories } from './helpers/histories';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { testServerAddress } from './helpers/temporal';
 
@@ -234,13 +235,13 @@ describe('safety: API outages delay runs, never fail them', function () {
     const handle = await stack.start(exampleSpec());
     const result = await handle.result();
     assert.equal(result.status, 'completed');
-    const { events } = await handle.fetchHistory();
-    const provisions = new Set(
-      (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'provision').map((e) => String(e.eventId)),
-    );
-    const attempts = (events ?? [])
-      .filter((e) => e.activityTaskStartedEventAttributes && provisions.has(String(e.activityTaskStartedEventAttributes.scheduledEventId)))
-      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    // Event ids restart in each execution, so each is matched within its own.
+    const attempts = (await executionHistories(stack.env.client, handle.workflowId)).flatMap((events) => {
+      const provisions = new Set(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'provision').map((e) => String(e.eventId)));
+      return events
+        .filter((e) => e.activityTaskStartedEventAttributes && provisions.has(String(e.activityTaskStartedEventAttributes.scheduledEventId)))
+        .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    });
     assert.deepEqual(attempts, [1], 'provision ran once');
   });
 

@@ -8,7 +8,7 @@ import type { RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
 import { join } from 'node:path';
 import { teamWorkflowId, type TeamInput } from '../workflows/teams/contract';
-import { saveHistory } from './helpers/histories';
+import { allEvents, saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { sternaTestWorker, testEnv, uniqueTaskQueue } from './helpers/temporal';
@@ -141,7 +141,7 @@ describe('team budgets, GPU quotas and priority queueing (dev server, scripted c
       const team = await getTeam(env.client, 'vision', { taskQueue });
       assert.deepEqual(team.running.map((h) => h.runId).sort(), [live.workflowId, next.workflowId].sort());
       // The sweeps asked the server; the live run heard one admission, its own.
-      const admissions = (await live.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'admission');
+      const admissions = (await allEvents(env.client, live.workflowId)).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'admission');
       assert.equal(admissions.length, 1);
       await Promise.all([live.cancel(), next.cancel()]);
     });

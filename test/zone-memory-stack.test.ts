@@ -14,7 +14,7 @@ import type { ZoneRow } from '../cli/zones';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { queryCountingClient, testServerAddress, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
-import { saveHistory } from './helpers/histories';
+import { allEvents, saveHistory } from './helpers/histories';
 import { zoneOutcomesSignal } from '../workflows/zones/messages';
 import type { zoneMemory } from '../workflows/zones/zone-memory';
 import { observerOptions } from '../activities/fleet';
@@ -34,9 +34,8 @@ async function sternaZones(stack: Stack, args: string[]): Promise<string> {
 
 /** How many times the run scheduled each activity, by name. */
 async function activitiesScheduled(stack: Stack, workflowId: string): Promise<Record<string, number>> {
-  const { events } = await stack.env.client.workflow.getHandle(workflowId).fetchHistory();
   const counts: Record<string, number> = {};
-  for (const e of events ?? []) {
+  for (const e of await allEvents(stack.env.client, workflowId)) {
     const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
     if (name) counts[name] = (counts[name] ?? 0) + 1;
   }

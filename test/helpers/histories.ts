@@ -12,6 +12,7 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { sternaPayloadCodec } from '../../config/data-converter';
 import { isEncrypted } from '../../config/payload-codec';
+import type { Client } from '@temporalio/client';
 import { testEnv } from './temporal';
 
 const { History } = temporal.api.history.v1;
@@ -43,4 +44,24 @@ export function loadHistory(file: string): temporal.api.history.v1.IHistory {
 export async function payloadValue<T>(payload: Payload): Promise<T> {
   const [plain] = await sternaPayloadCodec().decode([payload]);
   return defaultPayloadConverter.fromPayload<T>(plain);
+}
+
+/**
+ * The histories of every execution of a workflow, oldest first: a run that continued as
+ * new has its earlier events in the executions before its latest. Walked back through
+ * each execution's `continuedExecutionRunId`, so it needs no visibility query.
+ */
+export async function executionHistories(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[][]> {
+  const executions: temporal.api.history.v1.IHistoryEvent[][] = [];
+  for (let runId: string | undefined = undefined; ; ) {
+    const { events } = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    executions.unshift(events ?? []);
+    runId = events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+    if (!runId) return executions;
+  }
+}
+
+/** Every event of a workflow across its executions, oldest first (event ids restart in each). */
+export async function allEvents(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[]> {
+  return (await executionHistories(client, workflowId)).flat();
 }
