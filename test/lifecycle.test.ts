@@ -7,9 +7,10 @@ import { Worker } from '@temporalio/worker';
 import { runKey } from '../workflows/naming';
 import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
+import { RUN_BASELINE_PATCH } from '../workflows/run/changes';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
-import { saveHistory } from './helpers/histories';
+import { payloadValue, saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
@@ -209,6 +210,16 @@ describe('trainingRun on the GCE emulator', function () {
       count++;
     }
     assert.equal(count, runs.length);
+  });
+
+  it('records one patch marker per execution, the run baseline, not one for each change it covers', async () => {
+    for (const [i, run] of runs.entries()) {
+      const { events } = await run.fetchHistory();
+      const markers = (events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+      const ids = await Promise.all(markers.map(async (e) => (await payloadValue<{ id: string }>(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0])).id));
+      // A spec refused before the run's first decision asks for no change at all.
+      assert.deepEqual(ids, titles[i].includes('invalid-spec') ? [] : [RUN_BASELINE_PATCH], run.workflowId);
+    }
   });
 });
 

@@ -3,7 +3,8 @@
  * courtesy: a run that cannot reach it trains as before). Behind its own patch, so runs
  * recorded before it replay unchanged.
  */
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
+import { hasChange } from '../run/changes';
 import type { RunState } from '../run/state';
 import type { RunSpec } from '../spec';
 import type { ThroughputActivities } from './contract';
@@ -34,7 +35,7 @@ export class ThroughputLink {
   /** Tells the memory in an activity of its own, as runs recorded before run/memory-link.ts did. */
   async tell(): Promise<void> {
     const samples = this.take();
-    if (samples.length === 0 || !patched(THROUGHPUT_PATCH)) return;
+    if (samples.length === 0 || !hasChange(THROUGHPUT_PATCH)) return;
     await this.acts.recordThroughput({ samples }).catch(() => undefined);
   }
 }

@@ -3,7 +3,8 @@
  * and how fast they trained (the throughput memory), told in one activity. Runs recorded
  * before the two went together tell them apart, in two activities, and replay so.
  */
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
+import { hasChange } from './changes';
 import { ThroughputLink } from '../plan/run-link';
 import type { RunSpec } from '../spec';
 import { usesZoneMemory, ZoneLink } from '../zones/run-link';
@@ -32,7 +33,7 @@ export class MemoryLink {
 
   /** Tells both memories what the attempts released since the last tell showed. A courtesy: failures are dropped. */
   async tell(): Promise<void> {
-    if (!patched(ONE_RECORD_PATCH)) {
+    if (!hasChange(ONE_RECORD_PATCH)) {
       await this.zones.tell();
       await this.throughput.tell();
       return;
@@ -43,7 +44,7 @@ export class MemoryLink {
     // The zone memory's own patch still guards its outcomes, as in the two-activity path.
     const zoneOutcomes = outcomes.length > 0 && usesZoneMemory() ? outcomes : [];
     const told = this.acts.recordReleasedAttempts({ backend: this.spec.backend, outcomes: zoneOutcomes, samples }).catch(() => undefined);
-    if (patched(RECORD_BESIDE_PATCH)) this.pending.push(told);
+    if (hasChange(RECORD_BESIDE_PATCH)) this.pending.push(told);
     else await told;
   }
 

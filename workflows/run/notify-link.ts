@@ -3,7 +3,8 @@
  * delivery without the run waiting for it; the run waits for what is in flight only
  * before it continues as new or ends. Runs recorded before notifications replay unchanged.
  */
-import { CancellationScope, condition, patched, proxyActivities } from '@temporalio/workflow';
+import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
+import { hasChange } from './changes';
 import type { RunSpec } from '../spec';
 import { mayNotify, notificationsDue, notifyWakeAtMs, remember, type NotifyMoment } from './notify';
 import { NOTIFY_ACTIVITY_OPTIONS, type NotifyActivities } from './notify-contract';
@@ -25,7 +26,7 @@ export class NotifyLink {
    * recorded before runs did (their histories replay without the activities).
    */
   private notifies(): boolean {
-    return mayNotify(this.spec, this.state) && (this.patchedIn ??= patched('sterna-notify'));
+    return mayNotify(this.spec, this.state) && (this.patchedIn ??= hasChange('sterna-notify'));
   }
 
   /**

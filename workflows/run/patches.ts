@@ -3,31 +3,31 @@
  * a run recorded before a change replays without it (test/histories/ keeps such runs).
  * Called in this order every time, as the markers were first written.
  */
-import { patched } from '@temporalio/workflow';
+import { hasChange } from './changes';
 import { FIRST_HISTORY_BUDGET, HISTORY_EVENTS_PER_EXECUTION, type Context } from './machine';
 
 export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit' | 'policyStats' | 'historyBudget'>;
 
 export function runPatches(): RunPatches {
   // Runs recorded before runs asked for the observer themselves replay without asking.
-  const asksObserver = patched('sterna-run-asks-observer');
+  const asksObserver = hasChange('sterna-run-asks-observer');
   // Runs recorded before team admission place without asking their team.
-  const teamAdmission = patched('sterna-team-admission');
+  const teamAdmission = hasChange('sterna-team-admission');
   // Runs recorded before GPU readings and the idle rule replay without them.
-  const gpuUtil = patched('sterna-gpu-util');
+  const gpuUtil = hasChange('sterna-gpu-util');
   // Runs recorded before auto weighed flex-start and data cost by expected cost keep the fixed rules.
-  const autoCosts = patched('sterna-auto-costs');
+  const autoCosts = hasChange('sterna-auto-costs');
   // Runs recorded before the run-duration guard neither move before a flex-start cut nor size it from the run's end.
-  const flexCut = patched('sterna-flex-cut');
+  const flexCut = hasChange('sterna-flex-cut');
   // Runs recorded before live checkpoint intervals replay without their reads and updates.
-  const liveInterval = patched('sterna-live-interval');
+  const liveInterval = hasChange('sterna-live-interval');
   // Runs recorded before placed their next attempt only once the last one was released.
-  const releaseBeside = patched('sterna-release-beside');
+  const releaseBeside = hasChange('sterna-release-beside');
   // Runs recorded before ended a preempted attempt only once its VM was down.
-  const endsOnExit = patched('sterna-end-on-exit');
+  const endsOnExit = hasChange('sterna-end-on-exit');
   // Runs recorded before auto's policy pooled found runs and stopped measuring along others' looks keep the first rules.
-  const policyStats = patched('sterna-policy-stats');
+  const policyStats = hasChange('sterna-policy-stats');
   // Runs recorded before continued as new only when the server suggested it; then at 400 events.
-  const historyBudget = patched('sterna-history-budget') ? (patched('sterna-history-budget-150') ? HISTORY_EVENTS_PER_EXECUTION : FIRST_HISTORY_BUDGET) : undefined;
+  const historyBudget = hasChange('sterna-history-budget') ? (hasChange('sterna-history-budget-150') ? HISTORY_EVENTS_PER_EXECUTION : FIRST_HISTORY_BUDGET) : undefined;
   return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit, policyStats, historyBudget };
 }

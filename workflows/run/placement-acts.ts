@@ -3,7 +3,8 @@
  * activity where the run's history allows) and, once, where the data's buckets live;
  * answered together as the machine's `offers` event.
  */
-import { isCancellation, patched } from '@temporalio/workflow';
+import { isCancellation } from '@temporalio/workflow';
+import { hasChange } from './changes';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
 import { bucketsToLocate, type BucketAnswer } from './data-placement';
@@ -39,7 +40,7 @@ export class PlacementActs {
   private async locateBuckets(): Promise<BucketAnswer[] | undefined> {
     const buckets = bucketsToLocate(this.spec, this.state);
     // Runs recorded before bucket locations replay without asking.
-    if (buckets.length === 0 || !patched('sterna-bucket-location')) return undefined;
+    if (buckets.length === 0 || !hasChange('sterna-bucket-location')) return undefined;
     try {
       return await this.acts.storage.locateBuckets({ buckets });
     } catch (err) {

@@ -3,7 +3,8 @@
  * filters), the UI's current details, and the cost memo `sterna cost` reads. Each is
  * written only when what it shows has changed.
  */
-import { patched, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { hasChange } from './changes';
 import type { RunSpec } from '../spec';
 import { costMemoOf, COST_MEMO } from './cost-refresh';
 import type { RunState } from './state';
@@ -28,7 +29,7 @@ export class Publisher {
   attributesAndDetails(): void {
     // Not a command (the UI reads it through the metadata query), but behind a patch so runs
     // recorded before it replay exactly as they ran.
-    if (patched('sterna-current-details')) setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
+    if (hasChange('sterna-current-details')) setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
     const releasing = releasingOf(this.state);
     const releasingKey = JSON.stringify(releasing);
     if (releasingKey !== this.releasing) {

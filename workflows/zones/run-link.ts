@@ -3,7 +3,8 @@
  * commands, so runs recorded before the memory existed replay unchanged. Both calls
  * are courtesies: a run that cannot reach the memory places as it did without one.
  */
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
+import { hasChange } from '../run/changes';
 import type { RunState } from '../run/state';
 import type { RunSpec } from '../spec';
 import type { ZoneActivities } from './contract';
@@ -21,7 +22,7 @@ export function zoneMemoryActivities() {
 
 /** Whether this run tells and reads the zone memory (false when replaying a run recorded before it did). */
 export function usesZoneMemory(): boolean {
-  return patched(ZONE_MEMORY_PATCH);
+  return hasChange(ZONE_MEMORY_PATCH);
 }
 
 /**
@@ -54,7 +55,7 @@ export class ZoneLink {
   readWithCapacity(): string[] | undefined {
     // This patch first: a run recorded before it met the zone memory's marker only after
     // scheduling findCapacity, and must not meet it earlier on replay.
-    if (!patched(MEMORY_WITH_CAPACITY_PATCH) || !usesZoneMemory()) return undefined;
+    if (!hasChange(MEMORY_WITH_CAPACITY_PATCH) || !usesZoneMemory()) return undefined;
     return this.spec.resources.accelerators.map((a) => a.type);
   }
 
