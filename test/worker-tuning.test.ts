@@ -25,9 +25,9 @@ describe("the worker's tuning from its environment", () => {
     assert.throws(() => loadWorkerConfig({ ...base, STERNA_WORKFLOW_THREADS: '1.5' }), /STERNA_WORKFLOW_THREADS.*whole number/);
   });
 
-  it('starts the worker with a 1 GB heap, a small young generation and two malloc arenas unless told, and keeps as many runs cached as that heap fits', () => {
+  it('starts the worker with a 1 GB heap, a small young generation, heaps that grow by 30 % and two malloc arenas unless told, and keeps as many runs cached as that heap fits', () => {
     const tuned = workerProcess({});
-    assert.deepEqual(tuned.nodeFlags, [`--max-old-space-size=${DEFAULT_WORKER_HEAP_MB}`, '--max-semi-space-size=4']);
+    assert.deepEqual(tuned.nodeFlags, [`--max-old-space-size=${DEFAULT_WORKER_HEAP_MB}`, '--max-semi-space-size=4', '--heap-growing-percent=30']);
     assert.deepEqual([tuned.env.MALLOC_ARENA_MAX, tuned.env.MALLOC_MMAP_THRESHOLD_], ['2', '131072']);
     const told = workerProcess({ STERNA_WORKER_HEAP_MB: '4096', MALLOC_ARENA_MAX: '8' });
     assert.deepEqual([told.nodeFlags[0], told.env.MALLOC_ARENA_MAX], ['--max-old-space-size=4096', '8'], "the user's settings win");
