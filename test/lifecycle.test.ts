@@ -10,7 +10,7 @@ import { rankOffers } from '../workflows/placement';
 import { RUN_BASELINE_PATCH } from '../workflows/run/changes';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
-import { payloadValue, saveHistory } from './helpers/histories';
+import { executionHistories, payloadValue, saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
@@ -214,11 +214,12 @@ describe('trainingRun on the GCE emulator', function () {
 
   it('records one patch marker per execution, the run baseline, not one for each change it covers', async () => {
     for (const [i, run] of runs.entries()) {
-      const { events } = await run.fetchHistory();
-      const markers = (events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
-      const ids = await Promise.all(markers.map(async (e) => (await payloadValue<{ id: string }>(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0])).id));
-      // A spec refused before the run's first decision asks for no change at all.
-      assert.deepEqual(ids, titles[i].includes('invalid-spec') ? [] : [RUN_BASELINE_PATCH], run.workflowId);
+      for (const events of await executionHistories(stack.env.client, run.workflowId)) {
+        const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+        const ids = await Promise.all(markers.map(async (e) => (await payloadValue<{ id: string }>(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0])).id));
+        // A spec refused before the run's first decision asks for no change at all.
+        assert.deepEqual(ids, titles[i].includes('invalid-spec') ? [] : [RUN_BASELINE_PATCH], run.workflowId);
+      }
     }
   });
 });

@@ -31,7 +31,7 @@ import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 import { sternaDataConverter } from '../config/data-converter';
-import { allEvents, payloadValue } from './helpers/histories';
+import { allEvents, executionHistories, payloadValue } from './helpers/histories';
 
 /** What ensureObserver answered; these workers always run an observer. */
 async function ensured(answer: Promise<EnsureObserverResult | null>): Promise<EnsureObserverResult> {
@@ -223,13 +223,7 @@ describe('fleet observer on the GCE emulator', function () {
   });
 
   it('replays its histories, across continue-as-new, without nondeterminism', async () => {
-    const histories = [];
-    for (let runId: string | undefined = undefined; ; ) {
-      const history = await client.workflow.getHandle(observerId, runId).fetchHistory();
-      histories.push({ workflowId: observerId, history });
-      runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
-      if (!runId) break;
-    }
+    const histories = (await executionHistories(client, observerId)).map((events) => ({ workflowId: observerId, history: { events } }));
     assert.ok(histories.length >= 2, 'the observer continued as new at least once');
     let replayed = 0;
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter: sternaDataConverter() }, histories)) {

@@ -3,7 +3,8 @@
  * before it replays without it, now recorded under one marker.
  *
  * A new execution takes every one of them, and each `patched()` costs it a marker and a
- * `TemporalChangeVersion` upsert: 38 of a 150-event execution for the 19 below, and as
+ * `TemporalChangeVersion` upsert: 38 of a 150-event execution for the 19 a run usually asks
+ * for (`sterna-plan-throughput` only when its spec is named), and as
  * many state machines the worker's SDK core keeps for every cached run (most of the
  * worker's native memory at 2,000 runs: bench/README.md, row Q5). An execution started
  * since the baseline records its marker alone; one recorded before carries the markers of
