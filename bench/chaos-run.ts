@@ -33,6 +33,14 @@ import { mapLimited } from '../activities/map-limited';
 import { ACCELERATOR, failureName, machineLabel, preemptionToInsert, PROJECT } from './scale-run';
 import { startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
 
+/**
+ * What a healthy run may still wait once the faults are over, on top of twice the window
+ * and the outage: the observer's activity retried after a kill (a 15 s heartbeat timeout,
+ * up to 30 s of backoff), the observer's progress read that sees a short trainer's exit
+ * (60 s by default) and a release's stop (up to GCE's 30 s grace). A stuck run stays stuck.
+ */
+const SETTLE_MS = 3 * 60_000;
+
 export const DEFAULT_TRACE = join(__dirname, '..', '..', '..', 'shared', 'traces', 'aws-v100-9zone-2023-02.json');
 
 export interface ChaosOptions {
@@ -338,7 +346,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     }
 
     // --- wait --------------------------------------------------------------------------
-    const capAt = t0 + 2 * windowMs + o.outageSeconds * 1000;
+    const capAt = t0 + 2 * windowMs + o.outageSeconds * 1000 + SETTLE_MS;
     let lastReport = Date.now();
     for (;;) {
       await sleep(3000);

@@ -650,7 +650,11 @@ export class Instances {
     const key = keyOf(i);
     this.o.scheduler.at(`kill:${key}`, i.killAtMs ?? this.now(), () => this.finishStop(i));
     // A synthetic guest reports its own exit (guestExited); only process groups are polled.
-    if (this.isSynthetic(i)) return;
+    // One that exited already is the agent waiting to power off, which SIGTERM ends at once.
+    if (this.isSynthetic(i)) {
+      if (!this.o.synthetic.alive(i)) this.finishStop(i);
+      return;
+    }
     const poll = () => {
       if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
       if (!groupAlive(i.vm.pgid)) this.finishStop(i);

@@ -123,6 +123,10 @@ describe('GCE emulator: synthetic guests', function () {
     assert.equal(instance.status, 'RUNNING', 'the guest exited; its VM stays up, as with the agent');
     const view = (await emu.instances()).find((i) => i.name === 'vm-run')!;
     assert.deepEqual([view.guest, view.exitCode, view.processAlive, view.pid], ['synthetic', 0, false, undefined]);
+    // What is left of the guest is the agent waiting to power off, which SIGTERM ends: the
+    // release's delete does not wait out the 30 s stop grace.
+    const [deleted] = await instances.delete({ project: PROJECT, zone: ZONE, instance: 'vm-run' });
+    assert.equal((deleted.latestResponse as protos.google.cloud.compute.v1.IOperation).status, 'DONE', 'the delete ended with the call');
   });
 
   it('resumes from sterna-resume-from at the step its file name gives, and fails with 67 on a bad checkpoint', async () => {
