@@ -83,7 +83,7 @@ describe('bench:chaos rules', () => {
 });
 
 describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', function () {
-  // A liveness bound, not a timing: the slice takes about 5 minutes alone, more beside other suites.
+  // A liveness bound, not a timing: the slice takes about 3 to 4 minutes alone (170-215 s in CI, session 15), more beside other suites.
   this.timeout(900_000);
 
   it('ends with no stuck run, nothing leaked after the reaper and no duplicate VM, and reports the figures as the JSON last line', async () => {
