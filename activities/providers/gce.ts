@@ -18,7 +18,8 @@ import { LRUCache } from 'lru-cache';
 import type { protos } from '@google-cloud/compute';
 // The v1 clients alone: the package's index also loads the v1small and v1beta clients and a
 // 30 MB generated protos module, about 60 MB of worker heap that no call of ours uses.
-import { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
+import type { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
+import { computeClients, type ComputeClientOptions } from './gce-clients';
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
@@ -55,7 +56,7 @@ export interface GceProviderOptions {
   project: string;
   prices: PriceBook;
   /** Options for every Compute client: endpoint, auth, transport. */
-  clientOptions: ConstructorParameters<typeof InstancesClient>[0];
+  clientOptions: ComputeClientOptions;
   /** Boot image for VMs; on real GCE a Deep Learning VM image with CUDA drivers. */
   sourceImage?: string;
   /** Service account the VM uses to read datasets and write checkpoints (when `vmAccess` is not given). */
@@ -233,11 +234,7 @@ export class GceProvider implements ComputeProvider {
   private readonly metadataRunIds = new LRUCache<string, { id: string | undefined }>({ max: 20_000 });
 
   constructor(private readonly options: GceProviderOptions) {
-    this.instances = new InstancesClient(options.clientOptions);
-    this.operations = new ZoneOperationsClient(options.clientOptions);
-    this.regions = new RegionsClient(options.clientOptions);
-    this.zones = new ZonesClient(options.clientOptions);
-    this.acceleratorTypes = new AcceleratorTypesClient(options.clientOptions);
+    ({ instances: this.instances, operations: this.operations, regions: this.regions, zones: this.zones, acceleratorTypes: this.acceleratorTypes } = computeClients(options.clientOptions));
     this.pollMs = options.pollIntervalMs ?? 1000;
     this.insertTimeoutMs = options.insertTimeoutMs ?? 30_000;
     this.acceleratorZones = new LRUCache({

@@ -1,0 +1,105 @@
+/**
+ * The five Compute clients the GCE provider calls, built on the descriptors those five
+ * services reach rather than on all of Compute.
+ *
+ * Each generated client loads its package's descriptors for every Compute API version
+ * (v1, v1beta, v1small; 2,143 v1 types alone) into one protobufjs Root. Measured
+ * (bench/client-footprint.ts): that Root is about 35 MB of the worker's heap and 80 MB of
+ * its RSS; the five services reach 192 of the v1 types, and their Root is 2 MB.
+ *
+ * The clients are the package's own, and every call goes through them unchanged. They are
+ * handed a google-gax module (the constructor's `gaxInstance` parameter) whose
+ * `GrpcClient` loads only the closure of these services' types. Nothing outside Compute v1
+ * is cut: `google.protobuf` (Any), `google.rpc` and the API annotations stay whole. A type
+ * the closure missed would fail every call that needs it, so the tests build this Root
+ * with every reference resolved, and every provider test calls through it.
+ */
+import { createRequire } from 'node:module';
+import * as gax from 'google-gax';
+import { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
+
+/** The Compute v1 services the provider calls: the descriptors kept are the types these reach. */
+export const COMPUTE_SERVICES = ['Instances', 'ZoneOperations', 'Regions', 'Zones', 'AcceleratorTypes'] as const;
+
+export type ComputeClientOptions = ConstructorParameters<typeof InstancesClient>[0];
+
+export interface ComputeClients {
+  instances: InstancesClient;
+  operations: ZoneOperationsClient;
+  regions: RegionsClient;
+  zones: ZonesClient;
+  acceleratorTypes: AcceleratorTypesClient;
+}
+
+type Json = gax.protobuf.INamespace & { nested?: Record<string, JsonType> };
+type JsonType = Json & {
+  fields?: Record<string, { type: string; keyType?: string }>;
+  methods?: Record<string, { requestType: string; responseType: string }>;
+};
+
+/** The package's descriptors, as its clients load them (the same module, so no second copy). */
+function packageDescriptors(): Json {
+  return createRequire(require.resolve('@google-cloud/compute/build/src/v1'))('../../protos/protos.json') as Json;
+}
+
+/** The descriptors with Compute cut to v1's `services` and the types they reach. */
+export function computeDescriptors(services: readonly string[] = COMPUTE_SERVICES, all: Json = packageDescriptors()): Json {
+  const compute = all.nested?.google?.nested?.cloud?.nested?.compute as Json | undefined;
+  const v1 = compute?.nested?.v1;
+  const types = v1?.nested;
+  if (!compute?.nested || !v1 || !types) throw new Error('@google-cloud/compute: its descriptors have no google.cloud.compute.v1; this module needs updating for the installed version');
+  const kept = new Set<string>();
+  const reach = (name: string): void => {
+    // Scalars and types outside v1 (google.protobuf.Any) are not v1's to keep.
+    const type = types[name];
+    if (!type || kept.has(name)) return;
+    kept.add(name);
+    for (const field of Object.values(type.fields ?? {})) {
+      reach(field.type);
+      if (field.keyType) reach(field.keyType);
+    }
+    for (const method of Object.values(type.methods ?? {})) {
+      reach(method.requestType);
+      reach(method.responseType);
+    }
+  };
+  for (const service of services) {
+    if (!types[service]?.methods) throw new Error(`@google-cloud/compute: no v1 service ${service} in its descriptors`);
+    reach(service);
+  }
+  const cutV1: Json = { ...v1, nested: Object.fromEntries(Object.entries(types).filter(([name]) => kept.has(name))) };
+  return withNested(all, ['google', 'cloud', 'compute'], { ...compute, nested: { v1: cutV1 } });
+}
+
+/** `root` with the namespace at `path` replaced (the rest shared, not copied). */
+function withNested(root: Json, path: string[], replacement: Json): Json {
+  if (path.length === 0) return replacement;
+  const [head, ...rest] = path;
+  return { ...root, nested: { ...root.nested, [head]: withNested(root.nested![head], rest, replacement) } };
+}
+
+let cut: gax.protobuf.Root | undefined;
+
+/** The cut Root, built once per process (every provider's clients share it). */
+function cutRoot(): gax.protobuf.Root {
+  cut ??= gax.protobuf.Root.fromJSON(computeDescriptors());
+  return cut;
+}
+
+class CutGrpcClient extends gax.fallback.GrpcClient {
+  override loadProtoJSON(): gax.protobuf.Root {
+    return cutRoot();
+  }
+}
+
+const cutGax = { ...gax, fallback: { ...gax.fallback, GrpcClient: CutGrpcClient } };
+
+export function computeClients(options: ComputeClientOptions): ComputeClients {
+  return {
+    instances: new InstancesClient(options, cutGax),
+    operations: new ZoneOperationsClient(options, cutGax),
+    regions: new RegionsClient(options, cutGax),
+    zones: new ZonesClient(options, cutGax),
+    acceleratorTypes: new AcceleratorTypesClient(options, cutGax),
+  };
+}
