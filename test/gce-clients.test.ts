@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import * as gax from 'google-gax';
-import { computeClients, computeDescriptors, COMPUTE_SERVICES, type ComputeClients } from '../activities/providers/gce-clients';
+import { computeClients, computeDescriptors, COMPUTE_SERVICES, packageDescriptors, type ComputeClients } from '../activities/providers/gce-clients';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
 const V1 = 'google.cloud.compute.v1';
@@ -44,7 +44,7 @@ describe('GCE provider: Compute clients on the descriptors their services reach'
   });
 
   it('describes each service, its methods and every type they reach exactly as the whole set does', () => {
-    const all = gax.protobuf.Root.fromJSON(packageWhole());
+    const all = gax.protobuf.Root.fromJSON(packageDescriptors());
     const cut = gax.protobuf.Root.fromJSON(computeDescriptors());
     for (const name of COMPUTE_SERVICES) {
       const [a, b] = [all.lookupService(`${V1}.${name}`), cut.lookupService(`${V1}.${name}`)];
@@ -106,9 +106,3 @@ describe('GCE provider: Compute clients on the descriptors their services reach'
     });
   });
 });
-
-function packageWhole(): gax.protobuf.INamespace {
-  // The package's whole descriptor set, as its clients load it.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require('@google-cloud/compute/build/protos/protos.json') as gax.protobuf.INamespace;
-}

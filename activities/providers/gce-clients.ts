@@ -38,12 +38,13 @@ type JsonType = Json & {
 };
 
 /** The package's descriptors, as its clients load them (the same module, so no second copy). */
-function packageDescriptors(): Json {
+export function packageDescriptors(): Json {
   return createRequire(require.resolve('@google-cloud/compute/build/src/v1'))('../../protos/protos.json') as Json;
 }
 
-/** The descriptors with Compute cut to v1's `services` and the types they reach. */
-export function computeDescriptors(services: readonly string[] = COMPUTE_SERVICES, all: Json = packageDescriptors()): Json {
+/** The package's descriptors with Compute cut to COMPUTE_SERVICES and the v1 types they reach. */
+export function computeDescriptors(): Json {
+  const all = packageDescriptors();
   const compute = all.nested?.google?.nested?.cloud?.nested?.compute as Json | undefined;
   const v1 = compute?.nested?.v1;
   const types = v1?.nested;
@@ -63,7 +64,7 @@ export function computeDescriptors(services: readonly string[] = COMPUTE_SERVICE
       reach(method.responseType);
     }
   };
-  for (const service of services) {
+  for (const service of COMPUTE_SERVICES) {
     if (!types[service]?.methods) throw new Error(`@google-cloud/compute: no v1 service ${service} in its descriptors`);
     reach(service);
   }
