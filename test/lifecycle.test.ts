@@ -12,6 +12,7 @@ import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
 import { executionHistories, payloadValue, saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
+import { timelineLines } from './helpers/runs';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
 import { sternaDataConverter } from '../config/data-converter';
@@ -23,6 +24,13 @@ const STEPS = 400;
 function finalWeights(stack: Stack, workflowId: string): unknown {
   const file = join(stack.bucketsDir, 'sterna-examples', 'checkpoints', runKey(workflowId), `step-${STEPS}.json`);
   return JSON.parse(readFileSync(file, 'utf8'));
+}
+
+/** The trainer command with another pause per step: the weights do not depend on it. */
+function withStepMs(command: string[], stepMs: number): string[] {
+  const at = command.indexOf('--step-ms');
+  assert.ok(at >= 0, 'the example trainer takes --step-ms');
+  return [...command.slice(0, at + 1), String(stepMs), ...command.slice(at + 2)];
 }
 
 async function status(run: Run): Promise<RunStatus> {
@@ -111,12 +119,17 @@ describe('trainingRun on the GCE emulator', function () {
   });
 
   it('resumes in another zone from the last checkpoint after each preemption, ending with the same weights', async () => {
-    const run = await start();
+    // A slower trainer, same weights: at the example's 25 ms a step, the second attempt
+    // can finish before the run first hears from it, and never shows as training.
+    const run = await start({ command: withStepMs(exampleSpec().command, 60) });
     for (const attempt of [1, 2]) {
+      let seen: RunStatus | undefined;
       const s = await eventually(`a checkpoint on attempt ${attempt}`, async () => {
-        const s = await status(run);
+        const s = (seen = await status(run));
         return s.attempt === attempt && s.phase === 'training' && (s.lastCheckpoint?.step ?? 0) > attempt * 60 ? s : undefined;
-      }, 60_000);
+      }, 60_000).catch((err: Error) => {
+        throw new Error(`${err.message}; last seen: ${seen ? `phase ${seen.phase}, attempt ${seen.attempt}, step ${seen.step}, checkpoint ${seen.lastCheckpoint?.step}\n${timelineLines(seen.timeline, 20)}` : 'no status'}`);
+      });
       const live = s.ledger.find((l) => l.attempt === attempt)!;
       await stack.emulator.preempt(live.zone, (await instancesOf(stack, run.workflowId))[0]);
     }
