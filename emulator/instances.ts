@@ -648,7 +648,7 @@ export class Instances {
 
   private armStop(i: InstanceRecord): void {
     const key = keyOf(i);
-    this.o.scheduler.at(`kill:${key}`, i.killAtMs ?? this.now(), () => this.finishStop(i));
+    this.o.scheduler.at(`kill:${key}`, i.killAtMs ?? this.now(), () => this.killGuest(i));
     // A synthetic guest reports its own exit (guestExited); only process groups are polled.
     // One that exited already is the agent waiting to power off, which SIGTERM ends at once.
     if (this.isSynthetic(i)) {
@@ -663,7 +663,21 @@ export class Instances {
     poll();
   }
 
-  /** SIGKILL whatever is left, then TERMINATED (or gone). */
+  /**
+   * The notice or grace period is over: SIGKILL whatever is left. A process group takes a
+   * moment to die, and the VM is not stopped until it has: the exit poll finishes the stop.
+   */
+  private killGuest(i: InstanceRecord): void {
+    if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
+    if (!this.isSynthetic(i) && groupAlive(i.vm.pgid)) {
+      signalGroup(i.vm.pgid, 'SIGKILL');
+      i.vm.killed = true;
+      if (groupAlive(i.vm.pgid)) return;
+    }
+    this.finishStop(i);
+  }
+
+  /** The guest is gone (or, synthetic, killed now): TERMINATED (or deleted). */
   private finishStop(i: InstanceRecord): void {
     if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
     const key = keyOf(i);
@@ -675,10 +689,6 @@ export class Instances {
       i.vm.exitedAtMs ??= i.vm.synthetic?.exitedAtMs ?? now;
       i.vm.exitCode ??= i.vm.synthetic?.killed ? undefined : i.vm.synthetic?.exitCode;
     } else {
-      if (groupAlive(i.vm.pgid)) {
-        signalGroup(i.vm.pgid, 'SIGKILL');
-        i.vm.killed = true;
-      }
       i.vm.exitedAtMs ??= now;
       i.vm.exitCode ??= readExitCode(i.vm.dir);
     }
