@@ -4,6 +4,7 @@
  * native grid, R = 52 h, d = 0.05 h, seeds 1-3 with 8 windows each, as in the table.
  */
 import { strict as assert } from 'node:assert';
+import { PairedVerdict } from '../bench/paired';
 import { robustnessRows } from '../bench/robustness';
 import { Memory } from '../bench/run';
 import { View } from '../bench/simulate';
@@ -30,6 +31,10 @@ describe('policy robustness (a slice of the table)', function () {
       assert.ok(r.sternaCheapest, `${r.view}/${r.memory}: ${JSON.stringify(r.policies)}`);
       assert.ok(r.policies.sterna.mean < 1.25, `${r.view}/${r.memory}: sterna mean ${r.policies.sterna.mean}`);
     }
+  });
+
+  it('sterna is never significantly dearer than the best other policy, window by window', () => {
+    for (const r of rows) assert.notEqual(r.versusBestOther.verdict, PairedVerdict.Dearer, `${r.view}/${r.memory}: ${JSON.stringify(r.versusBestOther)}`);
   });
 
   it('warm memory lowers sterna\'s mean against cold in the live view', () => {
