@@ -53,6 +53,22 @@ describe('zone statistics: what a run may measure', () => {
     assert.equal(foundRemainingHours(first, true), 10);
   });
 
+  it('a decision that saw some zone and none with capacity is a dry spell; before rules 3, only one that saw every zone', () => {
+    // Two zones; the run tries one at a time, as a live run does: a fails, then b fails, then a has capacity.
+    const look = (nowHours: number, a: boolean | 'unknown', b: boolean | 'unknown'): Observation => ({
+      ...at(nowHours, a),
+      zones: [at(nowHours, a).zones[0], { ...at(nowHours, b).zones[0], zone: 'b' }],
+    });
+    const looks = [look(0, false, 'unknown'), look(1, 'unknown', false), look(2, true, 'unknown'), look(3, true, 'unknown')];
+    const dry = looks.reduce(observe, todays());
+    assert.deepEqual([dry.allDownHours, dry.observedHours], [2, 3], 'two of three hours found no capacity');
+    const rules2 = looks.reduce(observe, { ...emptyStats(), rules: 2 as const });
+    assert.deepEqual([rules2.allDownHours, rules2.observedHours], [0, 0], 'no decision saw both zones');
+    // A decision that saw nothing (on on-demand, no launch tried) tells nothing either way.
+    const blind = [look(0, false, 'unknown'), look(1, 'unknown', 'unknown'), look(2, false, 'unknown')].reduce(observe, todays());
+    assert.deepEqual([blind.allDownHours, blind.observedHours], [1, 1]);
+  });
+
   it('the live view marks what another run saw, and only that', () => {
     const quotes = ['a', 'b', 'c'].map((zone) => ({ zone, spotPrice: 1, onDemandPrice: 3 }));
     const zones = liveZones(quotes, { kind: 'spot', zone: 'a' }, [{ zone: 'a', available: false, byOthers: true }, { zone: 'b', available: false }, { zone: 'c', available: true, byOthers: true }]);

@@ -37,7 +37,7 @@ export interface PolicyState {
  */
 export function initialState(memory?: StatsTable, rules: StatsRules = STATS_RULES): PolicyState {
   const stats = memory ?? emptyStats();
-  return { version: 1, stats: rules === STATS_RULES ? { ...stats, rules: STATS_RULES } : stats, start: null };
+  return { version: 1, stats: rules === 1 ? stats : { ...stats, rules }, start: null };
 }
 
 interface Candidate {

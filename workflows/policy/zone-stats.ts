@@ -31,10 +31,14 @@ export interface ZoneStats {
 
 export interface StatsTable {
   zones: Record<string, ZoneStats>;
-  /** Hours during which every zone was seen and none had spot capacity, and hours in which every zone was seen. */
+  /**
+   * Hours during which no zone had spot capacity, and hours in which that could be told:
+   * every zone seen (rules 1, 2), or, from rules 3, some zone seen and none with capacity
+   * (a live run's dry spells: all it could tell of the market).
+   */
   allDownHours: number;
   observedHours: number;
-  /** Whether every zone was seen, and all down, at the previous decision. */
+  /** Whether the previous decision saw no capacity anywhere it looked (see allDownHours). */
   allDownBefore: boolean;
   allSeenBefore?: boolean;
   lastNowHours: number | null;
@@ -50,15 +54,21 @@ export interface StatsTable {
   /**
    * The rules this table is kept by. 2: a found run's remainder pools residuals and
    * complete runs (foundRemainingHours), and runs followed along others' looks are not
-   * measured (ZoneStats.sampled). Absent: the first rules, which runs started before
-   * these keep to the end (their histories replay the same decisions).
+   * measured (ZoneStats.sampled). 3: also, a decision that saw some zone and none with
+   * capacity counts as dry (allDownHours). Absent: the first rules. A run keeps the rules
+   * it started with to the end (its history replays the same decisions).
    */
-  rules?: typeof STATS_RULES;
+  rules?: 2 | 3;
 }
 
 /** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 2;
-export type StatsRules = 1 | typeof STATS_RULES;
+export const STATS_RULES = 3;
+export type StatsRules = 1 | 2 | 3;
+
+/** Whether `table` is kept by `rules` or later ones. */
+function keptBy(table: StatsTable, rules: StatsRules): boolean {
+  return (table.rules ?? 1) >= rules;
+}
 
 /** A memory bound for the state carried through continue-as-new, not a model parameter. */
 const MAX_RUNS = 256;
@@ -114,7 +124,7 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
   let upResiduals = table.upResiduals ?? [];
   for (const z of obs.zones) {
     const before = zones[z.zone];
-    const byChance = table.rules === STATS_RULES && z.seenByOthers === true;
+    const byChance = keptBy(table, 2) && z.seenByOthers === true;
     const after = observeZone(before, z, obs.nowHours, table.lastNowHours, byChance);
     // A run is complete when it was seen to its end; its length is known only if it was also
     // seen starting, and counts only if this run followed it (others' looks come by chance).
@@ -125,9 +135,11 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
     zones[z.zone] = after;
   }
   const elapsed = table.lastNowHours === null ? 0 : Math.max(0, obs.nowHours - table.lastNowHours);
-  // Whether no zone had capacity is known only when every zone was seen.
-  const allSeen = obs.zones.length > 0 && obs.zones.every((z) => z.spotAvailable !== 'unknown');
-  const allDown = allSeen && obs.zones.every((z) => z.spotAvailable === false);
+  // Whether no zone had capacity is known only when every zone was seen. A live run sees
+  // a few zones at a time: what it must plan for is the time it finds none (rules 3).
+  const seen = obs.zones.filter((z) => z.spotAvailable !== 'unknown');
+  const allSeen = keptBy(table, 3) ? seen.length > 0 : obs.zones.length > 0 && seen.length === obs.zones.length;
+  const allDown = allSeen && seen.every((z) => z.spotAvailable === false);
   const allSeenBefore = table.allSeenBefore ?? true;
   return {
     zones,
@@ -232,7 +244,7 @@ export function upFraction(table: StatsTable, priorHours: number): number {
  * value instead of the mean. Undefined without evidence.
  */
 export function foundRemainingHours(table: StatsTable, median: boolean): number | undefined {
-  const pooled = table.rules === STATS_RULES;
+  const pooled = keptBy(table, 2);
   const residuals = table.upResiduals ?? [];
   const runs = pooled || residuals.length === 0 ? table.upRuns : [];
   const runTotal = runs.reduce((a, b) => a + b, 0);

@@ -143,20 +143,27 @@ export interface Context {
    * found runs pooled, others' looks not measured); runs recorded before keep the first.
    */
   policyStats?: boolean;
+  /**
+   * Whether `auto` starts its policy counting dry spells as a live run sees them (zone-stats
+   * rules 3). Asked only when a policy starts, so only runs in `auto` record the patch.
+   */
+  policyDrySpells?: () => boolean;
 }
 
 /** How `auto` asks its policy, by what the run was recorded with (Context). */
 export interface AutoRules {
   /** The policy weighs flex-start and the run's data cost itself (`autoCosts`). */
   costs: boolean;
-  statsRules: StatsRules;
+  /** The zone-statistics rules a policy starting now keeps to (asked only then). */
+  statsRules: () => StatsRules;
 }
 
 /** What a run started today asks by. */
-export const AUTO_RULES: AutoRules = { costs: true, statsRules: STATS_RULES };
+export const AUTO_RULES: AutoRules = { costs: true, statsRules: () => STATS_RULES };
 
 function autoRulesOf(context: Context): AutoRules {
-  return { costs: context.autoCosts === true, statsRules: context.policyStats === true ? STATS_RULES : 1 };
+  const statsRules = (): StatsRules => (context.policyStats !== true ? 1 : context.policyDrySpells?.() === true ? 3 : 2);
+  return { costs: context.autoCosts === true, statsRules };
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -785,7 +792,7 @@ function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], cur
     changeoverSeconds: CHANGEOVER_SECONDS,
     stepSeconds: POLICY_CHECK_SECONDS,
     current,
-    statsRules: rules.statsRules,
+    ...(state.policyState === undefined ? { statsRules: rules.statsRules() } : {}),
     ...(rules.costs ? { flexStart: flexTermsFor(spec), dataCost: dataCostsFor(spec, state) } : {}),
   });
   state.policyState = policyState;

@@ -3,6 +3,7 @@
  * a run recorded before a change replays without it (test/histories/ keeps such runs).
  * Called in this order every time, as the markers were first written.
  */
+import { patched } from '@temporalio/workflow';
 import { hasChange } from './changes';
 import { FIRST_HISTORY_BUDGET, HISTORY_EVENTS_PER_EXECUTION, type Context } from './machine';
 
@@ -30,4 +31,12 @@ export function runPatches(): RunPatches {
   // Runs recorded before continued as new only when the server suggested it; then at 400 events.
   const historyBudget = hasChange('sterna-history-budget') ? (hasChange('sterna-history-budget-150') ? HISTORY_EVENTS_PER_EXECUTION : FIRST_HISTORY_BUDGET) : undefined;
   return { asksObserver, teamAdmission, gpuUtil, autoCosts, flexCut, liveInterval, releaseBeside, endsOnExit, policyStats, historyBudget };
+}
+
+/**
+ * After the baseline (changes.ts), so asked by its own patch, and only when `auto` starts
+ * its policy: runs recorded before keep the rules they started with (zone-stats rules 2).
+ */
+export function policyDrySpells(): boolean {
+  return patched('sterna-policy-dry-spells');
 }
