@@ -37,6 +37,8 @@ export function runPatches(): RunPatches {
  * After the baseline (changes.ts), so asked by its own patch, and only when `auto` starts
  * its policy: runs recorded before keep the rules they started with (zone-stats rules 2).
  */
+export const POLICY_DRY_SPELLS_PATCH = 'sterna-policy-dry-spells';
+
 export function policyDrySpells(): boolean {
-  return patched('sterna-policy-dry-spells');
+  return patched(POLICY_DRY_SPELLS_PATCH);
 }
