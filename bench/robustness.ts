@@ -60,16 +60,16 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
   const perSeed: BenchResult[][] = seeds.map((seed) => runBenchVariants(c.trace, options(seed), variants));
   const rows = variants.map((v, i) => {
     const ws = perSeed.flatMap((results) => results[i].windows);
-    const ratiosOf = (name: string) => ws.map((w) => w.policies[name].cost / w.optimalCost);
+    const ratios = new Map(ONLINE.map((name) => [name, ws.map((w) => w.policies[name].cost / w.optimalCost)]));
     const policies = Object.fromEntries(
       ONLINE.map((name) => {
-        const ratios = ratiosOf(name);
-        return [name, { mean: ratios.reduce((a, b) => a + b, 0) / ratios.length, p95: percentile(ratios, 0.95), deadlinesMet: ws.filter((w) => w.policies[name].deadlineMet).length }];
+        const r = ratios.get(name)!;
+        return [name, { mean: r.reduce((a, b) => a + b, 0) / r.length, p95: percentile(r, 0.95), deadlinesMet: ws.filter((w) => w.policies[name].deadlineMet).length }];
       }),
     );
     const sterna = policies.sterna.mean;
     const bestOther = ONLINE.filter((n) => n !== 'sterna').reduce((best, n) => (policies[n].mean < policies[best].mean ? n : best));
-    const paired = pairedDifference(ratiosOf('sterna'), ratiosOf(bestOther));
+    const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!);
     return {
       trace: c.trace.name,
       group: c.trace.group,

@@ -665,14 +665,15 @@ export class Instances {
 
   /**
    * The notice or grace period is over: SIGKILL whatever is left. A process group takes a
-   * moment to die, and the VM is not stopped until it has: the exit poll finishes the stop.
+   * moment to die, and the VM is not stopped until it has: the exit poll armStop started,
+   * still running while the group lives, finishes the stop.
    */
   private killGuest(i: InstanceRecord): void {
     if (i.status !== InstanceStatus.Stopping || !this.state.instances.includes(i)) return;
     if (!this.isSynthetic(i) && groupAlive(i.vm.pgid)) {
       signalGroup(i.vm.pgid, 'SIGKILL');
       i.vm.killed = true;
-      if (groupAlive(i.vm.pgid)) return;
+      return;
     }
     this.finishStop(i);
   }

@@ -13,7 +13,7 @@ import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
 import { executionHistories, payloadValue, saveHistory } from './helpers/histories';
 import { eventually } from './helpers/processes';
-import { timelineLines } from './helpers/runs';
+import { whereRunIs } from './helpers/runs';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
 import { sternaDataConverter } from '../config/data-converter';
@@ -129,7 +129,7 @@ describe('trainingRun on the GCE emulator', function () {
         const s = (seen = await status(run));
         return s.attempt === attempt && s.phase === 'training' && (s.lastCheckpoint?.step ?? 0) > attempt * 60 ? s : undefined;
       }, 60_000).catch((err: Error) => {
-        throw new Error(`${err.message}; last seen: ${seen ? `phase ${seen.phase}, attempt ${seen.attempt}, step ${seen.step}, checkpoint ${seen.lastCheckpoint?.step}\n${timelineLines(seen.timeline, 20)}` : 'no status'}`);
+        throw new Error(`${err.message}; last seen: ${seen ? whereRunIs(seen, 20) : 'no status'}`);
       });
       const live = s.ledger.find((l) => l.attempt === attempt)!;
       await stack.emulator.preempt(live.zone, (await instancesOf(stack, run.workflowId))[0]);

@@ -5,6 +5,7 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { statusQuery } from '../../workflows/messages';
+import type { RunStatus } from '../../workflows/run/views';
 import type { trainingRun } from '../../workflows/training-run';
 
 type Run = WorkflowHandle<typeof trainingRun>;
@@ -17,6 +18,11 @@ export function timelineLines(timeline: { at: string; kind: string; event: strin
     .join('\n');
 }
 
+/** Where a run is, for a failure message: phase, attempt, step, last checkpoint and its last timeline events. */
+export function whereRunIs(status: RunStatus, last = 15): string {
+  return `phase ${status.phase}, attempt ${status.attempt ?? '-'}, step ${status.step ?? '-'}, checkpoint ${status.lastCheckpoint?.step ?? '-'}; last events:\n${timelineLines(status.timeline, last)}`;
+}
+
 export async function resultWithin(run: Run, timeoutMs: number): Promise<Awaited<ReturnType<Run['result']>>> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
@@ -27,6 +33,6 @@ export async function resultWithin(run: Run, timeoutMs: number): Promise<Awaited
     clearTimeout(timer);
   }
   const status = await run.query(statusQuery).catch(() => undefined);
-  const where = status ? `phase ${status.phase}, attempt ${status.attempt ?? '-'}; last events:\n${timelineLines(status.timeline, 15)}` : 'its status could not be read';
+  const where = status ? whereRunIs(status) : 'its status could not be read';
   throw new Error(`run ${run.workflowId} did not end within ${timeoutMs / 1000} s: ${where}`);
 }

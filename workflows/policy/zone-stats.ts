@@ -40,6 +40,7 @@ export interface StatsTable {
   observedHours: number;
   /** Whether the previous decision saw no capacity anywhere it looked (see allDownHours). */
   allDownBefore: boolean;
+  /** Whether the previous decision could tell (see allDownHours): the time since counts as observed. */
   allSeenBefore?: boolean;
   lastNowHours: number | null;
   /** Lengths (hours) of completed runs of capacity and of its absence, pooled over zones, most recent last. */
@@ -138,15 +139,15 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
   // Whether no zone had capacity is known only when every zone was seen. A live run sees
   // a few zones at a time: what it must plan for is the time it finds none (rules 3).
   const seen = obs.zones.filter((z) => z.spotAvailable !== 'unknown');
-  const allSeen = keptBy(table, 3) ? seen.length > 0 : obs.zones.length > 0 && seen.length === obs.zones.length;
-  const allDown = allSeen && seen.every((z) => z.spotAvailable === false);
+  const tells = keptBy(table, 3) ? seen.length > 0 : obs.zones.length > 0 && seen.length === obs.zones.length;
+  const allDown = tells && seen.every((z) => z.spotAvailable === false);
   const allSeenBefore = table.allSeenBefore ?? true;
   return {
     zones,
     allDownHours: table.allDownHours + (table.allDownBefore ? elapsed : 0),
     observedHours: table.observedHours + (allSeenBefore ? elapsed : 0),
     allDownBefore: allDown,
-    allSeenBefore: allSeen,
+    allSeenBefore: tells,
     lastNowHours: obs.nowHours,
     upRuns,
     downRuns,
