@@ -8,7 +8,7 @@ import { runKey } from '../workflows/naming';
 import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
 import { RUN_BASELINE_PATCH } from '../workflows/run/changes';
-import { POLICY_DRY_SPELLS_PATCH } from '../workflows/run/patches';
+import { POLICY_DRY_SPELLS_PATCH, POLICY_PROBE_COST_PATCH } from '../workflows/run/patches';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
 import { executionHistories, payloadValue, saveHistory } from './helpers/histories';
@@ -226,7 +226,7 @@ describe('trainingRun on the GCE emulator', function () {
     assert.equal(count, runs.length);
   });
 
-  it('records one patch marker per execution, the run baseline, not one for each change it covers (and an auto run the one change made since, once)', async () => {
+  it('records one patch marker per execution, the run baseline, not one for each change it covers (and an auto run the changes made since, once)', async () => {
     for (const [i, run] of runs.entries()) {
       const perExecution: string[][] = [];
       for (const events of await executionHistories(stack.env.client, run.workflowId)) {
@@ -238,9 +238,10 @@ describe('trainingRun on the GCE emulator', function () {
         assert.deepEqual(perExecution, [[]], run.workflowId);
         continue;
       }
-      // A change made after the baseline is asked for where it applies: the dry-spell rule
-      // when auto's policy starts, in that execution only (the next ones carry its state).
-      const since = titles[i].includes('auto-mode') ? [POLICY_DRY_SPELLS_PATCH] : [];
+      // Changes made after the baseline are asked for where they apply: the dry-spell rule and
+      // the probe's cost when auto's policy starts, in that execution only (the next ones carry
+      // its state).
+      const since = titles[i].includes('auto-mode') ? [POLICY_DRY_SPELLS_PATCH, POLICY_PROBE_COST_PATCH] : [];
       assert.deepEqual(perExecution.map((ids) => ids[0]), perExecution.map(() => RUN_BASELINE_PATCH), run.workflowId);
       assert.deepEqual(perExecution.flatMap((ids) => ids.slice(1)), since, run.workflowId);
     }

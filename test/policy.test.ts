@@ -10,7 +10,8 @@ import { windowStarts } from '../bench/windows';
 import { seededRandom } from '../workflows/random';
 import { bruteForce } from './helpers/brute-force';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
-import { expectedRemainingHours, medianRemainingHours } from '../workflows/policy/zone-stats';
+import { availabilityChance } from '../workflows/policy/expectations';
+import { type StatsTable, emptyStats, expectedRemainingHours, medianRemainingHours, observe } from '../workflows/policy/zone-stats';
 
 const TRACE_DIR = `${__dirname}/../../../shared/traces`;
 
@@ -151,6 +152,32 @@ describe('policy benchmark', () => {
       feed(true, 0.25);
       const obs = observation({ nowHours: now, hoursUntilDeadline: 52, remainingWorkHours: 48, current: { kind: 'on-demand', zone: 'a' }, zones: zone(true) });
       assert.deepEqual(decide(state, obs).action, { kind: 'on-demand', zone: 'a' });
+    });
+
+    describe('a launch into a zone it cannot see', () => {
+      // Memory: both zones watched for 60 h, zone x (cheaper) up 4 h and down 1 h in turn, y up
+      // throughout; x was last seen down. Then neither is seen for 2 h: x's capacity is likely,
+      // not sure, and y's is all but sure.
+      const zones = (x: boolean | 'unknown', y: boolean | 'unknown') => [
+        { zone: 'x', spotAvailable: x, spotPrice: 0.7, onDemandPrice: 3.06 },
+        { zone: 'y', spotAvailable: y, spotPrice: 0.85, onDemandPrice: 3.06 },
+      ];
+      let memory: StatsTable = emptyStats();
+      for (let t = 0; t < 240; t++) memory = observe(memory, observation({ nowHours: t * 0.25 - 62, zones: zones(t % 20 < 16, true) }));
+      const unseen = observation({ zones: zones('unknown', 'unknown'), hoursUntilDeadline: 70 });
+
+      it('prices a failed launch as the step it costs once outages are on record, so the cheaper likely zone is tried first', () => {
+        const chance = availabilityChance(memory, unseen, 'x');
+        // Likely, and short enough of sure that dividing x's price by it makes x dearer than y.
+        assert.ok(memory.downRuns.length > 0 && chance > 0.5 && chance < 0.7 / 0.85, `x is likely, not sure (chance ${chance})`);
+        assert.deepEqual(decide(initialState(memory), unseen).action, { kind: 'spot', zone: 'x' });
+      });
+
+      it('divides by the chance, as a hedge, in runs that started before (zone-stats rules 3) and while no outage is on record', () => {
+        assert.deepEqual(decide(initialState(memory, 3), unseen).action, { kind: 'spot', zone: 'y' });
+        const noOutage = { ...memory, downRuns: [] };
+        assert.deepEqual(decide(initialState(noOutage), unseen).action, { kind: 'spot', zone: 'y' });
+      });
     });
 
     it('keeps a running on-demand instance rather than paying a new changeover elsewhere', () => {

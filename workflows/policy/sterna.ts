@@ -20,7 +20,7 @@ import { onDemandUsd, runningPrice, withFlexTier } from './flex-tier';
 import { availabilityChance, foundUptimeHours, likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
-import { type StatsRules, type StatsTable, STATS_RULES, emptyStats, observe, runAgeHours } from './zone-stats';
+import { type StatsRules, type StatsTable, STATS_RULES, emptyStats, keptBy, observe, runAgeHours } from './zone-stats';
 
 /** JSON-plain: carried through the workflow's continue-as-new. */
 export interface PolicyState {
@@ -44,7 +44,9 @@ interface Candidate {
   zone: ZoneObservation;
   /** Expected hours the instance would run before a preemption. */
   uptimeHours: number;
-  /** Expected USD per hour of progress, the changeover and its slack included (a probe's divided by its chance). */
+  /** Expected USD per hour of progress once running, the changeover and its slack included. */
+  usdPerHour: number;
+  /** The same for the launch as a whole: a probe's includes what its failures cost (probeScore). */
   score: number;
   /** A zone not seen at this decision: launching there is a probe that may fail. */
   probe: boolean;
@@ -66,8 +68,31 @@ function candidateFor(stats: StatsTable, obs: Observation, zone: ZoneObservation
   const chance = probe ? availabilityChance(stats, obs, zone.zone) : 1;
   // A start here also stages the run's data (time, like a changeover) and pays its egress.
   const d = obs.changeoverHours + (zone.startHours ?? 0);
-  const score = (zone.spotPrice * (uptimeHours + d) + slackPrice * d + (zone.startUsd ?? 0)) / uptimeHours / Math.max(chance, EPS_HOURS);
-  return { zone, uptimeHours, score, probe, chance };
+  const usdPerHour = (zone.spotPrice * (uptimeHours + d) + slackPrice * d + (zone.startUsd ?? 0)) / uptimeHours;
+  const score = probeScore(stats, obs, { usdPerHour, uptimeHours, chance, slackPrice });
+  return { zone, uptimeHours, usdPerHour, score, probe, chance };
+}
+
+/** Whether a launch's failures are priced as what they cost (probeScore), not hedged by dividing. */
+function pricesFailures(stats: StatsTable): boolean {
+  return keptBy(stats, 4) && stats.downRuns.length > 0;
+}
+
+/**
+ * A launch's expected USD per hour of progress, its failures included. Each failed launch
+ * costs a step: no progress, its slack spent. With outages on record (rules 4) the chance
+ * is an estimate, so the expected failures before a success, (1 - c) / c, are charged at
+ * the zone's own rate and the slack price, over the hours the capacity found will run.
+ * Without any outage on record, the chance of a zone seen without capacity is a guess from
+ * a single sighting (a failed launch is a point, not a measured outage), and the whole
+ * score is divided by it: a hedge that keeps a run from relaunching into the cheapest
+ * failed zone step after step.
+ */
+function probeScore(stats: StatsTable, obs: Observation, launch: { usdPerHour: number; uptimeHours: number; chance: number; slackPrice: number }): number {
+  const c = Math.max(launch.chance, EPS_HOURS);
+  if (!pricesFailures(stats)) return launch.usdPerHour / c;
+  const failedHoursPerHour = (((1 - c) / c) * obs.stepHours) / launch.uptimeHours;
+  return launch.usdPerHour * (1 + failedHoursPerHour) + launch.slackPrice * failedHoursPerHour;
 }
 
 /** A zone whose launch failed at this very decision point is not worth a second try now. */
@@ -183,7 +208,8 @@ function waitingUsd(ctx: Context): number {
   const od = onDemandUsd(ctx.obs, ctx.onDemand, ctx.budget.slackPrice);
   const c = ctx.best;
   if (c === undefined) return od;
-  const spotPerHour = c.score * Math.max(c.chance, EPS_HOURS);
+  // Before rules 4 this was the divided score times the chance: kept to the float, for replay.
+  const spotPerHour = pricesFailures(ctx.stats) ? c.usdPerHour : c.score * Math.max(c.chance, EPS_HOURS);
   return c.chance * spotPerHour * ctx.obs.remainingWorkHours + (1 - c.chance) * od;
 }
 

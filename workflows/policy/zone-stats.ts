@@ -56,18 +56,20 @@ export interface StatsTable {
    * The rules this table is kept by. 2: a found run's remainder pools residuals and
    * complete runs (foundRemainingHours), and runs followed along others' looks are not
    * measured (ZoneStats.sampled). 3: also, a decision that saw some zone and none with
-   * capacity counts as dry (allDownHours). Absent: the first rules. A run keeps the rules
-   * it started with to the end (its history replays the same decisions).
+   * capacity counts as dry (allDownHours). 4: also, the policy prices a probe's failed
+   * launches by what they cost once outages are on record (sterna.ts, probeScore). Absent:
+   * the first rules. A run keeps the rules it started with to the end (its history replays
+   * the same decisions).
    */
-  rules?: 2 | 3;
+  rules?: 2 | 3 | 4;
 }
 
 /** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 3;
-export type StatsRules = 1 | 2 | 3;
+export const STATS_RULES = 4;
+export type StatsRules = 1 | 2 | 3 | 4;
 
 /** Whether `table` is kept by `rules` or later ones. */
-function keptBy(table: StatsTable, rules: StatsRules): boolean {
+export function keptBy(table: StatsTable, rules: StatsRules): boolean {
   return (table.rules ?? 1) >= rules;
 }
 

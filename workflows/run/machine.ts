@@ -148,6 +148,11 @@ export interface Context {
    * rules 3). Asked only when a policy starts, so only runs in `auto` record the patch.
    */
   policyDrySpells?: () => boolean;
+  /**
+   * Whether `auto` starts its policy pricing a launch's failures by measured outages
+   * (zone-stats rules 4). Asked only when a policy starts, after policyDrySpells.
+   */
+  policyProbeCost?: () => boolean;
 }
 
 /** How `auto` asks its policy, by what the run was recorded with (Context). */
@@ -162,7 +167,11 @@ export interface AutoRules {
 export const AUTO_RULES: AutoRules = { costs: true, statsRules: () => STATS_RULES };
 
 function autoRulesOf(context: Context): AutoRules {
-  const statsRules = (): StatsRules => (context.policyStats !== true ? 1 : context.policyDrySpells?.() === true ? 3 : 2);
+  const statsRules = (): StatsRules => {
+    if (context.policyStats !== true) return 1;
+    if (context.policyDrySpells?.() !== true) return 2;
+    return context.policyProbeCost?.() === true ? 4 : 3;
+  };
   return { costs: context.autoCosts === true, statsRules };
 }
 

@@ -42,3 +42,10 @@ export const POLICY_DRY_SPELLS_PATCH = 'sterna-policy-dry-spells';
 export function policyDrySpells(): boolean {
   return patched(POLICY_DRY_SPELLS_PATCH);
 }
+
+/** After the dry-spell patch, asked the same way: runs recorded before keep zone-stats rules 3. */
+export const POLICY_PROBE_COST_PATCH = 'sterna-policy-probe-cost';
+
+export function policyProbeCost(): boolean {
+  return patched(POLICY_PROBE_COST_PATCH);
+}
