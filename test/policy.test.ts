@@ -10,8 +10,9 @@ import { windowStarts } from '../bench/windows';
 import { seededRandom } from '../workflows/random';
 import { bruteForce } from './helpers/brute-force';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
-import { availabilityChance } from '../workflows/policy/expectations';
-import { type StatsTable, emptyStats, expectedRemainingHours, medianRemainingHours, observe } from '../workflows/policy/zone-stats';
+import { availabilityChance, meanUptimeHours } from '../workflows/policy/expectations';
+import { slackBudget } from '../workflows/policy/slack-budget';
+import { type StatsTable, allDownFraction, emptyStats, expectedRemainingHours, medianRemainingHours, observe } from '../workflows/policy/zone-stats';
 
 const TRACE_DIR = `${__dirname}/../../../shared/traces`;
 
@@ -178,6 +179,24 @@ describe('policy benchmark', () => {
         const noOutage = { ...memory, downRuns: [] };
         assert.deepEqual(decide(initialState(noOutage), unseen).action, { kind: 'spot', zone: 'y' });
       });
+    });
+
+    it('prices an hour of slack at no more than the spot it buys: in a market of blips and long dry spells, below the premium', () => {
+      // A week of one zone up 0.5 h, then down 1 h: a spot hour costs 0.4 h of changeovers and 2 h of waiting.
+      let memory: StatsTable = emptyStats();
+      const zone = (up: boolean) => [{ zone: 'a', spotAvailable: up, spotPrice: 0.9, onDemandPrice: 3.06 }];
+      for (let t = 0; t < 672; t++) memory = observe(memory, observation({ nowHours: t * 0.25 - 168, zones: zone(t % 6 < 2) }));
+      const obs = observation({ hoursUntilDeadline: 70, zones: zone(false) });
+      const start = { slackHours: 22, hoursUntilDeadline: 70 };
+      const premium = 3.06 - 0.9;
+      const slackPerSpotHour = 0.2 / meanUptimeHours(memory, obs, 'a') + allDownFraction(memory, 70) / (1 - allDownFraction(memory, 70));
+      assert.ok(slackPerSpotHour > 2.2 && slackPerSpotHour < 2.7, `about 0.4 + 2 (${slackPerSpotHour})`);
+      // The changeovers still expected (about 96) need more than the 22 h of slack: the reserve binds.
+      const before = slackBudget({ ...memory, rules: 4 }, start, obs, premium);
+      assert.ok(before.reserveHours > 22);
+      assert.equal(before.slackPrice, premium);
+      const now = slackBudget({ ...memory, rules: 5 }, start, obs, premium);
+      assert.ok(Math.abs(now.slackPrice - premium / slackPerSpotHour) < 1e-9, `${now.slackPrice}`);
     });
 
     it('keeps a running on-demand instance rather than paying a new changeover elsewhere', () => {

@@ -6,12 +6,15 @@
 import { EPS_HOURS, slackHours } from './deadline';
 import { meanUptimeHours } from './expectations';
 import type { Observation } from './types';
-import { type StatsTable, allDownFraction } from './zone-stats';
+import { type StatsTable, allDownFraction, keptBy } from './zone-stats';
 
 export interface SlackBudget {
   /** Slack kept for the changeovers still expected. */
   reserveHours: number;
-  /** USD per hour of slack spent: 0 while slack is plentiful, the on-demand premium once the reserve binds. */
+  /**
+   * USD per hour of slack spent: 0 while slack is plentiful, rising to the on-demand premium
+   * as the reserve binds, and never more than the spot progress an hour of slack still buys.
+   */
   slackPrice: number;
   /** Slack left after waiting one more step and restarting, beyond what is kept back for outages. */
   freeAfterWaiting: number;
@@ -24,11 +27,29 @@ export interface RunStart {
   hoursUntilDeadline: number;
 }
 
+/** Mean uptime of the zone whose capacity lasts longest: what the reserve and the exchange below count on. */
+function longestUptimeHours(stats: StatsTable, obs: Observation): number {
+  return Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone)));
+}
+
 /** Each preemption costs a changeover to recover, two when no zone has capacity (to on-demand and back). */
 function reserveHoursFor(stats: StatsTable, obs: Observation): number {
-  const uptime = Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone)));
-  const preemptionsAhead = obs.remainingWorkHours / uptime;
+  const preemptionsAhead = obs.remainingWorkHours / longestUptimeHours(stats, obs);
   return preemptionsAhead * obs.changeoverHours * (1 + allDownFraction(stats, obs.hoursUntilDeadline));
+}
+
+/**
+ * Hours of slack an hour of spot progress uses: its share of changeovers (one per mean
+ * uptime) and of waits for capacity (the dry share's hours per hour with capacity). Above 1,
+ * an hour of slack buys less than an hour of spot, so it is worth less than the premium:
+ * where capacity comes in blips, a run that prices its slack at the full premium covers the
+ * first outage with on-demand and never finds a spot run that pays the way back.
+ * From zone-stats rules 5; before, 1.
+ */
+function slackPerSpotHour(stats: StatsTable, obs: Observation): number {
+  if (!keptBy(stats, 5)) return 1;
+  const dry = allDownFraction(stats, obs.hoursUntilDeadline);
+  return obs.changeoverHours / longestUptimeHours(stats, obs) + (dry >= 1 ? Infinity : dry / (1 - dry));
 }
 
 /**
@@ -43,7 +64,7 @@ function pacedSlackHours(start: RunStart, obs: Observation): number {
 export function slackBudget(stats: StatsTable, start: RunStart, obs: Observation, premium: number): SlackBudget {
   const slack = slackHours(obs);
   const reserveHours = reserveHoursFor(stats, obs);
-  const slackPrice = premium * Math.min(1, reserveHours / Math.max(slack, EPS_HOURS));
+  const slackPrice = (premium * Math.min(1, reserveHours / Math.max(slack, EPS_HOURS))) / Math.max(1, slackPerSpotHour(stats, obs));
   const spendable = slack - obs.stepHours - obs.changeoverHours;
   const freeAfterPacedWait = spendable - Math.max(reserveHours, pacedSlackHours(start, obs));
   // Sitting out outages needs pacing only when the slack cannot sit out all those still expected.

@@ -57,16 +57,17 @@ export interface StatsTable {
    * complete runs (foundRemainingHours), and runs followed along others' looks are not
    * measured (ZoneStats.sampled). 3: also, a decision that saw some zone and none with
    * capacity counts as dry (allDownHours). 4: also, the policy prices a probe's failed
-   * launches by what they cost once outages are on record (sterna.ts, probeScore). Absent:
-   * the first rules. A run keeps the rules it started with to the end (its history replays
+   * launches by what they cost once outages are on record (sterna.ts, probeScore). 5: also,
+   * an hour of slack is priced at no more than the spot progress it buys (slack-budget.ts).
+   * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
    * the same decisions).
    */
-  rules?: 2 | 3 | 4;
+  rules?: 2 | 3 | 4 | 5;
 }
 
 /** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 4;
-export type StatsRules = 1 | 2 | 3 | 4;
+export const STATS_RULES = 5;
+export type StatsRules = 1 | 2 | 3 | 4 | 5;
 
 /** Whether `table` is kept by `rules` or later ones. */
 export function keptBy(table: StatsTable, rules: StatsRules): boolean {

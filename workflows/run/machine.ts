@@ -153,6 +153,8 @@ export interface Context {
    * (zone-stats rules 4). Asked only when a policy starts, after policyDrySpells.
    */
   policyProbeCost?: () => boolean;
+  /** Whether `auto` starts its policy pricing slack by the spot it buys (zone-stats rules 5). Asked after policyProbeCost. */
+  policySlackExchange?: () => boolean;
 }
 
 /** How `auto` asks its policy, by what the run was recorded with (Context). */
@@ -170,7 +172,8 @@ function autoRulesOf(context: Context): AutoRules {
   const statsRules = (): StatsRules => {
     if (context.policyStats !== true) return 1;
     if (context.policyDrySpells?.() !== true) return 2;
-    return context.policyProbeCost?.() === true ? 4 : 3;
+    if (context.policyProbeCost?.() !== true) return 3;
+    return context.policySlackExchange?.() === true ? 5 : 4;
   };
   return { costs: context.autoCosts === true, statsRules };
 }

@@ -49,3 +49,10 @@ export const POLICY_PROBE_COST_PATCH = 'sterna-policy-probe-cost';
 export function policyProbeCost(): boolean {
   return patched(POLICY_PROBE_COST_PATCH);
 }
+
+/** After the probe-cost patch, asked the same way: runs recorded before keep zone-stats rules 4. */
+export const POLICY_SLACK_EXCHANGE_PATCH = 'sterna-policy-slack-exchange';
+
+export function policySlackExchange(): boolean {
+  return patched(POLICY_SLACK_EXCHANGE_PATCH);
+}
