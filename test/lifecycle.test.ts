@@ -8,7 +8,7 @@ import { runKey } from '../workflows/naming';
 import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
 import { RUN_BASELINE_PATCH } from '../workflows/run/changes';
-import { POLICY_DRY_SPELLS_PATCH, POLICY_PROBE_COST_PATCH, POLICY_SLACK_EXCHANGE_PATCH } from '../workflows/run/patches';
+import { POLICY_RULE_PATCHES } from '../workflows/run/patches';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
 import { executionHistories, payloadValue, saveHistory } from './helpers/histories';
@@ -240,7 +240,7 @@ describe('trainingRun on the GCE emulator', function () {
       }
       // Changes made after the baseline are asked for where they apply: the policy's rules
       // when auto's policy starts, in that execution only (the next ones carry its state).
-      const since = titles[i].includes('auto-mode') ? [POLICY_DRY_SPELLS_PATCH, POLICY_PROBE_COST_PATCH, POLICY_SLACK_EXCHANGE_PATCH] : [];
+      const since = titles[i].includes('auto-mode') ? POLICY_RULE_PATCHES.map(([patch]) => patch) : [];
       assert.deepEqual(perExecution.map((ids) => ids[0]), perExecution.map(() => RUN_BASELINE_PATCH), run.workflowId);
       assert.deepEqual(perExecution.flatMap((ids) => ids.slice(1)), since, run.workflowId);
     }

@@ -4,6 +4,7 @@ import { ZoneEventKind } from '../workflows/placement';
 import { type Observation, type ZoneObservation, initialState, liveZones } from '../workflows/policy';
 import { STATS_RULES, type StatsTable, emptyStats, foundRemainingHours, observe } from '../workflows/policy/zone-stats';
 import type { Offer } from '../workflows/types';
+import { POLICY_RULE_PATCHES } from '../workflows/run/patches';
 
 /** One decision's look at zone `a`: own (true/false), unseen, or another run's sighting. */
 function at(nowHours: number, a: boolean | 'unknown', byOthers = false): Observation {
@@ -80,6 +81,8 @@ describe('zone statistics: what a run may measure', () => {
 
   it('a policy starts with today\'s rules, and a run recorded before them keeps the first', () => {
     assert.equal(initialState().stats.rules, STATS_RULES);
+    // A run started today asks every policy patch, so it gets the last patch's rules: today's.
+    assert.equal(POLICY_RULE_PATCHES[POLICY_RULE_PATCHES.length - 1][1], STATS_RULES);
     assert.equal(initialState(undefined, 1).stats.rules, undefined);
     const offers: Offer[] = ['a', 'b'].flatMap((zone) =>
       (['SPOT', 'STANDARD'] as const).map((model) => ({

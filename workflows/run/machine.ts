@@ -144,17 +144,11 @@ export interface Context {
    */
   policyStats?: boolean;
   /**
-   * Whether `auto` starts its policy counting dry spells as a live run sees them (zone-stats
-   * rules 3). Asked only when a policy starts, so only runs in `auto` record the patch.
+   * The zone-statistics rules `auto` starts its policy with, by the patches the run was
+   * recorded with (run/patches.ts). Asked only when a policy starts, so only runs in `auto`
+   * record those patches. Without it, `policyStats` alone decides (2 or 1).
    */
-  policyDrySpells?: () => boolean;
-  /**
-   * Whether `auto` starts its policy pricing a launch's failures by measured outages
-   * (zone-stats rules 4). Asked only when a policy starts, after policyDrySpells.
-   */
-  policyProbeCost?: () => boolean;
-  /** Whether `auto` starts its policy pricing slack by the spot it buys (zone-stats rules 5). Asked after policyProbeCost. */
-  policySlackExchange?: () => boolean;
+  policyRules?: () => StatsRules;
 }
 
 /** How `auto` asks its policy, by what the run was recorded with (Context). */
@@ -169,12 +163,7 @@ export interface AutoRules {
 export const AUTO_RULES: AutoRules = { costs: true, statsRules: () => STATS_RULES };
 
 function autoRulesOf(context: Context): AutoRules {
-  const statsRules = (): StatsRules => {
-    if (context.policyStats !== true) return 1;
-    if (context.policyDrySpells?.() !== true) return 2;
-    if (context.policyProbeCost?.() !== true) return 3;
-    return context.policySlackExchange?.() === true ? 5 : 4;
-  };
+  const statsRules = (): StatsRules => context.policyRules?.() ?? (context.policyStats === true ? 2 : 1);
   return { costs: context.autoCosts === true, statsRules };
 }
 

@@ -5,6 +5,7 @@
  */
 import { patched } from '@temporalio/workflow';
 import { hasChange } from './changes';
+import type { StatsRules } from '../policy/zone-stats';
 import { FIRST_HISTORY_BUDGET, HISTORY_EVENTS_PER_EXECUTION, type Context } from './machine';
 
 export type RunPatches = Pick<Context, 'asksObserver' | 'teamAdmission' | 'gpuUtil' | 'autoCosts' | 'flexCut' | 'liveInterval' | 'releaseBeside' | 'endsOnExit' | 'policyStats' | 'historyBudget'>;
@@ -34,25 +35,30 @@ export function runPatches(): RunPatches {
 }
 
 /**
- * After the baseline (changes.ts), so asked by its own patch, and only when `auto` starts
- * its policy: runs recorded before keep the rules they started with (zone-stats rules 2).
+ * The policy's rules made after the baseline (changes.ts), each behind its own patch and
+ * the zone-statistics rules it brings (policy/zone-stats.ts), in the order they were made.
  */
-export const POLICY_DRY_SPELLS_PATCH = 'sterna-policy-dry-spells';
+export const POLICY_RULE_PATCHES: readonly (readonly [patch: string, rules: StatsRules])[] = [
+  // A decision that saw some zone and none with capacity counts as dry.
+  ['sterna-policy-dry-spells', 3],
+  // A probe's failed launches are priced as what they cost once outages are on record.
+  ['sterna-policy-probe-cost', 4],
+  // An hour of slack is priced at no more than the spot progress it buys.
+  ['sterna-policy-slack-exchange', 5],
+];
 
-export function policyDrySpells(): boolean {
-  return patched(POLICY_DRY_SPELLS_PATCH);
-}
-
-/** After the dry-spell patch, asked the same way: runs recorded before keep zone-stats rules 3. */
-export const POLICY_PROBE_COST_PATCH = 'sterna-policy-probe-cost';
-
-export function policyProbeCost(): boolean {
-  return patched(POLICY_PROBE_COST_PATCH);
-}
-
-/** After the probe-cost patch, asked the same way: runs recorded before keep zone-stats rules 4. */
-export const POLICY_SLACK_EXCHANGE_PATCH = 'sterna-policy-slack-exchange';
-
-export function policySlackExchange(): boolean {
-  return patched(POLICY_SLACK_EXCHANGE_PATCH);
+/**
+ * The rules an `auto` policy starting now keeps to: the first for runs recorded before
+ * `policyStats`, else 2 and one step for each later patch, asked in order and only while
+ * the one before is in the history. Asked only when a policy starts, so only `auto` runs
+ * record these patches; a run keeps its rules in the policy's state to the end.
+ */
+export function policyRules(policyStats: boolean | undefined): StatsRules {
+  if (policyStats !== true) return 1;
+  let rules: StatsRules = 2;
+  for (const [patch, next] of POLICY_RULE_PATCHES) {
+    if (!patched(patch)) break;
+    rules = next;
+  }
+  return rules;
 }
