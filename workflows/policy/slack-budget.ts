@@ -27,15 +27,26 @@ export interface RunStart {
   hoursUntilDeadline: number;
 }
 
-/** Mean uptime of the zone whose capacity lasts longest: what the reserve and the exchange below count on. */
-function longestUptimeHours(stats: StatsTable, obs: Observation): number {
-  return Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone)));
+/**
+ * What the budget counts on, estimated once per decision: the mean uptime of the zone whose
+ * capacity lasts longest, and the share of time no zone has capacity (the dry share).
+ */
+interface Market {
+  uptimeHours: number;
+  dryShare: number;
+}
+
+function marketOf(stats: StatsTable, obs: Observation): Market {
+  return {
+    uptimeHours: Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone))),
+    dryShare: allDownFraction(stats, obs.hoursUntilDeadline),
+  };
 }
 
 /** Each preemption costs a changeover to recover, two when no zone has capacity (to on-demand and back). */
-function reserveHoursFor(stats: StatsTable, obs: Observation): number {
-  const preemptionsAhead = obs.remainingWorkHours / longestUptimeHours(stats, obs);
-  return preemptionsAhead * obs.changeoverHours * (1 + allDownFraction(stats, obs.hoursUntilDeadline));
+function reserveHoursFor(market: Market, obs: Observation): number {
+  const preemptionsAhead = obs.remainingWorkHours / market.uptimeHours;
+  return preemptionsAhead * obs.changeoverHours * (1 + market.dryShare);
 }
 
 /**
@@ -46,10 +57,10 @@ function reserveHoursFor(stats: StatsTable, obs: Observation): number {
  * first outage with on-demand and never finds a spot run that pays the way back.
  * From zone-stats rules 5; before, 1.
  */
-function slackPerSpotHour(stats: StatsTable, obs: Observation): number {
+function slackPerSpotHour(stats: StatsTable, market: Market, obs: Observation): number {
   if (!keptBy(stats, 5)) return 1;
-  const dry = allDownFraction(stats, obs.hoursUntilDeadline);
-  return obs.changeoverHours / longestUptimeHours(stats, obs) + (dry >= 1 ? Infinity : dry / (1 - dry));
+  const dry = market.dryShare;
+  return obs.changeoverHours / market.uptimeHours + (dry >= 1 ? Infinity : dry / (1 - dry));
 }
 
 /**
@@ -63,12 +74,13 @@ function pacedSlackHours(start: RunStart, obs: Observation): number {
 
 export function slackBudget(stats: StatsTable, start: RunStart, obs: Observation, premium: number): SlackBudget {
   const slack = slackHours(obs);
-  const reserveHours = reserveHoursFor(stats, obs);
-  const slackPrice = (premium * Math.min(1, reserveHours / Math.max(slack, EPS_HOURS))) / Math.max(1, slackPerSpotHour(stats, obs));
+  const market = marketOf(stats, obs);
+  const reserveHours = reserveHoursFor(market, obs);
+  const slackPrice = (premium * Math.min(1, reserveHours / Math.max(slack, EPS_HOURS))) / Math.max(1, slackPerSpotHour(stats, market, obs));
   const spendable = slack - obs.stepHours - obs.changeoverHours;
   const freeAfterPacedWait = spendable - Math.max(reserveHours, pacedSlackHours(start, obs));
   // Sitting out outages needs pacing only when the slack cannot sit out all those still expected.
-  const outagesAhead = allDownFraction(stats, obs.hoursUntilDeadline) * obs.hoursUntilDeadline;
+  const outagesAhead = market.dryShare * obs.hoursUntilDeadline;
   const roomy = slack - reserveHours >= outagesAhead;
   return { reserveHours, slackPrice, freeAfterWaiting: roomy ? spendable - reserveHours : freeAfterPacedWait, freeAfterPacedWait };
 }
