@@ -199,6 +199,29 @@ describe('policy benchmark', () => {
       assert.ok(Math.abs(now.slackPrice - premium / slackPerSpotHour) < 1e-9, `${now.slackPrice}`);
     });
 
+    it('counts the changeovers ahead at the mean uptime of all zones: a run preempted where capacity lasts goes where capacity is', () => {
+      // Two days of zone a up 20 h at a time and zone b in 0.5 h blips; now both are down.
+      let memory: StatsTable = emptyStats();
+      const zones = (a: boolean, b: boolean) => [
+        { zone: 'a', spotAvailable: a, spotPrice: 0.9, onDemandPrice: 3.06 },
+        { zone: 'b', spotAvailable: b, spotPrice: 0.9, onDemandPrice: 3.06 },
+      ];
+      for (let t = 0; t < 192; t++) memory = observe(memory, observation({ nowHours: t * 0.25 - 48, zones: zones(t % 84 < 80, t % 4 < 2) }));
+      const obs = observation({ hoursUntilDeadline: 50, zones: zones(false, false) });
+      const start = { slackHours: 2, hoursUntilDeadline: 50 };
+      const premium = 3.06 - 0.9;
+      const longest = meanUptimeHours(memory, obs, 'a');
+      const pooled = meanUptimeHours(memory, obs, '');
+      assert.ok(longest > 5 * pooled, `a lasts (${longest} h), the market does not (${pooled} h)`);
+      const before = slackBudget({ ...memory, rules: 5 }, start, obs, premium);
+      const now = slackBudget({ ...memory, rules: 6 }, start, obs, premium);
+      assert.ok(Math.abs(now.reserveHours / before.reserveHours - longest / pooled) < 1e-9);
+      // With 2 h of slack: free to wait out the outage when a run counts on zone a, not when it counts on the market.
+      assert.ok(before.freeAfterWaiting > 0 && now.freeAfterWaiting < 0);
+      assert.deepEqual(decide(initialState(memory, 5), obs).action, { kind: 'idle' });
+      assert.deepEqual(decide(initialState(memory), obs).action, { kind: 'on-demand', zone: 'a' });
+    });
+
     it('keeps a running on-demand instance rather than paying a new changeover elsewhere', () => {
       const obs = observation({ remainingWorkHours: 10, hoursUntilDeadline: 10.1, current: { kind: 'on-demand', zone: 'us-east1-b' } });
       assert.deepEqual(decide(initialState(), obs).action, { kind: 'on-demand', zone: 'us-east1-b' });

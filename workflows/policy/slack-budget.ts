@@ -28,17 +28,23 @@ export interface RunStart {
 }
 
 /**
- * What the budget counts on, estimated once per decision: the mean uptime of the zone whose
- * capacity lasts longest, and the share of time no zone has capacity (the dry share).
+ * What the budget counts on, estimated once per decision: how long a spot run lasts, and
+ * the share of time no zone has capacity (the dry share).
  */
 interface Market {
   uptimeHours: number;
   dryShare: number;
 }
 
+/**
+ * A preempted run goes where capacity is, not always to the zone whose capacity lasts
+ * longest: from zone-stats rules 6 a spot run lasts the mean uptime of all zones. Before,
+ * the longest-lasting zone's, which left too little slack for the changeovers of a market
+ * whose best zone fails with the rest (a multi-zone outage, then blips).
+ */
 function marketOf(stats: StatsTable, obs: Observation): Market {
   return {
-    uptimeHours: Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone))),
+    uptimeHours: keptBy(stats, 6) ? meanUptimeHours(stats, obs, '') : Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone))),
     dryShare: allDownFraction(stats, obs.hoursUntilDeadline),
   };
 }

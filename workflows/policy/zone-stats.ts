@@ -59,15 +59,17 @@ export interface StatsTable {
    * capacity counts as dry (allDownHours). 4: also, the policy prices a probe's failed
    * launches by what they cost once outages are on record (sterna.ts, probeScore). 5: also,
    * an hour of slack is priced at no more than the spot progress it buys (slack-budget.ts).
+   * 6: also, the slack budget counts the preemptions ahead at the mean uptime of all zones,
+   * not of the zone whose capacity lasts longest (slack-budget.ts, marketOf).
    * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
    * the same decisions).
    */
-  rules?: 2 | 3 | 4 | 5;
+  rules?: 2 | 3 | 4 | 5 | 6;
 }
 
 /** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 5;
-export type StatsRules = 1 | 2 | 3 | 4 | 5;
+export const STATS_RULES = 6;
+export type StatsRules = 1 | 2 | 3 | 4 | 5 | 6;
 
 /** Whether `table` is kept by `rules` or later ones. */
 export function keptBy(table: StatsTable, rules: StatsRules): boolean {

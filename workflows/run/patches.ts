@@ -45,6 +45,8 @@ export const POLICY_RULE_PATCHES: readonly (readonly [patch: string, rules: Stat
   ['sterna-policy-probe-cost', 4],
   // An hour of slack is priced at no more than the spot progress it buys.
   ['sterna-policy-slack-exchange', 5],
+  // The changeovers ahead are counted at the mean uptime of all zones, not the longest-lasting one's.
+  ['sterna-policy-market-uptime', 6],
 ];
 
 /**
