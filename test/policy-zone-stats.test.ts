@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { decideAuto, type AutoInputs } from '../workflows/auto-policy';
 import { ZoneEventKind } from '../workflows/placement';
 import { type Observation, type ZoneObservation, initialState, liveZones } from '../workflows/policy';
-import { STATS_RULES, type StatsTable, emptyStats, foundRemainingHours, observe } from '../workflows/policy/zone-stats';
+import { STATS_RULES, type StatsTable, emptyStats, foundRemainingHours, observe, runAgeHours } from '../workflows/policy/zone-stats';
 import type { Offer } from '../workflows/types';
 import { POLICY_RULE_PATCHES } from '../workflows/run/patches';
 
@@ -41,6 +41,20 @@ describe('zone statistics: what a run may measure', () => {
     const table = kept(todays(), [[0, true], [1, true], [2, false, true]]);
     assert.deepEqual(table.upResiduals, []);
     assert.equal(table.zones.a.preemptions, 1);
+  });
+
+  it('another run\'s look across a gap that finds the state last seen dates the run from the gap\'s midpoint, and does not measure it', () => {
+    // Zone a seen up at hour 0, then not seen until another run's look at hour 4 finds it up.
+    const gap = [[0, true], [1, 'unknown'], [4, true, true]] as const;
+    assert.equal(runAgeHours(kept(todays(), gap), 'a', 4), 2, 'dated from hour 2, the gap\'s midpoint');
+    assert.equal(runAgeHours(kept({ ...emptyStats(), rules: 6 }, gap), 'a', 4), 0, 'before rules 7, from the look');
+    // This run's own look (its launch) keeps the look's date; so does a look that finds the other state.
+    assert.equal(runAgeHours(kept(todays(), [[0, true], [1, 'unknown'], [4, true]]), 'a', 4), 0);
+    assert.equal(runAgeHours(kept(todays(), [[0, false], [1, 'unknown'], [4, true, true]]), 'a', 4), 0);
+    // Its start is a guess: followed to its end by this run's own looks, it is not measured.
+    const ended = kept(todays(), [...gap, [5, true], [6, false]]);
+    assert.deepEqual([ended.upRuns, ended.upResiduals], [[], []]);
+    assert.equal(ended.zones.a.preemptions, 1);
   });
 
   it('a found run\'s remainder pools residuals with complete runs, one sample each', () => {
