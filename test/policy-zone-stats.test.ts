@@ -43,16 +43,22 @@ describe('zone statistics: what a run may measure', () => {
     assert.equal(table.zones.a.preemptions, 1);
   });
 
-  it('another run\'s look across a gap that finds the state last seen dates the run from the gap\'s midpoint, and does not measure it', () => {
-    // Zone a seen up at hour 0, then not seen until another run's look at hour 4 finds it up.
-    const gap = [[0, true], [1, 'unknown'], [4, true, true]] as const;
-    assert.equal(runAgeHours(kept(todays(), gap), 'a', 4), 2, 'dated from hour 2, the gap\'s midpoint');
-    assert.equal(runAgeHours(kept({ ...emptyStats(), rules: 6 }, gap), 'a', 4), 0, 'before rules 7, from the look');
-    // This run's own look (its launch) keeps the look's date; so does a look that finds the other state.
-    assert.equal(runAgeHours(kept(todays(), [[0, true], [1, 'unknown'], [4, true]]), 'a', 4), 0);
-    assert.equal(runAgeHours(kept(todays(), [[0, false], [1, 'unknown'], [4, true, true]]), 'a', 4), 0);
+  it('another run\'s look across a gap that finds the state last seen: held through it if runs that lasted as long mostly do, else dated from the gap\'s midpoint; not measured', () => {
+    // Zone a seen up at hour 0 only, then not seen until another run's look at hour 4 finds it up.
+    // No run on record: as long again (Lindy), and a run seen for no time is not likely to hold 4 h.
+    const brief = [[0, true], [1, 'unknown'], [4, true, true]] as const;
+    assert.equal(runAgeHours(kept(todays(), brief), 'a', 4), 2, 'dated from hour 2, the gap\'s midpoint');
+    // Seen up from hour 0 to 2: as long again covers the 2 h gap, so it held.
+    const followed = [[0, true], [1, true], [2, true], [3, 'unknown'], [4, true, true]] as const;
+    assert.equal(runAgeHours(kept(todays(), followed), 'a', 4), 4);
+    // Unless the runs on record that lasted 2 h all ended before 4 h.
+    assert.equal(runAgeHours(kept({ ...todays(), upRuns: [2.5, 3, 3.5] }, followed), 'a', 4), 1);
+    // Before rules 7, dated at the look; a run's own look (its launch), or a look that finds the other state, still is.
+    assert.equal(runAgeHours(kept({ ...emptyStats(), rules: 6 }, followed), 'a', 4), 0);
+    assert.equal(runAgeHours(kept(todays(), [[0, true], [1, true], [2, true], [3, 'unknown'], [4, true]]), 'a', 4), 0);
+    assert.equal(runAgeHours(kept(todays(), [[0, false], [1, false], [2, false], [3, 'unknown'], [4, true, true]]), 'a', 4), 0);
     // Its start is a guess: followed to its end by this run's own looks, it is not measured.
-    const ended = kept(todays(), [...gap, [5, true], [6, false]]);
+    const ended = kept(todays(), [...followed, [5, true], [6, false]]);
     assert.deepEqual([ended.upRuns, ended.upResiduals], [[], []]);
     assert.equal(ended.zones.a.preemptions, 1);
   });

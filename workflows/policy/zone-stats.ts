@@ -61,8 +61,9 @@ export interface StatsTable {
    * an hour of slack is priced at no more than the spot progress it buys (slack-budget.ts).
    * 6: also, the slack budget counts the preemptions ahead at the mean uptime of all zones,
    * not of the zone whose capacity lasts longest (slack-budget.ts, marketOf). 7: also,
-   * another run's look across a gap that finds the state last seen dates the run from the
-   * gap's midpoint (restarted).
+   * another run's look across a gap that finds the state last seen takes the run to have
+   * held through it when most runs that lasted as long outlast the gap, else dates it from
+   * the gap's midpoint (restarted).
    * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
    * the same decisions).
    */
@@ -95,12 +96,22 @@ export function emptyStats(): StatsTable {
  * decision gives exposure and transitions: across a gap (a live run sees most zones only
  * when it tries them) the change happened at an unknown time, so the record restarts.
  */
-function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHours: number, previousDecision: number | null, byChance: boolean, datesGaps: boolean): ZoneStats {
+function observeZone(
+  previous: ZoneStats | undefined,
+  z: ZoneObservation,
+  nowHours: number,
+  previousDecision: number | null,
+  byChance: boolean,
+  datesGaps: { upRuns: readonly number[]; downRuns: readonly number[] } | undefined,
+): ZoneStats {
   const fresh = emptyZoneStats(nowHours);
   const s: ZoneStats = previous ?? fresh;
   if (z.spotAvailable === 'unknown') return s;
   const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;
-  if (!contiguous) return restarted(s, z.spotAvailable, nowHours, byChance && datesGaps);
+  if (!contiguous) {
+    const recorded = byChance && datesGaps !== undefined ? (z.spotAvailable ? datesGaps.upRuns : datesGaps.downRuns) : undefined;
+    return restarted(s, z.spotAvailable, nowHours, recorded);
+  }
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
   // The interval since the last look is credited to the state seen then: the change
   // happened somewhere inside it, and this is the unbiased choice for a step-wise probe.
@@ -118,19 +129,25 @@ function observeZone(previous: ZoneStats | undefined, z: ZoneObservation, nowHou
 
 /**
  * A sighting across a gap: the state may have changed and come back unseen, so a new run
- * starts. At the sighting, except (rules 7) when another run's look finds the state this
- * run saw last: then a change, if there was one, happened somewhere in the gap, and its
- * midpoint is the unbiased date, as for exposure. Dated at the look, capacity seen only
- * along others' looks (a few per hour) always looked young, so a run on on-demand never
- * found it worth the way back. Its start is a guess, so its length is not measured. A
- * run's own launch across a gap keeps the look's date: what a launch finds is priced from
- * what launches have found (foundRemainingHours), and dating those from the midpoint made
- * live runs dearer.
+ * starts at the sighting. Except (rules 7) when another run's look finds the state this
+ * run saw last; `recorded` are then the completed runs of that state. If most of those
+ * that lasted as long outlast the gap (as long again with none on record, Lindy, as in
+ * availabilityChance), the run is taken to have held through it; otherwise a change
+ * happened somewhere in the gap, and its midpoint is the unbiased date, as for exposure.
+ * Dated at the look, capacity seen only along others' looks (a few an hour) always looked
+ * young, so a run on on-demand never found it worth the way back. Its start is a guess, so
+ * its length is not measured. A run's own launch across a gap keeps the look's date: what
+ * a launch finds is priced from what launches have found (foundRemainingHours), and dating
+ * those runs back made live runs dearer.
  */
-function restarted(s: ZoneStats, available: boolean, nowHours: number, othersLook: boolean): ZoneStats {
+function restarted(s: ZoneStats, available: boolean, nowHours: number, recorded: readonly number[] | undefined): ZoneStats {
   const { sampled: _, ...kept } = s;
   const next: ZoneStats = { ...kept, last: available, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
-  return othersLook && s.last === available ? { ...next, runStartHours: (s.lastSeenHours + nowHours) / 2, sampled: true } : next;
+  if (recorded === undefined || s.last !== available) return next;
+  const age = s.lastSeenHours - s.runStartHours;
+  const gap = nowHours - s.lastSeenHours;
+  const held = survivalHours(recorded, age, age + gap) ?? age / (age + gap);
+  return { ...next, runStartHours: held >= 0.5 ? s.runStartHours : (s.lastSeenHours + nowHours) / 2, sampled: true };
 }
 
 function pushRun(runs: readonly number[], hours: number): number[] {
@@ -144,7 +161,7 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
   for (const z of obs.zones) {
     const before = zones[z.zone];
     const byChance = keptBy(table, 2) && z.seenByOthers === true;
-    const after = observeZone(before, z, obs.nowHours, table.lastNowHours, byChance, keptBy(table, 7));
+    const after = observeZone(before, z, obs.nowHours, table.lastNowHours, byChance, keptBy(table, 7) ? table : undefined);
     // A run is complete when it was seen to its end; its length is known only if it was also
     // seen starting, and counts only if this run followed it (others' looks come by chance).
     const ended = before !== undefined && before.last !== null && after.last !== before.last && after.sawRunStart && before.sampled !== true && !byChance;
