@@ -4,7 +4,7 @@
  * seen now will go on. All in hours.
  */
 import type { Observation } from './types';
-import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, medianRemainingHours, runAgeHours, survivalHours, upFraction } from './zone-stats';
+import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, heldChance, medianRemainingHours, runAgeHours, upFraction } from './zone-stats';
 
 /** Mean spot run length in `zone` (pooled when `zone` is unseen), one preemption per horizon as the prior. */
 export function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
@@ -58,7 +58,7 @@ export function availabilityChance(stats: StatsTable, obs: Observation, zone: st
   const age = s.lastSeenHours - s.runStartHours + obs.stepHours;
   const stale = Math.max(0, obs.nowHours - s.lastSeenHours);
   const runs = s.last ? stats.upRuns : stats.downRuns;
-  const holds = survivalHours(runs, age, age + stale) ?? age / (age + stale);
+  const holds = heldChance(runs, age, stale);
   return s.last ? holds + (1 - holds) * share : (1 - holds) * share;
 }
 

@@ -130,15 +130,15 @@ function observeZone(
 /**
  * A sighting across a gap: the state may have changed and come back unseen, so a new run
  * starts at the sighting. Except (rules 7) when another run's look finds the state this
- * run saw last; `recorded` are then the completed runs of that state. If most of those
- * that lasted as long outlast the gap (as long again with none on record, Lindy, as in
- * availabilityChance), the run is taken to have held through it; otherwise a change
- * happened somewhere in the gap, and its midpoint is the unbiased date, as for exposure.
- * Dated at the look, capacity seen only along others' looks (a few an hour) always looked
- * young, so a run on on-demand never found it worth the way back. Its start is a guess, so
- * its length is not measured. A run's own launch across a gap keeps the look's date: what
- * a launch finds is priced from what launches have found (foundRemainingHours), and dating
- * those runs back made live runs dearer.
+ * run saw last; `recorded` are then the completed runs of that state. If the run at least
+ * as likely as not held through the gap (heldChance, as availabilityChance reads a stale
+ * sighting), it keeps its start; otherwise a change happened somewhere in the gap, and its
+ * midpoint is the unbiased date, as for exposure. Dated at the look, capacity seen only
+ * along others' looks (a few an hour) always looked young, so a run on on-demand never
+ * found it worth the way back. Its start is a guess, so its length is not measured. A
+ * run's own launch across a gap keeps the look's date: what a launch finds is priced from
+ * what launches have found (foundRemainingHours), and dating those runs back made live
+ * runs dearer.
  */
 function restarted(s: ZoneStats, available: boolean, nowHours: number, recorded: readonly number[] | undefined): ZoneStats {
   const { sampled: _, ...kept } = s;
@@ -146,7 +146,7 @@ function restarted(s: ZoneStats, available: boolean, nowHours: number, recorded:
   if (recorded === undefined || s.last !== available) return next;
   const age = s.lastSeenHours - s.runStartHours;
   const gap = nowHours - s.lastSeenHours;
-  const held = survivalHours(recorded, age, age + gap) ?? age / (age + gap);
+  const held = heldChance(recorded, age, gap);
   return { ...next, runStartHours: held >= 0.5 ? s.runStartHours : (s.lastSeenHours + nowHours) / 2, sampled: true };
 }
 
@@ -262,6 +262,15 @@ export function medianRemainingHours(runs: readonly number[], ageHours: number):
 export function survivalHours(runs: readonly number[], sinceHours: number, fromHours: number): number | undefined {
   const alive = runs.filter((r) => r > sinceHours);
   return alive.length === 0 ? undefined : alive.filter((r) => r > fromHours).length / alive.length;
+}
+
+/**
+ * Chance that a run seen to last `ageHours` held through the `gapHours` since: the share of
+ * the recorded runs that lasted as long which outlast the gap, or with none, as long again
+ * (Lindy: age / (age + gap)).
+ */
+export function heldChance(runs: readonly number[], ageHours: number, gapHours: number): number {
+  return survivalHours(runs, ageHours, ageHours + gapHours) ?? ageHours / (ageHours + gapHours);
 }
 
 /** Share of observed hours with spot capacity, over all zones, with one step of each as a prior. */
