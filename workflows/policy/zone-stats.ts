@@ -102,14 +102,15 @@ function observeZone(
   nowHours: number,
   previousDecision: number | null,
   byChance: boolean,
-  datesGaps: { upRuns: readonly number[]; downRuns: readonly number[] } | undefined,
+  /** The table's completed runs, when others' looks across a gap are dated by them (rules 7). */
+  recordedRuns: Pick<StatsTable, 'upRuns' | 'downRuns'> | undefined,
 ): ZoneStats {
   const fresh = emptyZoneStats(nowHours);
   const s: ZoneStats = previous ?? fresh;
   if (z.spotAvailable === 'unknown') return s;
   const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;
   if (!contiguous) {
-    const recorded = byChance && datesGaps !== undefined ? (z.spotAvailable ? datesGaps.upRuns : datesGaps.downRuns) : undefined;
+    const recorded = byChance && recordedRuns !== undefined ? (z.spotAvailable ? recordedRuns.upRuns : recordedRuns.downRuns) : undefined;
     return restarted(s, z.spotAvailable, nowHours, recorded);
   }
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
