@@ -43,7 +43,7 @@ describe('zone statistics: what a run may measure', () => {
     assert.equal(table.zones.a.preemptions, 1);
   });
 
-  it('another run\'s look across a gap that finds the state last seen: held through it if runs that lasted as long mostly do, else dated from the gap\'s midpoint; not measured', () => {
+  it('another run\'s look across a gap that finds the state last seen: held since its streak began if runs that lasted as long mostly do, else dated from the gap\'s midpoint; not measured', () => {
     // Zone a seen up at hour 0 only, then not seen until another run's look at hour 4 finds it up.
     // No run on record: as long again (Lindy), and a run seen for no time is not likely to hold 4 h.
     const brief = [[0, true], [1, 'unknown'], [4, true, true]] as const;
@@ -53,6 +53,11 @@ describe('zone statistics: what a run may measure', () => {
     assert.equal(runAgeHours(kept(todays(), followed), 'a', 4), 4);
     // Unless the runs on record that lasted 2 h all ended before 4 h.
     assert.equal(runAgeHours(kept({ ...todays(), upRuns: [2.5, 3, 3.5] }, followed), 'a', 4), 1);
+    // In a market of blips a young run is unlikely to outlast a gap, but a streak of looks that all found capacity adds up.
+    const blips: StatsTable = { ...todays(), upRuns: [1.5, 1.5, 1.5, 1.5, 20] };
+    const streak = [[0, true, true], [1, 'unknown'], [2, true, true], [3, 'unknown'], [4, true, true]] as const;
+    assert.equal(runAgeHours(kept(blips, streak.slice(0, 3)), 'a', 2), 1, 'one gap: a blip is likelier, dated from the midpoint');
+    assert.equal(runAgeHours(kept(blips, streak), 'a', 4), 4, 'two gaps: a run that lasted from hour 0 to 2 most likely lasts past 4');
     // Before rules 7, dated at the look; a run's own look (its launch), or a look that finds the other state, still is.
     assert.equal(runAgeHours(kept({ ...emptyStats(), rules: 6 }, followed), 'a', 4), 0);
     assert.equal(runAgeHours(kept(todays(), [[0, true], [1, true], [2, true], [3, 'unknown'], [4, true]]), 'a', 4), 0);

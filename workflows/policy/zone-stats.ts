@@ -27,6 +27,11 @@ export interface ZoneStats {
    * short (each look it needed had to happen): its length is not recorded.
    */
   sampled?: true;
+  /**
+   * Rules 7: when the looks since this hour all found the state seen now, with gaps between
+   * them that others' looks bridged. The run may have held since then (see restarted).
+   */
+  streakStartHours?: number;
 }
 
 export interface StatsTable {
@@ -62,8 +67,8 @@ export interface StatsTable {
    * 6: also, the slack budget counts the preemptions ahead at the mean uptime of all zones,
    * not of the zone whose capacity lasts longest (slack-budget.ts, marketOf). 7: also,
    * another run's look across a gap that finds the state last seen takes the run to have
-   * held through it when most runs that lasted as long outlast the gap, else dates it from
-   * the gap's midpoint (restarted).
+   * held since its streak of such looks began when most runs that lasted as long outlast
+   * the gap, else dates it from the gap's midpoint (restarted).
    * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
    * the same decisions).
    */
@@ -125,30 +130,33 @@ function observeZone(
   const sawRunStart = same ? s.sawRunStart : true;
   const next: ZoneStats = { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours, sawRunStart };
   if (same && (s.sampled === true || byChance)) next.sampled = true;
+  if (same && s.streakStartHours !== undefined) next.streakStartHours = s.streakStartHours;
   return next;
 }
 
 /**
  * A sighting across a gap: the state may have changed and come back unseen, so a new run
  * starts at the sighting. Except (rules 7) when another run's look finds the state this
- * run saw last; `recorded` are then the completed runs of that state. If the run at least
- * as likely as not held through the gap (heldChance, as availabilityChance reads a stale
- * sighting), it keeps its start; otherwise a change happened somewhere in the gap, and its
- * midpoint is the unbiased date, as for exposure. Dated at the look, capacity seen only
- * along others' looks (a few an hour) always looked young, so a run on on-demand never
- * found it worth the way back. Its start is a guess, so its length is not measured. A
- * run's own launch across a gap keeps the look's date: what a launch finds is priced from
- * what launches have found (foundRemainingHours), and dating those runs back made live
- * runs dearer.
+ * run saw last; `recorded` are then the completed runs of that state. The looks since the
+ * streak began (the run's start, or the first look of a streak of such looks) all found
+ * this state. If a run that lasted from then to the last look at least as likely as not
+ * held through the gap (heldChance, as availabilityChance reads a stale sighting), the run
+ * is dated from the streak's start. Otherwise a change happened somewhere in the gap, and
+ * its midpoint is the unbiased date, as for exposure; the streak goes on, so a long streak
+ * of looks in a market of blips still adds up to a run that held. Dated at the look,
+ * capacity seen only along others' looks (a few an hour) always looked young, and a run on
+ * on-demand never found it worth the way back. Its start is a guess, so its length is not
+ * measured. A run's own launch across a gap keeps the look's date: what a launch finds is
+ * priced from what launches have found (foundRemainingHours), and dating those runs back
+ * made live runs dearer.
  */
 function restarted(s: ZoneStats, available: boolean, nowHours: number, recorded: readonly number[] | undefined): ZoneStats {
-  const { sampled: _, ...kept } = s;
+  const { sampled: _, streakStartHours: __, ...kept } = s;
   const next: ZoneStats = { ...kept, last: available, lastSeenHours: nowHours, runStartHours: nowHours, sawRunStart: false };
   if (recorded === undefined || s.last !== available) return next;
-  const age = s.lastSeenHours - s.runStartHours;
-  const gap = nowHours - s.lastSeenHours;
-  const held = heldChance(recorded, age, gap);
-  return { ...next, runStartHours: held >= 0.5 ? s.runStartHours : (s.lastSeenHours + nowHours) / 2, sampled: true };
+  const streak = s.streakStartHours ?? s.runStartHours;
+  const held = heldChance(recorded, s.lastSeenHours - streak, nowHours - s.lastSeenHours);
+  return { ...next, runStartHours: held >= 0.5 ? streak : (s.lastSeenHours + nowHours) / 2, sampled: true, streakStartHours: streak };
 }
 
 function pushRun(runs: readonly number[], hours: number): number[] {
