@@ -10,7 +10,7 @@ import { windowStarts } from '../bench/windows';
 import { seededRandom } from '../workflows/random';
 import { bruteForce } from './helpers/brute-force';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
-import { availabilityChance, meanUptimeHours } from '../workflows/policy/expectations';
+import { availabilityChance, likelyRemainingUptimeHours, meanUptimeHours } from '../workflows/policy/expectations';
 import { slackBudget } from '../workflows/policy/slack-budget';
 import { type StatsTable, allDownFraction, emptyStats, expectedRemainingHours, medianRemainingHours, observe } from '../workflows/policy/zone-stats';
 
@@ -153,6 +153,20 @@ describe('policy benchmark', () => {
       feed(true, 0.25);
       const obs = observation({ nowHours: now, hoursUntilDeadline: 52, remainingWorkHours: 48, current: { kind: 'on-demand', zone: 'a' }, zones: zone(true) });
       assert.deepEqual(decide(state, obs).action, { kind: 'on-demand', zone: 'a' });
+    });
+
+    it('counts on capacity that has outlasted every run on record to last as long again, so it leaves on-demand for it', () => {
+      // Zone a in half-hour blips for 20 h, then up for 10 h: longer than any run on record.
+      let memory: StatsTable = emptyStats();
+      const zone = (up: boolean) => [{ zone: 'a', spotAvailable: up, spotPrice: 0.9, onDemandPrice: 3.06 }];
+      for (let t = 0; t < 120; t++) memory = observe(memory, observation({ nowHours: t * 0.25 - 30, zones: zone(t < 80 ? t % 4 < 2 : true) }));
+      // Two changeovers of 0.5 h: a return must count on more than the 1.1 h mean run to pay for them.
+      const obs = observation({ current: { kind: 'on-demand', zone: 'a' }, zones: zone(true), changeoverHours: 0.5 });
+      assert.ok(Math.max(...memory.upRuns) < 1, 'every run on record is a blip');
+      assert.equal(likelyRemainingUptimeHours({ ...memory, rules: 8 }, obs, 'a'), 10);
+      assert.ok(likelyRemainingUptimeHours({ ...memory, rules: 7 }, obs, 'a') < 1.5, 'before rules 8, the mean run (about 1.1 h)');
+      assert.deepEqual(decide(initialState(memory), obs).action, { kind: 'spot', zone: 'a' });
+      assert.deepEqual(decide(initialState(memory, 7), obs).action, { kind: 'on-demand', zone: 'a' });
     });
 
     describe('a launch into a zone it cannot see', () => {

@@ -68,16 +68,18 @@ export interface StatsTable {
    * not of the zone whose capacity lasts longest (slack-budget.ts, marketOf). 7: also,
    * another run's look across a gap that finds the state last seen takes the run to have
    * held since its streak of such looks began when most runs that lasted as long outlast
-   * the gap, else dates it from the gap's midpoint (restarted).
+   * the gap, else dates it from the gap's midpoint (restarted). 8: also, capacity that has
+   * lasted longer than every run on record is likely to last as long again
+   * (expectations.ts, likelyRemainingUptimeHours).
    * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
    * the same decisions).
    */
-  rules?: 2 | 3 | 4 | 5 | 6 | 7;
+  rules?: 2 | 3 | 4 | 5 | 6 | 7 | 8;
 }
 
 /** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 7;
-export type StatsRules = 1 | 2 | 3 | 4 | 5 | 6 | 7;
+export const STATS_RULES = 8;
+export type StatsRules = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
 
 /** Whether `table` is kept by `rules` or later ones. */
 export function keptBy(table: StatsTable, rules: StatsRules): boolean {

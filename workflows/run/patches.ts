@@ -49,6 +49,8 @@ export const POLICY_RULE_PATCHES: readonly (readonly [patch: string, rules: Stat
   ['sterna-policy-market-uptime', 6],
   // Another run's look across a gap that finds the state last seen: held through it if runs that lasted as long mostly do, else from the gap's midpoint.
   ['sterna-policy-others-gap', 7],
+  // Capacity that has lasted longer than every run on record is likely to last as long again.
+  ['sterna-policy-as-long-again', 8],
 ];
 
 /**
