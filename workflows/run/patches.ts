@@ -47,7 +47,7 @@ export const POLICY_RULE_PATCHES: readonly (readonly [patch: string, rules: Stat
   ['sterna-policy-slack-exchange', 5],
   // The changeovers ahead are counted at the mean uptime of all zones, not the longest-lasting one's.
   ['sterna-policy-market-uptime', 6],
-  // Another run's look across a gap that finds the state last seen: held through it if runs that lasted as long mostly do, else from the gap's midpoint.
+  // Another run's look across a gap that finds the state last seen: held since its streak of such looks began if runs that lasted as long mostly outlast the gap, else from the gap's midpoint.
   ['sterna-policy-others-gap', 7],
   // Capacity that has lasted longer than every run on record is likely to last as long again.
   ['sterna-policy-as-long-again', 8],
