@@ -18,6 +18,7 @@ import { resume } from '../activities/fleet/memory';
 import { createNotifyActivities } from '../activities/notify';
 import { createTeamActivities } from '../activities/teams';
 import { createMemoryActivities } from '../activities/memories';
+import { BucketLocator, createStorageActivities } from '../activities/storage';
 import { createZoneActivities } from '../activities/zones';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
@@ -115,6 +116,7 @@ describe('fleet observer on the GCE emulator', function () {
         ...createZoneActivities({ providers: { gce: stack.provider }, client }),
         ...createMemoryActivities({ providers: { gce: stack.provider }, client }),
         ...createNotifyActivities({ client }),
+        ...createStorageActivities(BucketLocator.forEmulator(stack.emulator.endpoint)),
       },
       maxHeartbeatThrottleInterval: '1 second',
       defaultHeartbeatThrottleInterval: '500 milliseconds',
