@@ -13,7 +13,7 @@ import { type PairedDifference, PairedVerdict, pairedDifference, pairedVerdict }
 import { OPTIMAL, onlinePolicies } from './policies';
 import { type BenchOptions, type BenchResult, type FlexSummary, Memory, type Variant, flexSummary, runBenchVariants } from './run';
 import { View } from './simulate';
-import { type Trace, loadTrace, resample } from './trace';
+import { type Trace, drySpells, loadTrace, resample } from './trace';
 
 export interface RobustnessCase {
   trace: Trace;
@@ -38,11 +38,14 @@ export interface RobustnessRow {
   sternaCheapest: boolean;
   /**
    * sterna against the other online policy with the lowest mean (the best other), window by window: sterna's
-   * ratio minus its, with a 95% bootstrap interval, and whether the windows tell them apart.
+   * ratio minus its, with a 95% bootstrap interval (windows resampled in blocks of trace time, traceBlock),
+   * and whether the windows tell them apart.
    */
   versusBestOther: PairedDifference & { policy: string; verdict: PairedVerdict };
   /** sterna's mean in this view minus its mean in the full view (same memory). */
   gapToFull: number;
+  /** What the row's windows sample: how many independent stretches of the trace, and which market-wide outages. */
+  sample: WindowSample;
   /** With the flex-start tier: its effect over the pooled windows. */
   flex?: FlexSummary;
 }
@@ -52,6 +55,42 @@ const ONLINE = onlinePolicies.map((p) => p.name);
 function percentile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+}
+
+/**
+ * The block of trace time a window starts in, one deadline long: windows of one block
+ * (of any seed) share most of their capacity, so the paired comparison resamples them
+ * together.
+ */
+function traceBlock(c: RobustnessCase, startTick: number): number {
+  return Math.floor(startTick / Math.ceil(c.deadlineHours / (c.trace.gapSeconds / 3600) - 1e-9));
+}
+
+/**
+ * The windows overlap (a row's 90 cover each hour of a trace 4-10 times), so a row samples
+ * far fewer market events than windows: `blocks` is how many blocks of trace time
+ * (traceBlock) its windows start in; the dry spells are the trace's (at the row's grid),
+ * those any window overlaps, and how many windows overlap none.
+ */
+export interface WindowSample {
+  blocks: number;
+  drySpells: number;
+  drySpellsOfAnHour: number;
+  drySpellsSeen: number;
+  windowsWithoutDrySpell: number;
+}
+
+function windowSample(c: RobustnessCase, starts: readonly number[]): WindowSample {
+  const spells = drySpells(c.trace);
+  const ticks = Math.ceil(c.deadlineHours / (c.trace.gapSeconds / 3600) - 1e-9);
+  const overlaps = (start: number) => spells.filter((s) => s.startTick < start + ticks && s.startTick + s.ticks > start);
+  return {
+    blocks: new Set(starts.map((t) => traceBlock(c, t))).size,
+    drySpells: spells.length,
+    drySpellsOfAnHour: spells.filter((s) => (s.ticks * c.trace.gapSeconds) / 3600 >= 1).length,
+    drySpellsSeen: new Set(starts.flatMap(overlaps)).size,
+    windowsWithoutDrySpell: starts.filter((t) => overlaps(t).length === 0).length,
+  };
 }
 
 /** One row per variant for one case, pooling the seeds' windows. */
@@ -69,7 +108,7 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
     );
     const sterna = policies.sterna.mean;
     const bestOther = ONLINE.filter((n) => n !== 'sterna').reduce((best, n) => (policies[n].mean < policies[best].mean ? n : best));
-    const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!);
+    const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!, ws.map((w) => traceBlock(c, w.startTick)));
     return {
       trace: c.trace.name,
       group: c.trace.group,
@@ -83,6 +122,7 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
       sternaCheapest: ONLINE.every((n) => n === 'sterna' || policies[n].mean > sterna),
       versusBestOther: { policy: bestOther, ...paired, verdict: pairedVerdict(paired) },
       gapToFull: 0,
+      sample: windowSample(c, ws.map((w) => w.startTick)),
       ...(c.flex ? { flex: flexSummary(ws, c.flex) } : {}),
     };
   });
@@ -123,6 +163,20 @@ export function formatRows(rows: readonly RobustnessRow[]): string {
       r.view === View.Full ? '-' : signed(r.gapToFull),
     ];
     lines.push(`| ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** What each setting's windows sample (WindowSample), once per trace group, grid and R. */
+export function formatSamples(rows: readonly RobustnessRow[]): string {
+  const lines = ['| trace (instances) | grid s | R h | windows | blocks of trace time | dry spells in the trace (1 h or more) | dry spells the windows overlap | windows overlapping none |', '|---|---|---|---|---|---|---|---|'];
+  const seen = new Set<string>();
+  for (const r of rows) {
+    const key = `${r.trace} (${r.group}) | ${r.gridSeconds} | ${r.deadlineHours}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const s = r.sample;
+    lines.push(`| ${key} | ${r.windows} | ${s.blocks} | ${s.drySpells} (${s.drySpellsOfAnHour}) | ${s.drySpellsSeen} | ${s.windowsWithoutDrySpell} |`);
   }
   return lines.join('\n');
 }
@@ -227,7 +281,8 @@ function main(): void {
   console.log(formatRows(rows));
   const cheapest = rows.filter((r) => r.sternaCheapest).length;
   const verdicts = Object.values(PairedVerdict).map((v) => `${rows.filter((r) => r.versusBestOther.verdict === v).length} ${v}`);
-  console.log(`\nsterna strictly cheapest online policy in ${cheapest} of ${rows.length} rows; against the best other online policy, window by window (95% bootstrap): ${verdicts.join(', ')}. ${OPTIMAL} is the omniscient optimum in every view.`);
+  console.log(`\nsterna strictly cheapest online policy in ${cheapest} of ${rows.length} rows; against the best other online policy, window by window (95% bootstrap, windows resampled in blocks of trace time): ${verdicts.join(', ')}. ${OPTIMAL} is the omniscient optimum in every view.`);
+  console.log(`\n${formatSamples(rows)}`);
 }
 
 if (require.main === module) {

@@ -86,3 +86,21 @@ export function scaleOnDemand(trace: Trace, factor: number): Trace {
   if (factor === 1) return trace;
   return { ...trace, zones: trace.zones.map((z) => ({ ...z, onDemandPrice: z.onDemandPrice * factor })) };
 }
+
+/** A stretch of ticks in which no zone of the trace had spot capacity. */
+export interface DrySpell {
+  startTick: number;
+  ticks: number;
+}
+
+/** Every dry spell of the trace, in order: the market-wide outages a run cannot sit out by moving. */
+export function drySpells(trace: Trace): DrySpell[] {
+  const spells: DrySpell[] = [];
+  for (let t = 0; t < trace.ticks; t++) {
+    if (trace.zones.some((z) => z.available[t] === 1)) continue;
+    const last = spells[spells.length - 1];
+    if (last !== undefined && last.startTick + last.ticks === t) last.ticks += 1;
+    else spells.push({ startTick: t, ticks: 1 });
+  }
+  return spells;
+}

@@ -4,7 +4,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
-import { narrowTrace } from '../bench/trace';
+import { drySpells, narrowTrace } from '../bench/trace';
 import { parseTraceFile, readTraceFile, SPOT_PRICE_DIVISOR } from '../config/spot-trace';
 import { traceFromFile } from '../emulator/trace';
 
@@ -39,6 +39,15 @@ describe('spot trace files', () => {
       ],
     );
     assert.equal(parseTraceFile({ gapSeconds: 60, onDemandPrice: 1, zones: [{ zone: 'z', available: '1' }] }, 'unnamed.json').name, 'unnamed.json');
+  });
+
+  it('finds the dry spells, the ticks at which no zone has capacity, each from its start to its end', () => {
+    const file = parseTraceFile({ name: 't', gapSeconds: 60, onDemandPrice: 1, zones: [{ zone: 'a', available: '0011000100' }, { zone: 'b', available: '0100000110' }] }, 't.json');
+    assert.deepEqual(drySpells(narrowTrace(file)), [
+      { startTick: 0, ticks: 1 },
+      { startTick: 4, ticks: 3 },
+      { startTick: 9, ticks: 1 },
+    ]);
   });
 
   it('refuses malformed files with the field named', () => {
