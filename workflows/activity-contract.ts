@@ -5,7 +5,6 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
-import type { BucketAnswer } from './run/data-placement';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
 import type { ZoneMemory } from './zones/memory';
 
@@ -157,6 +156,13 @@ export interface SetCheckpointIntervalRequest {
 
 /** The resource's input was set; the resource is gone; it is not ours; the backend cannot change a running agent's inputs. */
 export type SetAgentInputOutcome = 'set' | 'absent' | 'not-ours' | 'unsupported';
+
+/** One bucket as the storage activity answers: its location, or why it has none. */
+export interface BucketAnswer {
+  bucket: string;
+  location?: string;
+  problem?: string;
+}
 
 /** The storage API's word on the buckets of a run's datasets (activities/storage). */
 export interface StorageActivities {

@@ -14,8 +14,7 @@
  */
 import { GoogleAuth, PassThroughClient, type gaxios } from 'google-auth-library';
 import { LRUCache } from 'lru-cache';
-import type { StorageActivities } from '../../workflows/activity-contract';
-import type { BucketAnswer } from '../../workflows/run/data-placement';
+import type { BucketAnswer, StorageActivities } from '../../workflows/activity-contract';
 import { isBucketName } from '../../workflows/storage-uri';
 
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';

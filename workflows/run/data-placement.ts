@@ -12,6 +12,7 @@
  */
 import { dataCost, DEFAULT_DATA_TRANSFER, type DataPlace, type DataTransferRates } from '../data-cost';
 import { runKey } from '../naming';
+import type { BucketAnswer } from '../activity-contract';
 import type { RunSpec } from '../spec';
 import type { AgentSnapshot, Offer } from '../types';
 import { record, TimelineKind, type RunState } from './state';
@@ -45,13 +46,6 @@ export function datasetLocation(dataset: RunSpec['datasets'][number], state: Run
 export function bucketsToLocate(spec: RunSpec, state: RunState): string[] {
   const buckets = spec.datasets.filter((d) => d.location === undefined).map((d) => bucketOf(d.uri));
   return [...new Set(buckets.filter((b): b is string => b !== undefined && state.bucketLocations?.[b] === undefined))];
-}
-
-/** One bucket as the storage activity answers: its location, or why it has none. */
-export interface BucketAnswer {
-  bucket: string;
-  location?: string;
-  problem?: string;
 }
 
 /** Keeps the answers (each bucket is asked once) and says on the timeline what placement will weigh. */

@@ -8,7 +8,7 @@
  *
  * The workflow (training-run.ts) only carries commands out: activities, timers, messages.
  */
-import type { UnpricedZone } from '../activity-contract';
+import type { BucketAnswer, UnpricedZone } from '../activity-contract';
 import { actionOf, decideAuto, offersFor } from '../auto-policy';
 import { FailureType } from '../failures';
 import { DEFAULT_FLEET_SETTINGS } from '../fleet/contract';
@@ -31,7 +31,7 @@ import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
 import { absorbCheckpointCost } from './checkpoint-interval';
-import { absorbBucketLocations, absorbStaging, dataCostUsdFor, noteStaged, type BucketAnswer } from './data-placement';
+import { absorbBucketLocations, absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { absorbIntervalSet, absorbLiveZoneMemory, liveIntervalStep, liveIntervalTimer, noteStartInterval, type IntervalUpdateOutcome } from './live-interval';
 import { dataCostsFor, flexTermsFor } from './auto-costs';
 import { resourceReleaseByMs } from './resource-limit';

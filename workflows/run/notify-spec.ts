@@ -11,7 +11,21 @@
  * recorded. Pure; schemas are built by functions (see spec.ts runSpecSchema).
  */
 import { z } from 'zod';
-import { NOTIFY_KINDS } from './notify';
+
+/** What a notification is about (which ones a run sends, and when: notify.ts). */
+export const NotifyKind = {
+  Started: 'started',
+  Preempted: 'preempted',
+  Restarted: 'restarted',
+  Budget80: 'budget-80',
+  Budget100: 'budget-100',
+  DeadlineAtRisk: 'deadline-at-risk',
+  Completed: 'completed',
+  Failed: 'failed',
+  Reaped: 'reaped',
+} as const;
+export type NotifyKind = (typeof NotifyKind)[keyof typeof NotifyKind];
+export const NOTIFY_KINDS = Object.values(NotifyKind) as [NotifyKind, ...NotifyKind[]];
 
 export const WebhookFormat = { Json: 'json', Slack: 'slack' } as const;
 export type WebhookFormat = (typeof WebhookFormat)[keyof typeof WebhookFormat];

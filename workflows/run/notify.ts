@@ -19,21 +19,8 @@
 import type { RunSpec } from '../spec';
 import { remainingWorkSeconds } from './limits';
 import { currentAttempt, Phase, type RunState } from './state';
+import { NotifyKind } from './notify-spec';
 import { ledger, runningSeconds } from './views';
-
-export const NotifyKind = {
-  Started: 'started',
-  Preempted: 'preempted',
-  Restarted: 'restarted',
-  Budget80: 'budget-80',
-  Budget100: 'budget-100',
-  DeadlineAtRisk: 'deadline-at-risk',
-  Completed: 'completed',
-  Failed: 'failed',
-  Reaped: 'reaped',
-} as const;
-export type NotifyKind = (typeof NotifyKind)[keyof typeof NotifyKind];
-export const NOTIFY_KINDS = Object.values(NotifyKind) as [NotifyKind, ...NotifyKind[]];
 
 /** The share of the budget that earns the early warning. */
 export const BUDGET_WARNING_SHARE = 0.8;
