@@ -121,7 +121,7 @@ async function main(opts: DemoOptions): Promise<void> {
             await admin.preempt(PROJECT, vm.zone, vm.name);
             preempted = true;
             bar?.stop();
-            say(`emulator: preempting ${vm.name} in ${vm.zone} at step ${status.step}`);
+            say(`emulator: preempting ${vm.name} in ${vm.zone} (the run last reported step ${status.step}; the example trainer checkpoints in the 30 s notice)`);
           }
         }
       }
