@@ -169,6 +169,32 @@ describe('policy benchmark', () => {
       assert.deepEqual(decide(initialState(memory, 7), obs).action, { kind: 'on-demand', zone: 'a' });
     });
 
+    it('leaves on-demand for a run that pays its changeovers in money, when their slack is slack a wait would spend for free', () => {
+      // Zone a up 1 h, down 1 h, all along; the run has been on on-demand for 40 h of it,
+      // keeping 6.5 h of slack: more than the reserve and Uniform Progress's pace ask for.
+      const at = (t: number): Observation =>
+        observation({
+          nowHours: t,
+          remainingWorkHours: 80 - t,
+          hoursUntilDeadline: 86.5 - t,
+          current: { kind: 'on-demand', zone: 'a' },
+          zones: [{ zone: 'a', spotAvailable: (t + 0.25) % 2 < 1, spotPrice: 0.9, onDemandPrice: 3.06 }],
+        });
+      const after40h = (rules: 8 | 9) => {
+        let state = initialState(undefined, rules);
+        for (let t = 0; t < 40; t += 0.25) state = decide(state, at(t)).state;
+        return state;
+      };
+      // Capacity a quarter of an hour old: its likely 0.75 h more pays the two 0.2 h changeovers in money...
+      const state = after40h(9);
+      const budget = slackBudget(observe(state.stats, at(40)), state.start!, at(40), 3.06 - 0.9);
+      assert.ok(budget.freeAfterWaiting >= 0.4, `the changeovers' 0.4 h fit in the free slack: ${JSON.stringify(budget)}`);
+      assert.ok(budget.slackPrice * 0.4 > (3.06 - 0.9) * 0.75 - 3.06 * 0.4, 'but not their slack at its price');
+      assert.deepEqual(decide(state, at(40)).action, { kind: 'spot', zone: 'a' });
+      // ...and under rules 8 the slack's price kept the run on on-demand, its slack unspent.
+      assert.deepEqual(decide(after40h(8), at(40)).action, { kind: 'on-demand', zone: 'a' });
+    });
+
     describe('a launch into a zone it cannot see', () => {
       // Memory: both zones watched for 60 h, zone x (cheaper) up 4 h and down 1 h in turn, y up
       // throughout; x was last seen down. Then neither is seen for 2 h: x's capacity is likely,

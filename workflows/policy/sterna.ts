@@ -143,7 +143,12 @@ function fromSpot(ctx: Context, zone: string): Action {
 /**
  * On on-demand (or a flex-start VM, at its price): leave for spot when its likely run (the
  * median, see expectations.ts) pays for the changeover there and the one back ("Can't Be
- * Late" 5.4: o > 2kd/(k-1), with o estimated, not known).
+ * Late" 5.4: o > 2kd/(k-1), with o estimated, not known). Their slack is priced as any
+ * other, except (rules 9) when it fits in the slack a wait would spend for free
+ * (freeAfterWaiting): the run would idle that slack away at no price, so spending it on the
+ * way to spot costs nothing either. Before, a run on on-demand with slack to spare, in a
+ * market of short runs, never found one that paid two changeovers and their slack, and
+ * finished with the slack unspent.
  */
 function fromOnDemand(ctx: Context, current: Action): Action {
   const c = ctx.best;
@@ -158,7 +163,9 @@ function fromOnDemand(ctx: Context, current: Action): Action {
   const likely = Math.min(run, ctx.obs.remainingWorkHours);
   // Back to flex-start is a new request: its wait is slack too.
   const waitBack = current.kind === ActionKind.FlexStart ? (ctx.obs.zones.find((z) => z.zone === current.zone)?.flexWaitHours ?? 0) : 0;
-  const gain = (od - c.zone.spotPrice) * likely - od * (there + back) - (there + back + waitBack) * ctx.budget.slackPrice - (c.zone.startUsd ?? 0);
+  const slackUsed = there + back + waitBack;
+  const slackPrice = keptBy(ctx.stats, 9) && ctx.budget.freeAfterWaiting >= slackUsed ? 0 : ctx.budget.slackPrice;
+  const gain = (od - c.zone.spotPrice) * likely - od * (there + back) - slackUsed * slackPrice - (c.zone.startUsd ?? 0);
   return gain > 0 ? spot(c) : current;
 }
 

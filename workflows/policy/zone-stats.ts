@@ -70,16 +70,18 @@ export interface StatsTable {
    * held since its streak of such looks began when most runs that lasted as long outlast
    * the gap, else dates it from the gap's midpoint (restarted). 8: also, capacity that has
    * lasted longer than every run on record is likely to last as long again
-   * (expectations.ts, likelyRemainingUptimeHours).
+   * (expectations.ts, likelyRemainingUptimeHours). 9: also, leaving on-demand for spot pays
+   * nothing for the changeovers' slack when it fits in the slack a wait would spend for free
+   * (sterna.ts, fromOnDemand).
    * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
    * the same decisions).
    */
-  rules?: 2 | 3 | 4 | 5 | 6 | 7 | 8;
+  rules?: 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
 }
 
 /** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 8;
-export type StatsRules = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
+export const STATS_RULES = 9;
+export type StatsRules = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
 
 /** Whether `table` is kept by `rules` or later ones. */
 export function keptBy(table: StatsTable, rules: StatsRules): boolean {

@@ -51,6 +51,8 @@ export const POLICY_RULE_PATCHES: readonly (readonly [patch: string, rules: Stat
   ['sterna-policy-others-gap', 7],
   // Capacity that has lasted longer than every run on record is likely to last as long again.
   ['sterna-policy-as-long-again', 8],
+  // Leaving on-demand, the changeovers' slack costs nothing when a wait would spend it for free.
+  ['sterna-policy-free-return', 9],
 ];
 
 /**
