@@ -37,8 +37,9 @@ export function pairedDifference(a: readonly number[], b: readonly number[], clu
   const d = a.map((x, i) => x - b[i]);
   const groups = new Map<number, { sum: number; count: number }>();
   d.forEach((x, i) => {
-    const g = groups.get(clusters?.[i] ?? i) ?? { sum: 0, count: 0 };
-    groups.set(clusters?.[i] ?? i, { sum: g.sum + x, count: g.count + 1 });
+    const key = clusters?.[i] ?? i;
+    const g = groups.get(key) ?? { sum: 0, count: 0 };
+    groups.set(key, { sum: g.sum + x, count: g.count + 1 });
   });
   const blocks = [...groups.values()];
   const k = blocks.length;

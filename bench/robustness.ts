@@ -57,13 +57,17 @@ function percentile(values: number[], q: number): number {
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
 }
 
+/** A window's length in trace ticks: the deadline. */
+function windowTicks(c: RobustnessCase): number {
+  return Math.ceil(c.deadlineHours / (c.trace.gapSeconds / 3600) - 1e-9);
+}
+
 /**
- * The block of trace time a window starts in, one deadline long: windows of one block
- * (of any seed) share most of their capacity, so the paired comparison resamples them
- * together.
+ * The block of trace time a window starts in, one window long: windows of one block (of
+ * any seed) share most of their capacity, so the paired comparison resamples them together.
  */
 function traceBlock(c: RobustnessCase, startTick: number): number {
-  return Math.floor(startTick / Math.ceil(c.deadlineHours / (c.trace.gapSeconds / 3600) - 1e-9));
+  return Math.floor(startTick / windowTicks(c));
 }
 
 /**
@@ -82,7 +86,7 @@ export interface WindowSample {
 
 function windowSample(c: RobustnessCase, starts: readonly number[]): WindowSample {
   const spells = drySpells(c.trace);
-  const ticks = Math.ceil(c.deadlineHours / (c.trace.gapSeconds / 3600) - 1e-9);
+  const ticks = windowTicks(c);
   const overlaps = (start: number) => spells.filter((s) => s.startTick < start + ticks && s.startTick + s.ticks > start);
   return {
     blocks: new Set(starts.map((t) => traceBlock(c, t))).size,
