@@ -11,6 +11,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_FLEX, type FlexOptions } from './flex';
 import { type PairedDifference, PairedVerdict, pairedDifference, pairedVerdict } from './paired';
 import { OPTIMAL, onlinePolicies } from './policies';
+import { ticksFor } from './problem';
 import { type BenchOptions, type BenchResult, type FlexSummary, Memory, type Variant, flexSummary, runBenchVariants } from './run';
 import { View } from './simulate';
 import { type Trace, drySpells, loadTrace, resample } from './trace';
@@ -38,7 +39,7 @@ export interface RobustnessRow {
   sternaCheapest: boolean;
   /**
    * sterna against the other online policy with the lowest mean (the best other), window by window: sterna's
-   * ratio minus its, with a 95% bootstrap interval (windows resampled in blocks of trace time, traceBlock),
+   * ratio minus its, with a 95% bootstrap interval (windows resampled in blocks of trace time, traceBlocks),
    * and whether the windows tell them apart.
    */
   versusBestOther: PairedDifference & { policy: string; verdict: PairedVerdict };
@@ -57,23 +58,19 @@ function percentile(values: number[], q: number): number {
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
 }
 
-/** A window's length in trace ticks: the deadline. */
-function windowTicks(c: RobustnessCase): number {
-  return Math.ceil(c.deadlineHours / (c.trace.gapSeconds / 3600) - 1e-9);
-}
-
 /**
- * The block of trace time a window starts in, one window long: windows of one block (of
- * any seed) share most of their capacity, so the paired comparison resamples them together.
+ * The block of trace time each window starts in, one window (`windowTicks`) long: windows
+ * of one block (of any seed) share most of their capacity, so the paired comparison
+ * resamples them together.
  */
-function traceBlock(c: RobustnessCase, startTick: number): number {
-  return Math.floor(startTick / windowTicks(c));
+function traceBlocks(starts: readonly number[], windowTicks: number): number[] {
+  return starts.map((t) => Math.floor(t / windowTicks));
 }
 
 /**
  * The windows overlap (a row's 90 cover each hour of a trace 4-10 times), so a row samples
  * far fewer market events than windows: `blocks` is how many blocks of trace time
- * (traceBlock) its windows start in; the dry spells are the trace's (at the row's grid),
+ * (traceBlocks) its windows start in; the dry spells are the trace's (at the row's grid),
  * those any window overlaps, and how many windows overlap none.
  */
 export interface WindowSample {
@@ -84,12 +81,11 @@ export interface WindowSample {
   windowsWithoutDrySpell: number;
 }
 
-function windowSample(c: RobustnessCase, starts: readonly number[]): WindowSample {
+function windowSample(c: RobustnessCase, starts: readonly number[], windowTicks: number, blocks: readonly number[]): WindowSample {
   const spells = drySpells(c.trace);
-  const ticks = windowTicks(c);
-  const overlaps = (start: number) => spells.filter((s) => s.startTick < start + ticks && s.startTick + s.ticks > start);
+  const overlaps = (start: number) => spells.filter((s) => s.startTick < start + windowTicks && s.startTick + s.ticks > start);
   return {
-    blocks: new Set(starts.map((t) => traceBlock(c, t))).size,
+    blocks: new Set(blocks).size,
     drySpells: spells.length,
     drySpellsOfAnHour: spells.filter((s) => (s.ticks * c.trace.gapSeconds) / 3600 >= 1).length,
     drySpellsSeen: new Set(starts.flatMap(overlaps)).size,
@@ -101,6 +97,11 @@ function windowSample(c: RobustnessCase, starts: readonly number[]): WindowSampl
 export function robustnessRows(c: RobustnessCase, seeds: readonly number[], windows: number, variants: readonly Variant[]): RobustnessRow[] {
   const options = (seed: number): BenchOptions => ({ jobHours: 48, deadlineHours: c.deadlineHours, changeoverHours: c.changeoverHours, windows, seed, flex: c.flex });
   const perSeed: BenchResult[][] = seeds.map((seed) => runBenchVariants(c.trace, options(seed), variants));
+  // Every variant runs on the same windows: what they sample is the case's, worked out once.
+  const starts = perSeed.flatMap((results) => results[0].windows.map((w) => w.startTick));
+  const { deadlineTicks } = ticksFor(options(seeds[0]), c.trace.gapSeconds / 3600);
+  const blocks = traceBlocks(starts, deadlineTicks);
+  const sample = windowSample(c, starts, deadlineTicks, blocks);
   const rows = variants.map((v, i) => {
     const ws = perSeed.flatMap((results) => results[i].windows);
     const ratios = new Map(ONLINE.map((name) => [name, ws.map((w) => w.policies[name].cost / w.optimalCost)]));
@@ -112,7 +113,7 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
     );
     const sterna = policies.sterna.mean;
     const bestOther = ONLINE.filter((n) => n !== 'sterna').reduce((best, n) => (policies[n].mean < policies[best].mean ? n : best));
-    const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!, ws.map((w) => traceBlock(c, w.startTick)));
+    const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!, blocks);
     return {
       trace: c.trace.name,
       group: c.trace.group,
@@ -126,7 +127,7 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
       sternaCheapest: ONLINE.every((n) => n === 'sterna' || policies[n].mean > sterna),
       versusBestOther: { policy: bestOther, ...paired, verdict: pairedVerdict(paired) },
       gapToFull: 0,
-      sample: windowSample(c, ws.map((w) => w.startTick)),
+      sample,
       ...(c.flex ? { flex: flexSummary(ws, c.flex) } : {}),
     };
   });
