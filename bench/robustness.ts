@@ -172,6 +172,36 @@ export function formatRows(rows: readonly RobustnessRow[]): string {
   return lines.join('\n');
 }
 
+/**
+ * Per view and memory, over its rows: where sterna is strictly cheapest, the paired
+ * verdicts, each baseline's and sterna's mean (averaged over the rows), sterna's worst row
+ * mean and p95, its gap to the full view, and whether every policy met every deadline.
+ */
+export function formatSummary(rows: readonly RobustnessRow[]): string {
+  const names = ONLINE.filter((n) => n !== 'on-demand');
+  const head = ['view / memory', 'sterna strictly cheapest', 'sterna vs best other, paired: cheaper / tie / dearer', ...names, 'sterna worst row mean / worst p95', 'sterna - full (avg)', 'deadlines'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  const groups = [...new Set(rows.map((r) => `${r.view} / ${r.memory}`))];
+  for (const g of groups) {
+    const rs = rows.filter((r) => `${r.view} / ${r.memory}` === g);
+    const avg = (f: (r: RobustnessRow) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
+    const count = (v: PairedVerdict) => rs.filter((r) => r.versusBestOther.verdict === v).length;
+    const dearer = count(PairedVerdict.Dearer);
+    const met = rs.every((r) => ONLINE.every((n) => r.policies[n].deadlinesMet === r.windows));
+    const cells = [
+      g,
+      `${rs.filter((r) => r.sternaCheapest).length} / ${rs.length}`,
+      `${count(PairedVerdict.Cheaper)} / ${count(PairedVerdict.Tie)} / ${dearer > 0 ? `**${dearer}**` : 0}`,
+      ...names.map((n) => (n === 'sterna' ? `**${f3(avg((r) => r.policies[n].mean))}**` : f3(avg((r) => r.policies[n].mean)))),
+      `${f3(Math.max(...rs.map((r) => r.policies.sterna.mean)))} / ${Math.max(...rs.map((r) => r.policies.sterna.p95)).toFixed(2)}`,
+      rs[0].view === View.Full ? '-' : signed(avg((r) => r.gapToFull)),
+      met ? 'all met' : '**not all met**',
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
 /** What each setting's windows sample (WindowSample), once per trace group, grid and R. */
 export function formatSamples(rows: readonly RobustnessRow[]): string {
   const lines = ['| trace (instances) | grid s | R h | windows | blocks of trace time | dry spells in the trace (1 h or more) | dry spells the windows overlap | windows overlapping none |', '|---|---|---|---|---|---|---|---|'];
@@ -287,6 +317,7 @@ function main(): void {
   const cheapest = rows.filter((r) => r.sternaCheapest).length;
   const verdicts = Object.values(PairedVerdict).map((v) => `${rows.filter((r) => r.versusBestOther.verdict === v).length} ${v}`);
   console.log(`\nsterna strictly cheapest online policy in ${cheapest} of ${rows.length} rows; against the best other online policy, window by window (95% bootstrap, windows resampled in blocks of trace time): ${verdicts.join(', ')}. ${OPTIMAL} is the omniscient optimum in every view.`);
+  console.log(`\n${formatSummary(rows)}`);
   console.log(`\n${formatSamples(rows)}`);
 }
 
