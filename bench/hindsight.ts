@@ -57,6 +57,17 @@ function waitGrid(slackTicks: number): number[] {
   return grid;
 }
 
+/** A pair of thresholds in changeovers (d), the unit that carries across grids and d. */
+export interface ThresholdPair {
+  waitChangeovers: number;
+  holdChangeovers: number;
+}
+
+/** The pair in whole ticks of a problem whose changeover is `changeoverTicks` long. */
+export function pairPolicy(pair: ThresholdPair, changeoverTicks: number): OnlinePolicy<ThresholdState> {
+  return thresholdPolicy(Math.round(pair.waitChangeovers * changeoverTicks), Math.round(pair.holdChangeovers * changeoverTicks));
+}
+
 const HOLD_GRID = [0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 36, 48, Infinity];
 
 export interface ThresholdRun {

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_FLEX, type FlexOptions } from './flex';
 import { type PairedDifference, PairedVerdict, pairedDifference, pairedVerdict } from './paired';
-import { OPTIMAL, onlinePolicies } from './policies';
+import { OPTIMAL, PAIR, onlinePolicies } from './policies';
+import type { ThresholdPair } from './hindsight';
 import { ticksFor } from './problem';
 import { type BenchOptions, type BenchResult, type FlexSummary, Memory, type Variant, flexSummary, runBenchVariants } from './run';
 import { View } from './simulate';
@@ -22,6 +23,8 @@ export interface RobustnessCase {
   changeoverHours: number;
   /** Offer the flex-start tier (the rows' ratios are then to the optimum with it). */
   flex?: FlexOptions;
+  /** Also run one fixed pair of the two-threshold family (full-view rows; `pair`). */
+  thresholds?: ThresholdPair;
 }
 
 export interface RobustnessRow {
@@ -49,6 +52,8 @@ export interface RobustnessRow {
   sample: WindowSample;
   /** With the flex-start tier: its effect over the pooled windows. */
   flex?: FlexSummary;
+  /** With `--thresholds`, full-view rows: the fixed pair's mean and p95 of cost / optimum, and deadlines met. */
+  pair?: { mean: number; p95: number; deadlinesMet: number };
 }
 
 const ONLINE = onlinePolicies.map((p) => p.name);
@@ -95,7 +100,7 @@ function windowSample(c: RobustnessCase, starts: readonly number[], windowTicks:
 
 /** One row per variant for one case, pooling the seeds' windows. */
 export function robustnessRows(c: RobustnessCase, seeds: readonly number[], windows: number, variants: readonly Variant[]): RobustnessRow[] {
-  const options = (seed: number): BenchOptions => ({ jobHours: 48, deadlineHours: c.deadlineHours, changeoverHours: c.changeoverHours, windows, seed, flex: c.flex });
+  const options = (seed: number): BenchOptions => ({ jobHours: 48, deadlineHours: c.deadlineHours, changeoverHours: c.changeoverHours, windows, seed, flex: c.flex, thresholds: c.thresholds });
   const perSeed: BenchResult[][] = seeds.map((seed) => runBenchVariants(c.trace, options(seed), variants));
   // Every variant runs on the same windows: what they sample is the case's, worked out once.
   const starts = perSeed.flatMap((results) => results[0].windows.map((w) => w.startTick));
@@ -105,12 +110,9 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
   const rows = variants.map((v, i) => {
     const ws = perSeed.flatMap((results) => results[i].windows);
     const ratios = new Map(ONLINE.map((name) => [name, ws.map((w) => w.policies[name].cost / w.optimalCost)]));
-    const policies = Object.fromEntries(
-      ONLINE.map((name) => {
-        const r = ratios.get(name)!;
-        return [name, { mean: r.reduce((a, b) => a + b, 0) / r.length, p95: percentile(r, 0.95), deadlinesMet: ws.filter((w) => w.policies[name].deadlineMet).length }];
-      }),
-    );
+    const summary = (name: string, r: number[]) => ({ mean: r.reduce((a, b) => a + b, 0) / r.length, p95: percentile(r, 0.95), deadlinesMet: ws.filter((w) => w.policies[name].deadlineMet).length });
+    const policies = Object.fromEntries(ONLINE.map((name) => [name, summary(name, ratios.get(name)!)]));
+    const pair = ws[0].policies[PAIR] === undefined ? undefined : summary(PAIR, ws.map((w) => w.policies[PAIR].cost / w.optimalCost));
     const sterna = policies.sterna.mean;
     const bestOther = ONLINE.filter((n) => n !== 'sterna').reduce((best, n) => (policies[n].mean < policies[best].mean ? n : best));
     const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!, blocks);
@@ -129,6 +131,7 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
       gapToFull: 0,
       sample,
       ...(c.flex ? { flex: flexSummary(ws, c.flex) } : {}),
+      ...(pair ? { pair } : {}),
     };
   });
   for (const r of rows) {
@@ -199,6 +202,34 @@ export function formatSummary(rows: readonly RobustnessRow[]): string {
     ];
     lines.push(`| ${cells.join(' | ')} |`);
   }
+  return lines.join('\n');
+}
+
+/**
+ * With `--thresholds`: per full-view row, the fixed pair against sterna and the best other
+ * online policy, and whether it is cheaper than sterna. A pair fitted to one row (the
+ * README's hindsight table) either holds on the others or was fitted.
+ */
+export function formatPairRows(rows: readonly RobustnessRow[], thresholds: ThresholdPair): string {
+  const name = `threshold pair (wait ${thresholds.waitChangeovers} d, hold ${thresholds.holdChangeovers} d)`;
+  const head = [...SETTING_HEAD, 'sterna mean / p95', `${name} mean / p95`, 'best other online mean / p95', 'pair cheaper than sterna', 'pair deadlines'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  const withPair = rows.filter((r) => r.pair !== undefined);
+  for (const r of withPair) {
+    const pair = r.pair!;
+    const other = r.policies[r.versusBestOther.policy];
+    const cells = [
+      ...settingCells(r),
+      `${f3(r.policies.sterna.mean)} / ${f3(r.policies.sterna.p95)}`,
+      `${f3(pair.mean)} / ${f3(pair.p95)}`,
+      `${f3(other.mean)} / ${f3(other.p95)} (${r.versusBestOther.policy})`,
+      pair.mean < r.policies.sterna.mean ? 'yes' : 'no',
+      `${pair.deadlinesMet}/${r.windows}`,
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  const cheaper = withPair.filter((r) => r.pair!.mean < r.policies.sterna.mean).length;
+  lines.push('', `The pair is cheaper than sterna in ${cheaper} of ${withPair.length} full-view rows.`);
   return lines.join('\n');
 }
 
@@ -274,6 +305,11 @@ function main(): void {
     return x;
   };
   const list = (v: string) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const pairOf = (v: string): ThresholdPair => {
+    const [wait, hold] = list(v).map(Number);
+    if (list(v).length !== 2 || !(wait >= 0) || !(hold >= 0)) throw new InvalidArgumentError('expected two numbers >= 0, in changeovers: wait,hold (e.g. 2.5,8)');
+    return { waitChangeovers: wait, holdChangeovers: hold };
+  };
   const o = new Command('bench:robustness')
     .description('The robustness table: every trace group, seeds, two grids, R, d, views and memories')
     .option('--traces <dir>', 'trace directory', '../shared/traces')
@@ -290,8 +326,9 @@ function main(): void {
     .option('--deadlines <list>', 'R values, hours', (v) => list(v).map(Number), [52, 70])
     .option('--changeovers <list>', 'd values, hours', (v) => list(v).map(Number), [0.05, 0.2])
     .option('--native-only', 'only the native grid')
+    .option('--thresholds <wait,hold>', 'also run the two-threshold family with this one pair, in changeovers (full-view rows): its own table', pairOf)
     .parse()
-    .opts<{ traces: string; files: string[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; deadlines: number[]; changeovers: number[]; nativeOnly?: boolean }>();
+    .opts<{ traces: string; files: string[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; deadlines: number[]; changeovers: number[]; nativeOnly?: boolean; thresholds?: ThresholdPair }>();
   const flex = o.flex === true ? { meanWaitHours: o.flexWaitHours, maxWaitHours: o.flexMaxWaitHours } : undefined;
   if (flex && !(flex.meanWaitHours > 0 && flex.maxWaitHours > 0)) throw new Error('--flex-wait-hours and --flex-max-wait-hours must be positive numbers');
   for (const v of o.views) if (!Object.values(View).includes(v)) throw new Error(`--views: ${v} is not one of ${Object.values(View).join(', ')}`);
@@ -302,7 +339,7 @@ function main(): void {
     for (const deadlineHours of o.deadlines) {
       for (const changeoverHours of o.changeovers) {
         const started = performance.now();
-        const batch = robustnessRows({ trace, deadlineHours, changeoverHours, flex }, o.seeds, o.windows, variants);
+        const batch = robustnessRows({ trace, deadlineHours, changeoverHours, flex, thresholds: o.thresholds }, o.seeds, o.windows, variants);
         rows.push(...batch);
         console.error(`${trace.name} ${trace.group} ${trace.gapSeconds}s R${deadlineHours} d${changeoverHours}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
         if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(rows)}\n`);
@@ -319,6 +356,7 @@ function main(): void {
   console.log(`\nsterna strictly cheapest online policy in ${cheapest} of ${rows.length} rows; against the best other online policy, window by window (95% bootstrap, windows resampled in blocks of trace time): ${verdicts.join(', ')}. ${OPTIMAL} is the omniscient optimum in every view.`);
   console.log(`\n${formatSummary(rows)}`);
   console.log(`\n${formatSamples(rows)}`);
+  if (o.thresholds !== undefined) console.log(`\n${formatPairRows(rows, o.thresholds)}`);
 }
 
 if (require.main === module) {

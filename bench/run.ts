@@ -1,9 +1,9 @@
 /** Runs the optimum and every online policy on the same seeded windows of one trace. */
 import { type FlexOptions, catalogFlexRatio, flexTierFor, withFlex } from './flex';
 import { type JobSettings, type Problem, ticksFor, windowOf } from './problem';
-import { type ThresholdRun, bestFixedPair, thresholdRuns } from './hindsight';
+import { type ThresholdPair, type ThresholdRun, bestFixedPair, pairPolicy, thresholdRuns } from './hindsight';
 import { zoneMemory } from './memory';
-import { FIXED, HINDSIGHT, OPTIMAL, OPTIMAL_NO_FLEX, STERNA_NO_FLEX, onlinePolicies } from './policies';
+import { FIXED, HINDSIGHT, OPTIMAL, OPTIMAL_NO_FLEX, PAIR, STERNA_NO_FLEX, onlinePolicies } from './policies';
 import { sternaPolicy } from '../workflows/policy';
 import { optimal } from './optimal';
 import { View, simulate } from './simulate';
@@ -86,6 +86,8 @@ export interface BenchOptions extends JobSettings {
   seed: number;
   /** Also run the two-threshold family with thresholds chosen in hindsight, per window and fixed (hindsight.ts). */
   hindsight?: boolean;
+  /** Also run the two-threshold family with this one pair (`threshold-pair`; in the full view only, as it reads every zone). */
+  thresholds?: ThresholdPair;
   /** Share of a tick a failed launch from idle costs (default 1). */
   probeFraction?: number;
   /** Fleet view: chance another run sees a zone at a tick (default 0.25). */
@@ -136,6 +138,10 @@ function runWindow(trace: Trace, startTick: number, options: BenchOptions, varia
     }
     // The threshold family reads every zone each tick: a full-view reference only.
     if (thresholds !== undefined) policies[HINDSIGHT] = thresholdResult(thresholds.reduce((a, b) => (b.cost < a.cost ? b : a)));
+    if (options.thresholds !== undefined && v.view === View.Full) {
+      const { cost, deadlineMet, finishTick, schedule } = simulate(p, pairPolicy(options.thresholds, p.changeoverTicks), view);
+      policies[PAIR] = { cost, deadlineMet, finishTick, schedule };
+    }
     return { startTick, optimalCost: best.cost, policies, thresholds };
   });
 }
@@ -178,7 +184,8 @@ export function runBenchVariants(trace: Trace, options: BenchOptions, variants: 
       for (const w of runs) w.policies[FIXED] = thresholdResult((w.thresholds ?? [])[k]);
     }
     const windows: WindowResult[] = runs.map(({ startTick, optimalCost, policies }) => ({ startTick, optimalCost, policies }));
-    const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name), ...(hindsight ? [HINDSIGHT, FIXED] : []), ...(options.flex ? [OPTIMAL_NO_FLEX, STERNA_NO_FLEX] : [])];
+    const pair = options.thresholds !== undefined && variant.view === View.Full ? [PAIR] : [];
+    const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name), ...(hindsight ? [HINDSIGHT, FIXED] : []), ...pair, ...(options.flex ? [OPTIMAL_NO_FLEX, STERNA_NO_FLEX] : [])];
     return {
       trace: trace.name,
       instanceGroup: trace.group,

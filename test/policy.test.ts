@@ -1,10 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { bestFixedPair, thresholdPolicy, thresholdRuns } from '../bench/hindsight';
+import { bestFixedPair, pairPolicy, thresholdPolicy, thresholdRuns } from '../bench/hindsight';
 import { optimal } from '../bench/optimal';
-import { onlinePolicies } from '../bench/policies';
+import { PAIR, onlinePolicies } from '../bench/policies';
+import { Memory, runBenchVariants } from '../bench/run';
 import { type Problem, windowOf } from '../bench/problem';
 import { evaluateSchedule } from '../bench/schedule';
-import { simulate } from '../bench/simulate';
+import { View, simulate } from '../bench/simulate';
 import { loadTrace } from '../bench/trace';
 import { windowStarts } from '../bench/windows';
 import { seededRandom } from '../workflows/random';
@@ -78,6 +79,25 @@ describe('policy benchmark', () => {
       const { waitTicks, holdTicks, cost } = runs[w][k];
       if (Number.isFinite(cost)) assert.ok(Math.abs(simulate(p, thresholdPolicy(waitTicks, holdTicks)).cost - cost) < 1e-9);
     });
+  });
+
+  it('carries a threshold pair given in changeovers to each row as whole ticks of its d, in the full view only', () => {
+    assert.equal(pairPolicy({ waitChangeovers: 2.5, holdChangeovers: 8 }, 2).name, thresholdPolicy(5, 16).name);
+    assert.equal(pairPolicy({ waitChangeovers: 2.5, holdChangeovers: 8 }, 1).name, thresholdPolicy(3, 8).name);
+    const trace = loadTrace(`${TRACE_DIR}/aws-gpu-2zone-2022-10.json`);
+    const options = { jobHours: 8, deadlineHours: 9, changeoverHours: 0.2, windows: 2, seed: 1, thresholds: { waitChangeovers: 1, holdChangeovers: 4 } };
+    const [full, live] = runBenchVariants(trace, options, [
+      { view: View.Full, memory: Memory.Cold },
+      { view: View.Live, memory: Memory.Cold },
+    ]);
+    const changeoverTicks = full.changeoverTicks;
+    for (const w of full.windows) {
+      const p = windowOf(trace, w.startTick, options);
+      assert.equal(w.policies[PAIR].cost, simulate(p, thresholdPolicy(changeoverTicks, 4 * changeoverTicks)).cost);
+    }
+    assert.ok(full.summary[PAIR] !== undefined);
+    assert.equal(live.summary[PAIR], undefined, 'the family reads every zone each tick: no live-view figure');
+    assert.ok(live.windows.every((w) => w.policies[PAIR] === undefined));
   });
 
   for (const [file, settings] of [
