@@ -209,7 +209,8 @@ curl -sf -X PUT -H "$H" --data-binary "$(curl -sf -H "$H" "$MD/instance/attribut
 ${MD}
 on_term() { echo "$(date +%s%N) $(curl -sf -H "$H" "$MD/instance/preempted")" > term; }
 trap on_term TERM
-while true; do date +%s%N > beat; sleep 0.05; done
+# Renamed into place: a SIGKILL between truncating and writing would leave an empty beat.
+while true; do date +%s%N > beat.new; mv -f beat.new beat; sleep 0.05; done
 `;
     assert.equal((await gce.insert(spotL4('vm-preempt', script))).error ?? undefined, undefined);
     const view = await until('the guest beating', async () => {
