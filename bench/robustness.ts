@@ -306,8 +306,9 @@ function main(): void {
   };
   const list = (v: string) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   const pairOf = (v: string): ThresholdPair => {
-    const [wait, hold] = list(v).map(Number);
-    if (list(v).length !== 2 || !(wait >= 0) || !(hold >= 0)) throw new InvalidArgumentError('expected two numbers >= 0, in changeovers: wait,hold (e.g. 2.5,8)');
+    const parts = list(v).map(Number);
+    const [wait, hold] = parts;
+    if (parts.length !== 2 || !(wait >= 0) || !(hold >= 0)) throw new InvalidArgumentError('expected two numbers >= 0, in changeovers: wait,hold (e.g. 2.5,8)');
     return { waitChangeovers: wait, holdChangeovers: hold };
   };
   const o = new Command('bench:robustness')

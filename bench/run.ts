@@ -103,6 +103,11 @@ export const DEFAULT_MEMORY_HOURS = 168;
 
 type Row = WindowResult & { thresholds?: ThresholdRun[] };
 
+/** The fixed threshold pair a variant runs: the family reads every zone each tick, so the full view only. */
+function pairFor(options: BenchOptions, variant: Variant): ThresholdPair | undefined {
+  return variant.view === View.Full ? options.thresholds : undefined;
+}
+
 function optimum(p: Problem, startTick: number): NonNullable<ReturnType<typeof optimal>> {
   const best = optimal(p);
   if (best === undefined) throw new Error(`window at ${startTick}: the job cannot finish even on on-demand`);
@@ -138,8 +143,9 @@ function runWindow(trace: Trace, startTick: number, options: BenchOptions, varia
     }
     // The threshold family reads every zone each tick: a full-view reference only.
     if (thresholds !== undefined) policies[HINDSIGHT] = thresholdResult(thresholds.reduce((a, b) => (b.cost < a.cost ? b : a)));
-    if (options.thresholds !== undefined && v.view === View.Full) {
-      const { cost, deadlineMet, finishTick, schedule } = simulate(p, pairPolicy(options.thresholds, p.changeoverTicks), view);
+    const pair = pairFor(options, v);
+    if (pair !== undefined) {
+      const { cost, deadlineMet, finishTick, schedule } = simulate(p, pairPolicy(pair, p.changeoverTicks), view);
       policies[PAIR] = { cost, deadlineMet, finishTick, schedule };
     }
     return { startTick, optimalCost: best.cost, policies, thresholds };
@@ -184,7 +190,7 @@ export function runBenchVariants(trace: Trace, options: BenchOptions, variants: 
       for (const w of runs) w.policies[FIXED] = thresholdResult((w.thresholds ?? [])[k]);
     }
     const windows: WindowResult[] = runs.map(({ startTick, optimalCost, policies }) => ({ startTick, optimalCost, policies }));
-    const pair = options.thresholds !== undefined && variant.view === View.Full ? [PAIR] : [];
+    const pair = pairFor(options, variant) === undefined ? [] : [PAIR];
     const names = [OPTIMAL, ...onlinePolicies.map((p) => p.name), ...(hindsight ? [HINDSIGHT, FIXED] : []), ...pair, ...(options.flex ? [OPTIMAL_NO_FLEX, STERNA_NO_FLEX] : [])];
     return {
       trace: trace.name,
