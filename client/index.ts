@@ -46,7 +46,8 @@ function invalidArgument(problem: string, workflowId: string): SternaClientError
 }
 
 export async function startTrainingRun(client: Client, spec: RunSpecInput, options: StartOptions = {}): Promise<WorkflowHandle<typeof trainingRun>> {
-  const check = checkSpec(spec);
+  // As the run will check it when it starts: a deadline already past is refused here.
+  const check = checkSpec(spec, { nowMs: Date.now() });
   if (!check.ok) throw new InvalidSpecError(check.problems);
   const s = check.spec;
   const workflowId = options.workflowId ?? `${s.name ?? 'run'}-${randomBytes(4).toString('hex')}`;

@@ -7,8 +7,8 @@
  *   finally, non-cancellable: release every resource this run created.
  */
 import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
-import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
-import { failure, namedFailureOf } from './failures';
+import { acceptContinuation, executionProblem, isContinuedRun, type ContinuedRun, type Execution } from './continuation';
+import { failure, FailureType, namedFailureOf } from './failures';
 import { Inbox } from './inbox';
 import { executionToken, runKey } from './naming';
 import { AttemptActs } from './run/attempt-acts';
@@ -39,9 +39,10 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   const info = workflowInfo();
   const execution = executionToken(info.firstExecutionRunId);
   // A bad spec (or a forged continued state) fails here, before anything exists.
-  const { spec, state } = isContinuedRun(input)
-    ? acceptContinuation(input, { workflowId: info.workflowId, execution, continuedFromExecutionRunId: info.continuedFromExecutionRunId })
-    : freshRun(input, info.workflowId, Date.now());
+  const started: Execution = { workflowId: info.workflowId, execution, continuedFromExecutionRunId: info.continuedFromExecutionRunId, cronSchedule: info.cronSchedule, attempt: info.attempt };
+  const problem = executionProblem(started);
+  if (problem) throw failure(FailureType.InvalidSpec, problem);
+  const { spec, state } = isContinuedRun(input) ? acceptContinuation(input, started) : freshRun(input, info.workflowId, Date.now());
   const run = new Driver(spec, state, execution);
   run.installHandlers();
   let continuing = false;

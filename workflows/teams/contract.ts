@@ -30,6 +30,8 @@ export const admissionSignal = defineSignal<[decision: AdmissionDecision]>('admi
 /** Set budget, period or GPU quota; applies to queued runs at once. Answers the team as it now stands. */
 export const setTeamLimitsUpdate = defineUpdate<TeamView, [change: LimitsChange]>('setTeamLimits');
 export const teamQuery = defineQuery<TeamView>('team');
+/** The ledger's standing answer about one run (rules.ts `admissionOf`); null when it has never heard of it. */
+export const admissionOfQuery = defineQuery<AdmissionDecision | null, [runId: string]>('admissionOf');
 
 /** What the worker that carried the ask knows of the team (absent from runs recorded before it said). */
 export interface AdmissionAsked {
@@ -40,6 +42,8 @@ export interface AdmissionAsked {
 export interface TeamActivities {
   /** Signal-with-start of the team workflow with the run's request. */
   askAdmission(input: { team: string; request: AdmissionRequest }): Promise<AdmissionAsked | void>;
+  /** The team ledger's standing answer about a run (a query, so no message to the run can stand in for it); null when it has none. */
+  admissionOf(input: { team: string; runId: string }): Promise<AdmissionDecision | null>;
   /** Of these runs (workflow ids), the ones whose newest execution is closed or that do not exist. */
   closedRuns(input: { runIds: string[] }): Promise<string[]>;
 }
