@@ -1,0 +1,64 @@
+/**
+ * Issue 36, item 4: a run cancelled while its insert is in flight, the insert landing
+ * 75 s later (the emulator's fault injection holds it; GCE may carry an insert out until
+ * its server deadline, 90 s by default). The run must not call the VM "never created":
+ * its release watches for it under its name until no insert can land, deletes it when it
+ * appears, and its timeline says so. Through the real path: the SDK as an outside caller
+ * cancels the run, the emulator serves the held insert late.
+ */
+import { strict as assert } from 'node:assert';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { statusQuery } from '../workflows/messages';
+import { runKey } from '../workflows/naming';
+import type { RunStatus } from '../workflows/run/views';
+import type { trainingRun } from '../workflows/training-run';
+import { eventually } from './helpers/processes';
+import { exampleSpec, startStack, type Stack } from './helpers/stack';
+
+type Run = WorkflowHandle<typeof trainingRun>;
+
+/** How long the emulator holds the run's insert before it carries it out (real time: the fault's hang is not scaled). */
+const LATE_MS = 75_000;
+
+describe('late insert: a run cancelled mid-insert deletes the VM that lands 75 s later', function () {
+  this.timeout(300_000);
+  let stack: Stack;
+
+  before(async () => {
+    stack = await startStack({ timeFactor: 10 });
+    await stack.startWorker();
+  });
+  after(async () => stack?.stop());
+
+  async function phase(handle: Run, wanted: string): Promise<RunStatus> {
+    return eventually(wanted, async () => {
+      const s = await handle.query(statusQuery);
+      return s.phase === wanted ? s : undefined;
+    }, 90_000, 50);
+  }
+
+  it('watches for the create under its name, deletes the VM when it lands, and says so', async () => {
+    await stack.emulator.admin.injectFault({ fraction: 1, hangMs: LATE_MS, path: '/instances$', method: 'POST', count: 1 });
+    const handle = await stack.start(exampleSpec());
+    await phase(handle, 'provisioning');
+    // The insert is on its way to the emulator, which holds it.
+    await new Promise((r) => setTimeout(r, 1000));
+    const cancelledAt = Date.now();
+    await handle.cancel();
+    const err = await handle.result().catch((e: unknown) => e);
+    assert.ok(err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure, String(err));
+    assert.ok(Date.now() - cancelledAt >= LATE_MS - 5_000, 'the run ended only after the held insert was carried out');
+
+    const { timeline, attempt } = await handle.query(statusQuery);
+    const released = timeline.filter((e) => e.kind === 'released').map((e) => ({ attempt: e.attempt, released: e.released, createWatch: e.createWatch }));
+    assert.deepEqual(released, [{ attempt: 1, released: 'deleted', createWatch: 'landed-late' }], 'the VM that landed late was deleted, and the timeline says it landed late');
+    assert.equal(attempt, 1, 'one attempt, one VM');
+
+    // The VM existed (it was billed) and is gone; nothing of the run is billing or listed.
+    const billed = (await stack.emulator.billing()).filter((b) => b.labels['sterna-run'] === runKey(handle.workflowId));
+    assert.equal(billed.length, 1, 'the late insert created the VM');
+    assert.ok(billed.every((b) => b.stoppedAt), 'nothing of the run is still billing');
+    assert.deepEqual(await stack.provider.listRunResources(runKey(handle.workflowId)), []);
+  });
+});
