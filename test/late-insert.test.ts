@@ -14,7 +14,7 @@ import { runKey } from '../workflows/naming';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
-import { exampleSpec, startStack, type Stack } from './helpers/stack';
+import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 
 type Run = WorkflowHandle<typeof trainingRun>;
 
@@ -55,9 +55,12 @@ describe('late insert: a run cancelled mid-insert deletes the VM that lands 75 s
     assert.deepEqual(released, [{ attempt: 1, released: 'deleted', createWatch: 'landed-late' }], 'the VM that landed late was deleted, and the timeline says it landed late');
     assert.equal(attempt, 1, 'one attempt, one VM');
 
-    // The VM existed (it was billed) and is gone; nothing of the run is billing or listed.
+    // The one insert (held, then carried out) created the VM and the release deleted it:
+    // nothing of the run is still billing or listed.
+    const { methods } = (await stack.emulator.admin.apiUsage(PROJECT)).projects[0];
+    assert.equal(methods['compute.instances.insert']?.calls, 1, 'one insert, carried out late; none sent again');
+    assert.equal(methods['compute.instances.delete']?.calls, 1, 'the VM it created was deleted');
     const billed = (await stack.emulator.billing()).filter((b) => b.labels['sterna-run'] === runKey(handle.workflowId));
-    assert.equal(billed.length, 1, 'the late insert created the VM');
     assert.ok(billed.every((b) => b.stoppedAt), 'nothing of the run is still billing');
     assert.deepEqual(await stack.provider.listRunResources(runKey(handle.workflowId)), []);
   });
