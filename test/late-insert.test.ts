@@ -7,6 +7,7 @@
  * cancels the run, the emulator serves the held insert late.
  */
 import { strict as assert } from 'node:assert';
+import { InstancesClient } from '@google-cloud/compute';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { statusQuery } from '../workflows/messages';
@@ -63,5 +64,34 @@ describe('late insert: a run cancelled mid-insert deletes the VM that lands 75 s
     const billed = (await stack.emulator.billing()).filter((b) => b.labels['sterna-run'] === runKey(handle.workflowId));
     assert.ok(billed.every((b) => b.stoppedAt), 'nothing of the run is still billing');
     assert.deepEqual(await stack.provider.listRunResources(runKey(handle.workflowId)), []);
+  });
+
+  it('bounds when an insert can land: one held past its X-Server-Timeout fails 504 and is never carried out', async () => {
+    const instances = new InstancesClient(stack.emulator.clientOptions);
+    try {
+      const zone = 'us-central1-a';
+      const name = 'held-past-deadline';
+      await stack.emulator.admin.injectFault({ fraction: 1, hangMs: 4000, path: '/instances$', method: 'POST', count: 1 });
+      const instanceResource = {
+        name,
+        machineType: `zones/${zone}/machineTypes/e2-standard-2`,
+        disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: 'debian-12' } }],
+        networkInterfaces: [{ network: 'global/networks/default' }],
+      };
+      const err = await instances.insert({ project: PROJECT, zone, instanceResource }, { otherArgs: { headers: { 'X-Server-Timeout': '1' } } }).then(
+        () => assert.fail('the insert should have failed at its deadline'),
+        (e: unknown) => e as { code?: number },
+      );
+      assert.equal(err.code, 504);
+      // Past the hang too: the held request was dropped, not served late.
+      await new Promise((r) => setTimeout(r, 4000));
+      const found = await instances.get({ project: PROJECT, zone, instance: name }).then(
+        () => true,
+        () => false,
+      );
+      assert.equal(found, false);
+    } finally {
+      await instances.close();
+    }
   });
 });
