@@ -139,6 +139,7 @@ function buildRunStateSchema() {
         outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]).optional(),
         model: Model.optional(),
         released: z.enum(['deleted', 'absent', 'not-ours']).optional(),
+        createWatch: z.enum(['landed-late', 'deadline-passed']).optional(),
       }),
     ),
     policyState: z.unknown().optional(),

@@ -26,7 +26,7 @@ import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { MemoryLink } from './run/memory-link';
 import { PlacementActs } from './run/placement-acts';
-import { policyRules, runPatches } from './run/patches';
+import { notRunnableExits, policyRules, runPatches } from './run/patches';
 import { hasChange } from './run/changes';
 import { Releases } from './run/releases';
 
@@ -107,7 +107,7 @@ class Driver {
   private context(): Context {
     const info = workflowInfo();
     const patches = runPatches();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...patches, policyRules: () => policyRules(patches.policyStats) };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...patches, policyRules: () => policyRules(patches.policyStats), notRunnableExits };
   }
 
   installHandlers(): void {
