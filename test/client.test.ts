@@ -21,9 +21,20 @@ import {
 } from '../client';
 import { explain } from '../client/errors';
 import type { RunSpecInput } from '../workflows/spec';
+import type { TrainingRunWorkflow } from '../workflows/messages';
+import type { TeamLedgerWorkflow } from '../workflows/teams/contract';
+import type { teamLedger } from '../workflows/teams/workflow';
+import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { freePort, sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue } from './helpers/temporal';
+
+/**
+ * The workflows as the client sees them are plain types (so the client package carries no
+ * workflow code); the build fails here if a workflow stops fitting its client's type.
+ */
+type Fits<Workflow extends Contract, Contract> = Workflow;
+export type ClientWorkflowTypes = [Fits<typeof trainingRun, TrainingRunWorkflow>, Fits<typeof teamLedger, TeamLedgerWorkflow>];
 
 /** A run that trains until cancelled, spending $36 an hour ($0.01 a second) of spot time. */
 const spec = (overrides: Partial<RunSpecInput> = {}): RunSpecInput => ({
