@@ -108,6 +108,18 @@ describe('the client says why a call failed', function () {
     await assert.rejects(client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
   });
 
+  it('a Temporal Client built without Sterna\'s codec: PayloadEncryption for every call, and no run started', async () => {
+    const { client: encrypting, namespace } = await testEnv();
+    const plain = new Client({ connection: encrypting.connection, namespace });
+    const workflowId = `${taskQueue}-unencrypted`;
+    for (const call of [startTrainingRun(plain, spec(), { workflowId, taskQueue }), getStatus(plain, workflowId), listRuns(plain)]) {
+      const err = await failureOf(call);
+      assert.equal(err.kind, ClientErrorKind.PayloadEncryption);
+      assert.match(err.hint, /sternaDataConverter\(\)/);
+    }
+    await assert.rejects(encrypting.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
+  });
+
   it('a request over the server size limit (any call, not only specs): RequestTooLarge with the server words, at once', async () => {
     const client = new Client({ connection: await Connection.connect({ address: await testServerAddress(), interceptors: [sizeAwareRetry()] }) });
     try {
