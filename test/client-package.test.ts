@@ -83,9 +83,13 @@ describe('the client package, packed and installed by a service outside the repo
     // A service's own build needs Node's types; the client brings everything else.
     await installConsumer(service, packed, ['@types/node']);
     copyFileSync(join(PACKAGE_DIR, 'test', 'service.ts'), join(service, 'service.ts'));
+    // README's example is type-checked too (compiled, never run), so it stays true.
+    const readme = /```ts\n\/\/ 3\. from another service[^\n]*\n([\s\S]*?)```/.exec(readFileSync(join(REPO_ROOT, 'README.md'), 'utf8'));
+    assert.ok(readme, 'README.md has its "3. from another service" example');
+    writeFileSync(join(service, 'readme-example.ts'), readme[1]);
     // Strict, with Node's own module resolution (package `exports`); skipLibCheck as services
     // build, so the misuses in service.ts are what show that the declarations are real types.
-    const tsconfig = { compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, skipLibCheck: true, types: ['node'], outDir: 'dist' }, files: ['service.ts'] };
+    const tsconfig = { compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, skipLibCheck: true, types: ['node'], outDir: 'dist' }, files: ['service.ts', 'readme-example.ts'] };
     writeFileSync(join(service, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
     await typecheck(service);
   });

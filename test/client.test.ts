@@ -239,6 +239,23 @@ describe('the client says why a call failed', function () {
     }
   });
 
+  it('connects to the address and namespace it is given, over the environment\'s', async () => {
+    const saved = { address: process.env.TEMPORAL_ADDRESS, namespace: process.env.TEMPORAL_NAMESPACE };
+    // Where the environment points, nothing answers: a refused port, a namespace that does not exist.
+    process.env.TEMPORAL_ADDRESS = `127.0.0.1:${await freePort()}`;
+    process.env.TEMPORAL_NAMESPACE = 'no-such-namespace';
+    try {
+      const client = await connectFromEnvironment({ address: await testServerAddress(), namespace: (await testEnv()).namespace });
+      assert.ok(Array.isArray(await listRuns(client)));
+      await client.connection.close();
+    } finally {
+      for (const [name, value] of [['TEMPORAL_ADDRESS', saved.address], ['TEMPORAL_NAMESPACE', saved.namespace]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it('connects from TEMPORAL_ADDRESS when a server is there', async () => {
     const saved = process.env.TEMPORAL_ADDRESS;
     process.env.TEMPORAL_ADDRESS = await testServerAddress();
