@@ -18,6 +18,9 @@ export interface TeamInput {
   state?: TeamState;
 }
 
+/** The teamLedger workflow as clients start it (a plain type: test/client.test.ts checks it against the workflow). */
+export type TeamLedgerWorkflow = (input: TeamInput) => Promise<void>;
+
 /** A run asks to start (run -> team, through the askAdmission activity's signal-with-start). */
 export const admissionRequestSignal = defineSignal<[request: AdmissionRequest]>('admissionRequest');
 /** A run's ledger total so far (run -> team), sent as its attempts are billed. */
