@@ -60,29 +60,28 @@ export async function checkGce(target: GceTarget, need: GpuNeed | undefined): Pr
   const smallest = need ? Math.min(...need.accelerators.map((a) => a.gpus)) : 1;
   const largest = need ? Math.max(...need.accelerators.map((a) => a.gpus)) : 1;
   const global = projectQuotas.get(GPUS_ALL_REGIONS);
-  const globalFree = global ? global.limit - global.usage : Infinity;
+  const check = `quota:${GPUS_ALL_REGIONS}`;
+  const gpusText = (n: number) => `${n} GPU${n === 1 ? '' : 's'}`;
   if (!global) {
-    findings.push({ check: `quota:${GPUS_ALL_REGIONS}`, ok: true, problem: `projects.get lists no ${GPUS_ALL_REGIONS} quota for ${project}: not checked` });
-  } else if (globalFree < smallest) {
+    findings.push({ check, ok: true, problem: `projects.get lists no ${GPUS_ALL_REGIONS} quota for ${project}: not checked` });
+  } else if (global.limit < smallest) {
     findings.push({
-      check: `quota:${GPUS_ALL_REGIONS}`,
+      check,
       ok: false,
-      problem: `the project's ${GPUS_ALL_REGIONS} quota is ${fmt(global.limit)} (${fmt(global.usage)} in use): a run needing ${smallest} GPU${smallest === 1 ? '' : 's'} cannot start in any region (a new project has 0)`,
-      fix: quotaFix(target, GPUS_ALL_REGIONS, undefined, global.usage + smallest),
+      problem: `the project's ${GPUS_ALL_REGIONS} quota is ${fmt(global.limit)}: a run needing ${gpusText(smallest)} cannot start in any region${global.limit === 0 ? ' (a new project has 0)' : ''}`,
+      fix: quotaFix(target, GPUS_ALL_REGIONS, undefined, Math.max(smallest, global.usage + smallest)),
     });
-  } else if (globalFree < largest) {
-    findings.push({
-      check: `quota:${GPUS_ALL_REGIONS}`,
-      ok: true,
-      problem: `the project's ${GPUS_ALL_REGIONS} quota has ${fmt(globalFree)} GPUs free: choices needing ${largest} GPUs cannot start`,
-      fix: quotaFix(target, GPUS_ALL_REGIONS, undefined, global.usage + largest),
-    });
+  } else if (global.limit < largest) {
+    findings.push({ check, ok: true, problem: `the project's ${GPUS_ALL_REGIONS} quota is ${fmt(global.limit)}: choices needing ${gpusText(largest)} can never start`, fix: quotaFix(target, GPUS_ALL_REGIONS, undefined, largest) });
+  } else if (global.limit - global.usage < smallest) {
+    // Other VMs hold the GPUs now: the run can start once they are released.
+    findings.push({ check, ok: true, problem: `${fmt(global.usage)} of the project's ${fmt(global.limit)} ${GPUS_ALL_REGIONS} are in use now: a run needing ${gpusText(smallest)} waits until some are released`, fix: quotaFix(target, GPUS_ALL_REGIONS, undefined, global.usage + smallest) });
   } else {
-    findings.push({ check: `quota:${GPUS_ALL_REGIONS}`, ok: true });
+    findings.push({ check, ok: true });
   }
   if (!need) return findings;
   try {
-    findings.push(...(await checkRegional(target, need, globalFree)));
+    findings.push(...(await checkRegional(target, need, global?.limit ?? Infinity)));
   } catch (err) {
     findings.push({ check: 'quota:regions', ok: false, ...computeApiProblem(err, target) });
   }
@@ -90,7 +89,7 @@ export async function checkGce(target: GceTarget, need: GpuNeed | undefined): Pr
 }
 
 /** The accelerators' zones, then each region's quotas (one regions.get per region). */
-async function checkRegional(target: GceTarget, need: GpuNeed, globalFree: number): Promise<Finding[]> {
+async function checkRegional(target: GceTarget, need: GpuNeed, globalLimit: number): Promise<Finding[]> {
   const { project, clients } = target;
   const zonesOf = new Map<string, string[]>();
   for await (const [scope, list] of clients.acceleratorTypes.aggregatedListAsync({ project }, NO_AUTOPAGINATE)) {
@@ -117,12 +116,6 @@ async function checkRegional(target: GceTarget, need: GpuNeed, globalFree: numbe
   );
 
   // One finding per (region, metric) asked for: a spot and a flex-start VM ask for the same one.
-  interface Choice {
-    check: string;
-    room: boolean;
-    problem?: string;
-    fix?: string;
-  }
   const choices = new Map<string, Choice>();
   for (const { type, gpus } of need.accelerators) {
     const base = catalogQuotaMetric(type);
@@ -130,56 +123,51 @@ async function checkRegional(target: GceTarget, need: GpuNeed, globalFree: numbe
       const quotas = quotasByRegion.get(region)!;
       for (const model of need.models) {
         if (!base) {
-          choices.set(`quota:${region}:${type}`, { check: `quota:${region}:${type}`, room: true, problem: `no GPU quota metric is known for ${type}: its regional quota was not checked` });
+          choices.set(`quota:${region}:${type}`, { check: `quota:${region}:${type}`, fit: 'now', problem: `no GPU quota metric is known for ${type}: its regional quota was not checked` });
           continue;
         }
-        const preemptible = model !== ProvisioningModel.OnDemand;
-        const metric = preemptible ? `${PREEMPTIBLE}${base}` : base;
+        const metric = model === ProvisioningModel.OnDemand ? base : `${PREEMPTIBLE}${base}`;
         const check = `quota:${region}:${metric}`;
-        if (choices.has(check)) continue;
-        choices.set(check, regionalChoice(target, check, region, metric, base, quotas, gpus, model));
+        if (!choices.has(check)) choices.set(check, regionalChoice(target, check, region, metric, base, quotas, gpus, model));
       }
     }
   }
-  // The run can start somewhere if one choice has regional room and GPUS_ALL_REGIONS has room for it.
-  const usable = [...choices.values()].some((c) => c.room) && globalFree >= Math.min(...need.accelerators.map((a) => a.gpus));
+  // A run that cannot fit anywhere could only fail, zone after zone: that blocks it. One
+  // that fits somewhere, if perhaps only once other VMs release their GPUs, goes ahead.
+  const usable = [...choices.values()].some((c) => c.fit !== 'never') && globalLimit >= Math.min(...need.accelerators.map((a) => a.gpus));
   const anyOffered = need.accelerators.some(({ type }) => (regionsOf.get(type) ?? []).length > 0);
   // An accelerator offered nowhere the spec allows blocks the run only if none of the others is offered either.
   const findings: Finding[] = unoffered.map((f) => ({ ...f, ok: anyOffered }));
   for (const c of choices.values()) {
-    if (c.room && !c.problem) findings.push({ check: c.check, ok: true });
-    else if (c.room) findings.push({ check: c.check, ok: true, problem: c.problem });
+    if (c.fit === 'now') findings.push({ check: c.check, ok: true, ...(c.problem ? { problem: c.problem } : {}) });
+    else if (c.fit === 'later') findings.push({ check: c.check, ok: true, problem: `${c.problem}; the run waits for them or places elsewhere`, fix: c.fix });
     else findings.push({ check: c.check, ok: usable, problem: usable ? `${c.problem}; placement skips it while other choices have room` : c.problem, fix: c.fix });
   }
-  if (anyOffered && choices.size === 0) findings.push({ check: 'quota:regions', ok: true, problem: 'no provisioning model to check' });
   return findings;
 }
 
+/** A region x metric: room now, room once other VMs release GPUs ('later'), or a limit too small ('never'). */
+interface Choice {
+  check: string;
+  fit: 'now' | 'later' | 'never';
+  problem?: string;
+  fix?: string;
+}
+
 /** Whether `gpus` more fit the region's quota for one VM of `model`, and if not, why and what to request. */
-function regionalChoice(target: GceTarget, check: string, region: string, metric: string, base: string, quotas: Map<string, Quota>, gpus: number, model: ProvisioningModel): { check: string; room: boolean; problem?: string; fix?: string } {
+function regionalChoice(target: GceTarget, check: string, region: string, metric: string, base: string, quotas: Map<string, Quota>, gpus: number, model: ProvisioningModel): Choice {
   const what = `${gpus} ${base.replace(/^NVIDIA_|_GPUS$/g, '')} GPU${gpus === 1 ? '' : 's'} on ${modelName(model)} VMs`;
-  const quota = quotas.get(metric);
-  if (!quota) return { check, room: true, problem: `regions.get lists no ${metric} in ${region}: not checked` };
-  const free = quota.limit - quota.usage;
-  if (metric !== base && quota.limit === 0) {
-    // GCE: where a project has no preemptible quota, spot VMs use the standard quota.
-    const standard = quotas.get(base);
-    const standardFree = standard ? standard.limit - standard.usage : 0;
-    if (standardFree >= gpus) return { check, room: true };
-    return {
-      check,
-      room: false,
-      problem: `${region} has no ${metric} quota (limit 0), and ${base}, which spot VMs use then, has ${fmt(standardFree)} of ${fmt(standard?.limit ?? 0)} free: ${what} need ${gpus}`,
-      fix: quotaFix(target, metric, region, gpus),
-    };
-  }
-  if (free >= gpus) return { check, room: true };
-  return {
-    check,
-    room: false,
-    problem: `${metric} in ${region} has ${fmt(Math.max(0, free))} of ${fmt(quota.limit)} free (${fmt(quota.usage)} in use): ${what} need ${gpus}`,
-    fix: quotaFix(target, metric, region, quota.usage + gpus),
-  };
+  const asked = quotas.get(metric);
+  if (!asked) return { check, fit: 'now', problem: `regions.get lists no ${metric} in ${region}: not checked` };
+  // GCE: where a project has no preemptible quota, spot VMs use the standard quota.
+  const fallback = metric !== base && asked.limit === 0;
+  const quota = fallback ? (quotas.get(base) ?? { limit: 0, usage: 0 }) : asked;
+  const said = fallback
+    ? `${region} has no ${metric} quota (limit 0), and ${base}, which spot VMs use then, has ${fmt(Math.max(0, quota.limit - quota.usage))} of ${fmt(quota.limit)} free`
+    : `${metric} in ${region} has ${fmt(Math.max(0, quota.limit - quota.usage))} of ${fmt(quota.limit)} free`;
+  if (quota.limit - quota.usage >= gpus) return { check, fit: 'now' };
+  if (quota.limit >= gpus) return { check, fit: 'later', problem: `${said} (${fmt(quota.usage)} in use now): ${what} need ${gpus}`, fix: quotaFix(target, metric, region, (fallback ? 0 : asked.usage) + gpus) };
+  return { check, fit: 'never', problem: `${said}: ${what} need ${gpus}`, fix: quotaFix(target, metric, region, (fallback ? 0 : asked.usage) + gpus) };
 }
 
 function modelName(model: ProvisioningModel): string {
