@@ -12,6 +12,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { msToTs } from '@temporalio/common/lib/time';
 import { createCheckActivities } from '../activities/check';
 import { loadWorkerConfig } from '../config/worker-config';
@@ -109,7 +110,7 @@ describe('sterna check: what a run needs, before paying (dev server, emulator, t
     assert.equal(code, 1);
     const quota = find(findings, 'quota:GPUS_ALL_REGIONS');
     assert.equal(quota.ok, false);
-    assert.match(quota.problem ?? '', /GPUS_ALL_REGIONS quota is 0 \(0 in use\)/);
+    assert.match(quota.problem ?? '', /GPUS_ALL_REGIONS quota is 0: a run needing 1 GPU cannot start in any region/);
     assert.match(quota.fix ?? '', /GPUS_ALL_REGIONS quota of at least 1/);
     assert.match(quota.fix ?? '', /gcloud quotas preferences create --service=compute\.googleapis\.com --project=check-test --quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=1/);
     assert.match(quota.fix ?? '', /"GPUs \(all regions\)"/);
@@ -175,6 +176,37 @@ describe('sterna check: what a run needs, before paying (dev server, emulator, t
     } finally {
       await zero('europe-west4', undefined);
       await zero('us-central1', undefined);
+      await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', undefined);
+    }
+  });
+
+  it('only warns when the quota is big enough but in use now: the run waits for it', async () => {
+    await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', 1);
+    const instances = new InstancesClient(emu.clientOptions);
+    const operations = new ZoneOperationsClient(emu.clientOptions);
+    const zone = 'us-central1-a';
+    try {
+      const [lro] = await instances.insert({
+        project: PROJECT,
+        zone,
+        instanceResource: { name: 'holder', machineType: `zones/${zone}/machineTypes/g2-standard-4`, scheduling: { provisioningModel: 'SPOT', onHostMaintenance: 'TERMINATE', automaticRestart: false }, disks: [{ boot: true }] },
+      });
+      for (;;) {
+        const [op] = await operations.wait({ project: PROJECT, zone, operation: lro.latestResponse.name as string });
+        if (op.status === 'DONE') {
+          assert.equal(op.error ?? undefined, undefined);
+          break;
+        }
+      }
+      const { code, findings } = await sterna(spec());
+      assert.equal(code, 0);
+      const quota = find(findings, 'quota:GPUS_ALL_REGIONS');
+      assert.equal(quota.ok, true);
+      assert.match(quota.problem ?? '', /1 of the project's 1 GPUS_ALL_REGIONS are in use now: a run needing 1 GPU waits until some are released/);
+      assert.match(quota.fix ?? '', /GPUS_ALL_REGIONS quota of at least 2/);
+    } finally {
+      await instances.delete({ project: PROJECT, zone, instance: 'holder' }).catch(() => undefined);
+      await Promise.all([instances.close(), operations.close()]);
       await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', undefined);
     }
   });
