@@ -123,7 +123,7 @@ async function checkRegional(target: GceTarget, need: GpuNeed, globalLimit: numb
       const quotas = quotasByRegion.get(region)!;
       for (const model of need.models) {
         if (!base) {
-          choices.set(`quota:${region}:${type}`, { check: `quota:${region}:${type}`, fit: 'now', problem: `no GPU quota metric is known for ${type}: its regional quota was not checked` });
+          choices.set(`quota:${region}:${type}`, { check: `quota:${region}:${type}`, gpus, fit: 'now', problem: `no GPU quota metric is known for ${type}: its regional quota was not checked` });
           continue;
         }
         const metric = model === ProvisioningModel.OnDemand ? base : `${PREEMPTIBLE}${base}`;
@@ -134,7 +134,7 @@ async function checkRegional(target: GceTarget, need: GpuNeed, globalLimit: numb
   }
   // A run that cannot fit anywhere could only fail, zone after zone: that blocks it. One
   // that fits somewhere, if perhaps only once other VMs release their GPUs, goes ahead.
-  const usable = [...choices.values()].some((c) => c.fit !== 'never') && globalLimit >= Math.min(...need.accelerators.map((a) => a.gpus));
+  const usable = [...choices.values()].some((c) => c.fit !== 'never' && c.gpus <= globalLimit);
   const anyOffered = need.accelerators.some(({ type }) => (regionsOf.get(type) ?? []).length > 0);
   // An accelerator offered nowhere the spec allows blocks the run only if none of the others is offered either.
   const findings: Finding[] = unoffered.map((f) => ({ ...f, ok: anyOffered }));
@@ -149,6 +149,8 @@ async function checkRegional(target: GceTarget, need: GpuNeed, globalLimit: numb
 /** A region x metric: room now, room once other VMs release GPUs ('later'), or a limit too small ('never'). */
 interface Choice {
   check: string;
+  /** GPUs one placement takes there (it must fit GPUS_ALL_REGIONS too). */
+  gpus: number;
   fit: 'now' | 'later' | 'never';
   problem?: string;
   fix?: string;
@@ -158,16 +160,16 @@ interface Choice {
 function regionalChoice(target: GceTarget, check: string, region: string, metric: string, base: string, quotas: Map<string, Quota>, gpus: number, model: ProvisioningModel): Choice {
   const what = `${gpus} ${base.replace(/^NVIDIA_|_GPUS$/g, '')} GPU${gpus === 1 ? '' : 's'} on ${modelName(model)} VMs`;
   const asked = quotas.get(metric);
-  if (!asked) return { check, fit: 'now', problem: `regions.get lists no ${metric} in ${region}: not checked` };
+  if (!asked) return { check, gpus, fit: 'now', problem: `regions.get lists no ${metric} in ${region}: not checked` };
   // GCE: where a project has no preemptible quota, spot VMs use the standard quota.
   const fallback = metric !== base && asked.limit === 0;
   const quota = fallback ? (quotas.get(base) ?? { limit: 0, usage: 0 }) : asked;
   const said = fallback
     ? `${region} has no ${metric} quota (limit 0), and ${base}, which spot VMs use then, has ${fmt(Math.max(0, quota.limit - quota.usage))} of ${fmt(quota.limit)} free`
     : `${metric} in ${region} has ${fmt(Math.max(0, quota.limit - quota.usage))} of ${fmt(quota.limit)} free`;
-  if (quota.limit - quota.usage >= gpus) return { check, fit: 'now' };
-  if (quota.limit >= gpus) return { check, fit: 'later', problem: `${said} (${fmt(quota.usage)} in use now): ${what} need ${gpus}`, fix: quotaFix(target, metric, region, (fallback ? 0 : asked.usage) + gpus) };
-  return { check, fit: 'never', problem: `${said}: ${what} need ${gpus}`, fix: quotaFix(target, metric, region, (fallback ? 0 : asked.usage) + gpus) };
+  if (quota.limit - quota.usage >= gpus) return { check, gpus, fit: 'now' };
+  if (quota.limit >= gpus) return { check, gpus, fit: 'later', problem: `${said} (${fmt(quota.usage)} in use now): ${what} need ${gpus}`, fix: quotaFix(target, metric, region, (fallback ? 0 : asked.usage) + gpus) };
+  return { check, gpus, fit: 'never', problem: `${said}: ${what} need ${gpus}`, fix: quotaFix(target, metric, region, (fallback ? 0 : asked.usage) + gpus) };
 }
 
 function modelName(model: ProvisioningModel): string {
