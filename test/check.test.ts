@@ -180,6 +180,39 @@ describe('sterna check: what a run needs, before paying (dev server, emulator, t
     }
   });
 
+  it('blocks when the only choice with regional room needs more GPUs than GPUS_ALL_REGIONS allows', async () => {
+    await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', 4);
+    const regions = ['us-central1', 'europe-west4'];
+    try {
+      for (const region of regions) for (const metric of ['PREEMPTIBLE_NVIDIA_L4_GPUS', 'NVIDIA_L4_GPUS']) await emu.setQuota(PROJECT, region, metric, 0);
+      const { code, findings } = await sterna(spec({ resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-tesla-a100', count: 8 }] } }));
+      assert.equal(code, 1);
+      const global = find(findings, 'quota:GPUS_ALL_REGIONS');
+      assert.equal(global.ok, true);
+      assert.match(global.problem ?? '', /choices needing 8 GPUs can never start/);
+      assert.equal(find(findings, 'quota:us-central1:PREEMPTIBLE_NVIDIA_A100_GPUS').ok, true, 'the A100s fit the region');
+      assert.deepEqual(blockingFindings(findings).map((f) => f.check).sort(), regions.map((r) => `quota:${r}:PREEMPTIBLE_NVIDIA_L4_GPUS`).sort());
+    } finally {
+      for (const region of regions) for (const metric of ['PREEMPTIBLE_NVIDIA_L4_GPUS', 'NVIDIA_L4_GPUS']) await emu.setQuota(PROJECT, region, metric, undefined);
+      await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', undefined);
+    }
+  });
+
+  it('without a spec checks the environment: key, Temporal, the project, one GPU of GPUS_ALL_REGIONS', async () => {
+    const { code, findings } = await sterna(undefined);
+    assert.equal(code, 1);
+    assert.deepEqual(
+      findings.map((f) => [f.check, f.ok]),
+      [
+        ['codec-key', true],
+        [`temporal:namespace:${(await testEnv()).namespace}`, true],
+        [`temporal:search-attributes:${(await testEnv()).namespace}`, true],
+        ['gce:project', true],
+        ['quota:GPUS_ALL_REGIONS', false],
+      ],
+    );
+  });
+
   it('only warns when the quota is big enough but in use now: the run waits for it', async () => {
     await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', 1);
     const instances = new InstancesClient(emu.clientOptions);
