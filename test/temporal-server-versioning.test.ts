@@ -34,17 +34,17 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
 }
 
 /** The build ids that completed the workflow tasks of one execution (one run). */
-async function buildsOf(client: Client, workflowId: string, runId: string): Promise<{ builds: Set<string>; targetChanged: boolean; canBehavior?: number | null }> {
+async function buildsOf(client: Client, workflowId: string, runId: string): Promise<{ builds: Set<string>; targetChanged: boolean; inheritedPin?: string }> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   const builds = new Set<string>();
   let targetChanged = false;
-  let canBehavior: number | null | undefined;
+  let inheritedPin: string | undefined;
   for (const event of history.events ?? []) {
     if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) builds.add(event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId ?? '(unversioned)');
     if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && event.workflowTaskStartedEventAttributes?.targetWorkerDeploymentVersionChanged) targetChanged = true;
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) canBehavior = event.workflowExecutionContinuedAsNewEventAttributes?.initialVersioningBehavior;
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) inheritedPin = event.workflowExecutionStartedEventAttributes?.inheritedPinnedVersion?.buildId ?? undefined;
   }
-  return { builds, targetChanged, canBehavior };
+  return { builds, targetChanged, inheritedPin };
 }
 
 async function pinnedTo(handle: WorkflowHandle, buildId: string): Promise<string | undefined> {
@@ -136,10 +136,13 @@ describe('Sterna Temporal server: worker versioning', function () {
     const first = await buildsOf(client, chain.workflowId, firstRun);
     assert.deepEqual([...first.builds], ['A']);
     assert.equal(first.targetChanged, true, 'the server told the pinned run on A that its target changed');
-    assert.equal(first.canBehavior, temporal.api.enums.v1.ContinueAsNewVersioningBehavior.CONTINUE_AS_NEW_VERSIONING_BEHAVIOR_AUTO_UPGRADE);
     const second = await buildsOf(client, chain.workflowId, secondRun);
     assert.deepEqual([...second.builds], ['B']);
     assert.equal(second.targetChanged, false);
+    // A pinned run's continue-as-new inherits its pin unless it asks for AUTO_UPGRADE (the
+    // server does not copy that request into the ContinuedAsNew event, so the new run's
+    // start shows it: no inherited pin).
+    assert.equal(second.inheritedPin, undefined);
     assert.deepEqual([...(await buildsOf(client, pinned.workflowId, pinned.firstExecutionRunId)).builds], ['A']);
 
     // A has no open pinned workflow left: the server says it drained, and its worker can stop.
