@@ -7,7 +7,7 @@
  * version, and the old version drains so its workers can stop.
  */
 import { strict as assert } from 'node:assert';
-import { Client, Connection, WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { startTemporalServer, type TemporalServer } from '../config/temporal-server-process';
