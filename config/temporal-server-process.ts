@@ -61,10 +61,25 @@ export interface TemporalServer {
   stop(): Promise<void>;
 }
 
-export async function startTemporalServer(options: TemporalServerOptions = {}): Promise<TemporalServer> {
+/**
+ * Starts the server. Without a given port it takes a free one, which another process may
+ * take before the server binds it (the server picks further ports of its own too), so a
+ * server that exits before answering is started again on a fresh port, a few times.
+ */
+export async function startTemporalServer(options: TemporalServerOptions = {}, attempts = 3): Promise<TemporalServer> {
   const binary = await ensureTemporalServer();
-  const port = options.port ?? (await freePort(0));
-  if (port === undefined) throw new Error('no free port for the Temporal server');
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort(0));
+    if (port === undefined) throw new Error('no free port for the Temporal server');
+    try {
+      return await startOn(binary, port, options);
+    } catch (err) {
+      if (options.port !== undefined || !(err instanceof TemporalServerExited) || attempt >= attempts) throw err;
+    }
+  }
+}
+
+async function startOn(binary: string, port: number, options: TemporalServerOptions): Promise<TemporalServer> {
   const address = `127.0.0.1:${port}`;
   const namespaces = ['default', ...(options.namespaces ?? []).filter((ns) => ns !== 'default')];
   const args = ['--ip', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...searchAttributeFlags()];

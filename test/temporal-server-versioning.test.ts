@@ -16,6 +16,7 @@ import { proceed, type LinkResult } from './workflows/versioned';
 
 const EventType = temporal.api.enums.v1.EventType;
 const DrainageStatus = temporal.api.enums.v1.VersionDrainageStatus;
+const RoutingState = temporal.api.enums.v1.RoutingConfigUpdateState;
 
 /** Polls `probe` until it returns a value, for at most `ms`; the last error explains a timeout. */
 async function eventually<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
@@ -98,11 +99,20 @@ describe('Sterna Temporal server: worker versioning', function () {
     return worker;
   }
 
-  /** The version exists once its worker has polled; until then the server refuses it. */
+  /**
+   * The version exists once its worker has polled; until then the server refuses it. The
+   * new routing then reaches the task queues in the background: only once the deployment
+   * says so does a pinned workflow's next task learn that its target changed.
+   */
   async function makeCurrent(deploymentName: string, buildId: string): Promise<void> {
     await eventually(`${deploymentName}.${buildId} made current`, async () => {
       await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName, buildId, identity: 'versioning-test' });
       return true;
+    });
+    await eventually(`${deploymentName}.${buildId} routed to`, async () => {
+      const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace: 'default', deploymentName });
+      const done = info?.routingConfig?.currentDeploymentVersion?.buildId === buildId && info.routingConfigUpdateState === RoutingState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED;
+      return done ? true : undefined;
     });
   }
 
@@ -123,6 +133,11 @@ describe('Sterna Temporal server: worker versioning', function () {
 
     await chain.signal(proceed);
     await pinned.signal(proceed);
+    const firstClosed = await eventually('first run of the chain closed', async () => {
+      const { status } = await client.workflow.getHandle(chain.workflowId, firstRun).describe();
+      return status.name === 'RUNNING' ? undefined : status.name;
+    });
+    assert.equal(firstClosed, 'CONTINUED_AS_NEW', 'the run on A ended instead of continuing as new: its task was not told the target changed');
     const secondRun = await eventually('chain continued as new onto B', async () => {
       const runId = await pinnedTo(chain, 'B');
       return runId && runId !== firstRun ? runId : undefined;
