@@ -1,9 +1,12 @@
 /** `npm run setup`: makes sure everything the demo and the tests need is installed. */
 import { ensurePrometheus } from '../config/prometheus';
 import { ensureTemporalCli } from '../config/temporal-cli';
+import { ensureTemporalServer } from '../config/temporal-server';
 
 async function setup(): Promise<void> {
   console.log(`sterna: Temporal CLI ready at ${await ensureTemporalCli()}`);
+  // Sterna's own Temporal server (temporal-server/): a current server, with JWT authorization for the tenancy tests.
+  console.log(`sterna: Temporal server ready at ${await ensureTemporalServer()}`);
   // The metrics test scrapes a worker with a real Prometheus server.
   console.log(`sterna: Prometheus ready at ${await ensurePrometheus()}`);
 }

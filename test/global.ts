@@ -7,6 +7,7 @@
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { newKeyEntry } from '../config/codec-keys';
 import { ensureTemporalCli } from '../config/temporal-cli';
+import { ensureTemporalServer } from '../config/temporal-server';
 import { ensureControlPlane, ensureEtcd } from '../kube/binaries';
 import { stopTestEnv } from './helpers/temporal';
 
@@ -24,14 +25,15 @@ process.env.METADATA_SERVER_DETECTION = 'none';
 delete process.env.STERNA_CODEC_KEYS_FILE;
 process.env.STERNA_CODEC_KEYS = newKeyEntry().entry;
 /**
- * Before parallel workers start: the one-time installs (the Temporal CLI, Kubernetes built
- * from source, etcd) happen here once, not in two workers at the same time, which would
+ * Before parallel workers start: the one-time installs (the Temporal CLI, Sterna's Temporal
+ * server, Kubernetes built from source, etcd) happen here once, not in two workers at the same time, which would
  * build into one directory and contend for apt's lock. Already installed, this costs a few
  * file checks. A failure is left to the tests that need the binaries to report.
  */
 export async function mochaGlobalSetup(this: { isParallelMode?: () => boolean }): Promise<void> {
   if (!this.isParallelMode?.()) return;
   await ensureTemporalCli().catch((err: Error) => console.error(err.message));
+  await ensureTemporalServer().catch((err: Error) => console.error(err.message));
   await Promise.all([ensureControlPlane(), ensureEtcd()]).catch((err: Error) => console.error(err.message));
 }
 
