@@ -142,4 +142,5 @@ export { getTeam, setTeamLimits, type LimitsChange, type TeamView } from './team
 export { specWarnings } from '../workflows/spec';
 export { causeChain, causeMessages, findCause } from '../workflows/causes';
 export { connectFromEnvironment, sizeAwareRetry } from './connect';
+export { runLogs, logStoreSettingsFromEnvironment, logsOptionsProblem, type LogEvent, type LogLine, type LogsOptions } from './logs';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';
