@@ -65,7 +65,7 @@ export function addLogsCommand(program: Command, connect: () => Promise<Client>)
       const attempts = new Attempts(client, id);
       const stop = new AbortController();
       // Ctrl-C ends a follow cleanly, with what was printed so far.
-      process.once('SIGINT', () => stop.abort());
+      if (opts.follow) process.once('SIGINT', () => stop.abort());
       let previous: number | undefined;
       const write = (text: string) => process.stdout.write(`${text}\n`);
       const events: AsyncIterable<LogEvent> = runLogs(client, id, { follow: opts.follow, attempt: opts.attempt, since: opts.since, tail: opts.tail, signal: stop.signal });

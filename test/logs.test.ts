@@ -6,8 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { runLogs, SternaClientError, type LogEvent, type LogLine } from '../client';
 import { ClientErrorKind } from '../client/errors';
 import { runStoragePrefix } from '../activities/logs/layout';
-import { lastLines } from '../activities/logs/reader';
-import { logStoreFor } from '../activities/logs/store';
+import { attemptLogTail } from '../activities/logs';
 import { runKey } from '../workflows/naming';
 import { statusQuery } from '../workflows/messages';
 import { provisionRequest, freshRun } from '../workflows/run/requests';
@@ -168,8 +167,8 @@ describe('a run\'s log outlives its VMs (GCE emulator)', function () {
     const since = await collect(runLogs(stack.env.client, run.workflowId, { since: new Date(middle.atMs), storage }));
     assert.deepEqual(lines(since), lines(all).filter((l) => l.atMs >= middle.atMs));
     // The last lines of one attempt, for a failure's message: read from the end.
-    const store = logStoreFor(runStoragePrefix(exampleSpec().checkpoint.uri, run.workflowId), storage);
-    assert.deepEqual(await lastLines(store, 1, 5), lines(all).filter((l) => l.attempt === 1).slice(-5).map(({ attempt, node, stream, atMs, text }) => ({ attempt, node, stream, atMs, text })));
+    const tail1 = await attemptLogTail({ checkpointUri: exampleSpec().checkpoint.uri, workflowId: run.workflowId, attempt: 1, lines: 5 }, storage);
+    assert.deepEqual(tail1, lines(all).filter((l) => l.attempt === 1).slice(-5).map(({ attempt, node, stream, atMs, text }) => ({ attempt, node, stream, atMs, text })));
   });
 
   it('sterna logs --attempt all --json prints the same lines, with the preemption between the attempts', async () => {

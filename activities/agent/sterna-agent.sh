@@ -208,6 +208,12 @@ ship_logs() { # ship_logs -> the spool's new bytes, in chunks; fails when a copy
     [ "$len" -gt 0 ] || return 0
     put_object "$chunk" "$LOG_URI/$(printf '%016d' "$shipped").log" || return 1
     printf '%s\n' "$((shipped + len))" > "$LOG_SHIPPED.tmp" && mv -f -- "$LOG_SHIPPED.tmp" "$LOG_SHIPPED"
+    # What is in the bucket need not stay on the VM's disk: every 64 MiB shipped, the
+    # spool's shipped bytes become a hole (offsets stay as they are), where the file
+    # system can punch one; a chatty trainer cannot fill the disk with its own log.
+    if [ $(((shipped + len) / 67108864)) -gt $((shipped / 67108864)) ]; then
+      fallocate --punch-hole --offset 0 --length "$((shipped + len))" -- "$LOG_SPOOL" 2>/dev/null || true
+    fi
   done
 }
 
