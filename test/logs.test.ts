@@ -1,9 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { runLogs, SternaClientError, type LogEvent, type LogLine } from '../client';
+import { runLogs, SternaClientError, type LogEvent } from '../client';
 import { ClientErrorKind } from '../client/errors';
 import { runStoragePrefix } from '../activities/logs/layout';
 import { attemptLogTail } from '../activities/logs';
@@ -12,46 +12,11 @@ import { statusQuery } from '../workflows/messages';
 import { provisionRequest, freshRun } from '../workflows/run/requests';
 import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
+import { collect, lines, PRINTER, texts, truth } from './helpers/logs';
 import { exampleSpec, startStack, type Stack } from './helpers/stack';
 import { testEnv, testServerAddress } from './helpers/temporal';
 
 const cli = join(__dirname, '..', 'cli', 'main.js');
-
-/**
- * A trainer that prints numbered lines (every fifth also a warning on stderr), checkpoints
- * every ten, resumes from its checkpoint, and on SIGTERM says so, checkpoints and exits.
- * It also records every line it printed, per attempt and stream, in TRUTH_DIR (outside
- * the VM): what the log must hold. Its last line has no newline.
- */
-const PRINTER = `
-const fs = require('fs'), path = require('path');
-const total = Number(process.argv[2]);
-const attempt = process.env.STERNA_ATTEMPT;
-let n = process.env.STERNA_RESUME_FROM ? JSON.parse(fs.readFileSync(process.env.STERNA_RESUME_FROM, 'utf8')).n : 0;
-const record = (stream, text) => fs.appendFileSync(path.join(process.env.TRUTH_DIR, 'attempt-' + attempt + '.' + stream), text + '\\n');
-const say = (text) => { process.stdout.write(text + '\\n'); record('out', text); };
-const warn = (text) => { process.stderr.write(text + '\\n'); record('err', text); };
-function checkpoint() {
-  const f = path.join(process.env.STERNA_CHECKPOINT_DIR, 'step-' + n + '.json');
-  fs.writeFileSync(f + '.tmp', JSON.stringify({ n }));
-  fs.renameSync(f + '.tmp', f);
-  fs.writeFileSync(process.env.STERNA_PROGRESS_FILE, n + '/' + total);
-}
-process.on('SIGTERM', () => { say('SIGTERM at line ' + n); checkpoint(); process.exit(143); });
-say('attempt ' + attempt + ' starts at line ' + n + ' \\u2014 ünïcode');
-const timer = setInterval(() => {
-  n++;
-  say('line ' + n + ' ' + 'x'.repeat((n % 7) * 10));
-  if (n % 5 === 0) warn('warning at line ' + n);
-  if (n % 10 === 0) checkpoint();
-  if (n >= total) {
-    clearInterval(timer);
-    checkpoint();
-    process.stdout.write('done');
-    record('out', 'done');
-  }
-}, 40);
-`;
 
 type Run = WorkflowHandle<typeof trainingRun>;
 
@@ -70,20 +35,6 @@ async function sterna(args: string[], env: NodeJS.ProcessEnv): Promise<Outcome> 
     ),
   );
 }
-
-function truth(dir: string, attempt: number, stream: 'out' | 'err'): string[] {
-  const file = join(dir, `attempt-${attempt}.${stream}`);
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(0, -1) : [];
-}
-
-async function collect(events: AsyncIterable<LogEvent>): Promise<LogEvent[]> {
-  const all: LogEvent[] = [];
-  for await (const e of events) all.push(e);
-  return all;
-}
-
-const lines = (events: LogEvent[]) => events.filter((e): e is { kind: 'line' } & LogLine => e.kind === 'line');
-const texts = (events: LogEvent[], attempt: number, stream: string) => lines(events).filter((l) => l.attempt === attempt && l.stream === stream).map((l) => l.text);
 
 describe('a run\'s log outlives its VMs (GCE emulator)', function () {
   this.timeout(300_000);
