@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 const nodeBuiltins = ['node:*', 'fs', 'path', 'os', 'child_process', 'crypto', 'http', 'https', 'net', 'stream', 'util', 'events', 'process'];
 
 export default tseslint.config(
-  { ignores: ['build/**', 'node_modules/**', '.state/**'] },
+  { ignores: ['build/**', 'node_modules/**', '.state/**', 'packages/*/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -79,8 +79,8 @@ export function createActivities(providers: Providers, options: ActivityOptions 
         const observerAsked = options.askObserver ? await options.askObserver(request.offer.backend).catch(() => false) : false;
         return observerAsked ? { ...result, observerAsked } : result;
       } catch (err) {
-        // The provider has let its in-flight create settle; report the cancellation itself.
-        if (cancellationSignal.aborted) throw new CancelledFailure('provision cancelled; no create of this call is still in flight');
+        // The run's release watches for a create that may still land (the insert's server deadline).
+        if (cancellationSignal.aborted) throw new CancelledFailure('provision cancelled; an insert it sent may land until its server deadline, and the release watches for it');
         throw err;
       }
     },

@@ -15,6 +15,7 @@ const exitCodes: Record<ClientErrorKind, number> = {
   [ClientErrorKind.RunAlreadyExists]: ExitCode.BadInput,
   [ClientErrorKind.UpdateRejected]: ExitCode.BadInput,
   [ClientErrorKind.NamespaceNotFound]: ExitCode.BadInput,
+  [ClientErrorKind.PayloadEncryption]: ExitCode.BadInput,
   [ClientErrorKind.RunFinished]: ExitCode.Failed,
   [ClientErrorKind.RunFailed]: ExitCode.Failed,
   [ClientErrorKind.NoLogs]: ExitCode.Failed,

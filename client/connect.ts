@@ -1,23 +1,39 @@
-/** A Temporal client from the standard environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles, TLS, API key). */
+/** A Temporal client from the standard environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles, TLS, API key), with Sterna's payload encryption. */
 import { connect as tcpConnect } from 'node:net';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { sternaDataConverter } from '../config/data-converter';
+import { markPlaintext, sternaClientDataConverter } from './encryption';
 import { unreachable } from './errors';
 
 export const DEFAULT_ADDRESS = '127.0.0.1:7233';
 
+export interface ConnectOptions {
+  /** host:port of the Temporal frontend; default TEMPORAL_ADDRESS (or the profile's), else 127.0.0.1:7233. */
+  address?: string;
+  /** Default TEMPORAL_NAMESPACE (or the profile's), else `default`. */
+  namespace?: string;
+  /**
+   * The opt-out: send and store payloads (the spec, statuses, results) in plain text, as
+   * `temporal workflow start` without a codec would. Without it, connecting fails when no
+   * codec key is configured.
+   */
+  plaintextPayloads?: boolean;
+}
+
 /**
- * Payloads are encrypted with the keys of the environment (config/data-converter.ts).
+ * A client of the server the environment names (or `options`), whose payloads are
+ * encrypted with the environment's keys (config/data-converter.ts); a `PayloadEncryption`
+ * SternaClientError when there are none, unless `plaintextPayloads` opts out.
  * Throws a `ServerUnreachable` SternaClientError naming the address and the reason when
  * no server answers. A refused connection or an unknown host is known at once, but the
  * gRPC client would only say "Failed to connect before the deadline", 10 s later; a
  * plain TCP connection first tells which.
  */
-export async function connectFromEnvironment(): Promise<Client> {
-  const dataConverter = sternaDataConverter();
-  const { connectionOptions, namespace } = loadClientConnectConfig();
-  const address = connectionOptions.address ?? DEFAULT_ADDRESS;
+export async function connectFromEnvironment(options: ConnectOptions = {}): Promise<Client> {
+  const dataConverter = options.plaintextPayloads ? undefined : sternaClientDataConverter();
+  const { connectionOptions, namespace: envNamespace } = loadClientConnectConfig();
+  const address = options.address ?? connectionOptions.address ?? DEFAULT_ADDRESS;
+  const namespace = options.namespace ?? envNamespace;
   const refused = await tcpRefusal(address);
   if (refused) throw unreachable(address, refused);
   let connection: Connection;
@@ -26,7 +42,8 @@ export async function connectFromEnvironment(): Promise<Client> {
   } catch (err) {
     throw unreachable(address, err);
   }
-  return new Client({ connection, namespace: namespace ?? 'default', dataConverter });
+  const client = new Client({ connection, namespace: namespace ?? 'default', dataConverter });
+  return options.plaintextPayloads ? markPlaintext(client) : client;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { COST_MEMO, type CostLine, type CostMemo } from '../workflows/run/cost-refresh';
 import type { RunResult } from '../workflows/run/views';
 import { DEFAULT_TEAM } from '../workflows/teams/rules';
+import { requireEncryption } from './encryption';
 import { explain } from './errors';
 import type { RunCost } from './cost-report';
 
@@ -69,6 +70,7 @@ function fromSearchAttributes(execution: WorkflowExecutionInfo): RunCost {
 }
 
 export async function runCosts(client: Client, window: CostWindow = {}): Promise<RunCost[]> {
+  requireEncryption(client);
   try {
     const costs: RunCost[] = [];
     for await (const execution of client.workflow.list({ query: costQuery(window) })) {

@@ -45,6 +45,11 @@ export const ClientErrorKind = {
   NamespaceNotFound: 'NamespaceNotFound',
   /** No Temporal server answers at the address. */
   ServerUnreachable: 'ServerUnreachable',
+  /**
+   * Payloads would not be encrypted: no codec key is configured (or a key is malformed), or
+   * the Client was built without Sterna's data converter. Nothing was sent.
+   */
+  PayloadEncryption: 'PayloadEncryption',
   /** The server failed the request for another reason; the message carries its words. */
   ServerError: 'ServerError',
 } as const;

@@ -12,14 +12,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { statusQuery, setBudgetUpdate, setDeadlineUpdate } from '../workflows/messages';
+import { statusQuery, setBudgetUpdate, setDeadlineUpdate, type TrainingRunWorkflow } from '../workflows/messages';
 import type { RunResult, RunStatus } from '../workflows/run/views';
 import { SternaTeam } from '../workflows/search-attributes';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
-import type { trainingRun } from '../workflows/training-run';
 import { budgetProblem, deadlineProblem } from './arguments';
 import { priorityOf, teamOf } from '../workflows/teams/run-admission';
 import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
+import { requireEncryption } from './encryption';
 
 export const DEFAULT_TASK_QUEUE = 'sterna';
 
@@ -34,6 +34,7 @@ export interface CallOptions {
 }
 
 async function calling<T>(client: Client, call: Call, fn: () => Promise<T>): Promise<T> {
+  requireEncryption(client);
   try {
     return await (call.timeoutMs === undefined ? fn() : client.withDeadline(Date.now() + call.timeoutMs, fn));
   } catch (err) {
@@ -45,8 +46,9 @@ function invalidArgument(problem: string, workflowId: string): SternaClientError
   return new SternaClientError(ClientErrorKind.InvalidArgument, problem, 'pass a value of that form', { workflowId });
 }
 
-export async function startTrainingRun(client: Client, spec: RunSpecInput, options: StartOptions = {}): Promise<WorkflowHandle<typeof trainingRun>> {
-  const check = checkSpec(spec);
+export async function startTrainingRun(client: Client, spec: RunSpecInput, options: StartOptions = {}): Promise<WorkflowHandle<TrainingRunWorkflow>> {
+  // As the run will check it when it starts: a deadline already past is refused here.
+  const check = checkSpec(spec, { nowMs: Date.now() });
   if (!check.ok) throw new InvalidSpecError(check.problems);
   const s = check.spec;
   const workflowId = options.workflowId ?? `${s.name ?? 'run'}-${randomBytes(4).toString('hex')}`;
@@ -103,7 +105,7 @@ export async function cancel(client: Client, workflowId: string): Promise<void> 
 }
 
 export async function result(client: Client, workflowId: string): Promise<RunResult> {
-  return calling(client, { operation: 'result', workflowId }, () => client.workflow.getHandle<typeof trainingRun>(workflowId).result());
+  return calling(client, { operation: 'result', workflowId }, () => client.workflow.getHandle<TrainingRunWorkflow>(workflowId).result());
 }
 
 export interface RunSummary {
@@ -141,6 +143,13 @@ export { getTeam, setTeamLimits, type LimitsChange, type TeamView } from './team
 /** Valid-but-suspicious spec fields (a secret-looking env name): the CLI prints them, runs record them in their timeline. */
 export { specWarnings } from '../workflows/spec';
 export { causeChain, causeMessages, findCause } from '../workflows/causes';
-export { connectFromEnvironment, sizeAwareRetry } from './connect';
+export { connectFromEnvironment, sizeAwareRetry, type ConnectOptions } from './connect';
+/** For a Client built by hand (`new Client({ connection, dataConverter: sternaDataConverter() })`): Sterna's payload encryption. */
+export { sternaDataConverter } from '../config/data-converter';
+/** The spec a run is started with, what `getStatus` and `result` answer, and the run as a typed Temporal workflow. */
+export { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+export type { RunResult, RunStatus } from '../workflows/run/views';
+export type { TrainingRunWorkflow } from '../workflows/messages';
+/** A run's log: what its command printed, every attempt, in order (client/logs.ts). */
 export { runLogs, logStoreSettingsFromEnvironment, logsOptionsProblem, type LogEvent, type LogLine, type LogsOptions } from './logs';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

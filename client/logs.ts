@@ -10,14 +10,12 @@
  * Where the log is comes from the run itself: the spec it started with (the first event
  * of its latest execution, as the run's notifications read it) names its checkpoint
  * prefix, under which the agent ships the log (activities/logs/layout.ts). The storage
- * is read with the reader's own credentials: the emulator's local buckets when
- * STERNA_LOCAL_BUCKETS (or STERNA_GCE_ENDPOINT, as for the worker) is set, Cloud
- * Storage (Application Default Credentials, STERNA_STORAGE_ENDPOINT) otherwise.
+ * is read with the reader's own credentials: a local bucket directory when
+ * STERNA_LOCAL_BUCKETS is set, else the GCS JSON API (STERNA_STORAGE_ENDPOINT, or the
+ * emulator's at STERNA_GCE_ENDPOINT; Cloud Storage with Application Default Credentials).
  */
 import type { Client } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
-import { join } from 'node:path';
-import { defaultLocalBucketsDir } from '../config/worker-config';
 import { runStoragePrefix, type LogLine } from '../activities/logs/layout';
 import { readRunLog, RunLogReader, type LogEvent } from '../activities/logs/reader';
 import { logStoreFor, LogStoreError, type LogStoreSettings } from '../activities/logs/store';
@@ -42,11 +40,15 @@ export interface LogsOptions {
   storage?: LogStoreSettings;
 }
 
-/** The worker's own rule for where gs:// lives (config/worker-config.ts), so the CLI reads what the VMs wrote. */
+/**
+ * The worker's own rules for where gs:// lives (config/worker-config.ts): its local bucket
+ * directory (STERNA_LOCAL_BUCKETS), or the storage API at STERNA_STORAGE_ENDPOINT, the
+ * emulator's when STERNA_GCE_ENDPOINT is set (it serves its --buckets-dir), Cloud
+ * Storage otherwise.
+ */
 export function logStoreSettingsFromEnvironment(env: NodeJS.ProcessEnv = process.env): LogStoreSettings {
   if (env.STERNA_LOCAL_BUCKETS) return { localBucketsDir: env.STERNA_LOCAL_BUCKETS };
-  if (env.STERNA_GCE_ENDPOINT) return { localBucketsDir: defaultLocalBucketsDir(join(__dirname, '..', '..')) };
-  return { storageEndpoint: env.STERNA_STORAGE_ENDPOINT };
+  return { storageEndpoint: env.STERNA_STORAGE_ENDPOINT ?? env.STERNA_GCE_ENDPOINT };
 }
 
 /** Why `options` cannot be read, or undefined. */

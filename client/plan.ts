@@ -9,14 +9,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import type { PlanResult } from '../workflows/plan/workflow';
+import type { PlanResult } from '../workflows/plan/contract';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import { explain, InvalidSpecError, SternaClientError, ClientErrorKind } from './errors';
 import { DEFAULT_TASK_QUEUE } from './index';
+import { requireEncryption } from './encryption';
 import { causeMessages } from '../workflows/causes';
 
 export type { PlanResult };
-export type { PlanRow } from '../workflows/plan/predict';
+export type { PlanRow } from '../workflows/plan/contract';
 
 export interface PlanOptions {
   taskQueue?: string;
@@ -27,6 +28,7 @@ export interface PlanOptions {
 export async function planTrainingRun(client: Client, spec: RunSpecInput, options: PlanOptions = {}): Promise<PlanResult> {
   const check = checkSpec(spec);
   if (!check.ok) throw new InvalidSpecError(check.problems);
+  requireEncryption(client);
   const workflowId = `plan-${check.spec.name ?? 'run'}-${randomBytes(4).toString('hex')}`;
   const taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
   const timeoutMs = options.timeoutMs ?? 60_000;

@@ -8,9 +8,9 @@
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { isLabelValue, LABEL_VALUE_RULE } from '../workflows/labels';
-import { setTeamLimitsUpdate, teamQuery, teamWorkflowId, type TeamInput } from '../workflows/teams/contract';
+import { setTeamLimitsUpdate, teamQuery, teamWorkflowId, type TeamInput, type TeamLedgerWorkflow } from '../workflows/teams/contract';
 import { limitsProblem, type LimitsChange, type TeamView } from '../workflows/teams/rules';
-import type { teamLedger } from '../workflows/teams/workflow';
+import { requireEncryption } from './encryption';
 import { ClientErrorKind, explain, SternaClientError } from './errors';
 
 export type { LimitsChange, TeamView };
@@ -29,6 +29,7 @@ function checkedTeam(team: string): string {
 }
 
 async function calling<T>(client: Client, operation: string, workflowId: string, timeoutMs: number | undefined, fn: () => Promise<T>): Promise<T> {
+  requireEncryption(client);
   try {
     return await (timeoutMs === undefined ? fn() : client.withDeadline(Date.now() + timeoutMs, fn));
   } catch (err) {
@@ -45,7 +46,7 @@ export async function setTeamLimits(client: Client, team: string, change: Limits
   return calling(client, 'setTeamLimits', workflowId, options.timeoutMs, () =>
     client.workflow.executeUpdateWithStart(setTeamLimitsUpdate, {
       args: [change],
-      startWorkflowOperation: new WithStartWorkflowOperation<typeof teamLedger>('teamLedger', {
+      startWorkflowOperation: new WithStartWorkflowOperation<TeamLedgerWorkflow>('teamLedger', {
         workflowId,
         taskQueue,
         args: [{ team } satisfies TeamInput],

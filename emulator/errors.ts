@@ -21,6 +21,8 @@ export const Reason = {
   InternalError: 'internalError',
   /** A precondition (setMetadata's fingerprint) no longer holds: HTTP 412. */
   ConditionNotMet: 'conditionNotMet',
+  /** The request's server-side deadline (`X-Server-Timeout`) passed before it was processed: HTTP 504. */
+  DeadlineExceeded: 'deadlineExceeded',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

@@ -78,3 +78,17 @@ export function faultError(status: number): GceError {
   if (status === 503) return new GceError(503, Reason.BackendError, 'Internal error. Please try again or contact Google Support. (Code: \'emulated-503\')');
   return new GceError(500, Reason.BackendError, 'Internal error. Please try again or contact Google Support. (Code: \'emulated-500\')');
 }
+
+/**
+ * The `X-Server-Timeout` system parameter of a request (whole seconds), in ms: a Google API
+ * fails a request it has not processed by then rather than process it later. Undefined
+ * when absent or not a positive number.
+ */
+export function serverTimeoutMs(header: string | string[] | undefined): number | undefined {
+  const seconds = Number(Array.isArray(header) ? header[0] : header);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
+}
+
+export function deadlineExceeded(): GceError {
+  return new GceError(504, Reason.DeadlineExceeded, 'The request was not processed within its deadline (X-Server-Timeout); it was not carried out.');
+}

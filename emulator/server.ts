@@ -21,7 +21,7 @@ import { ApiUsage } from './api-usage';
 import { Clock } from './clock';
 import { handleCompute } from './compute-api';
 import { asGceError, GceError, Reason } from './errors';
-import { faultError, Faults } from './faults';
+import { deadlineExceeded, faultError, Faults, serverTimeoutMs } from './faults';
 import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
 import { applyFieldMask, parseFieldMask } from './partial-response';
 import { PROJECT_NUMBER } from './ids';
@@ -252,6 +252,14 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       }
       const fault = faults.pick(method, pathname);
       if (fault) {
+        // A request held past its own server deadline is failed, never carried out later.
+        const deadline = serverTimeoutMs(req.headers['x-server-timeout']);
+        if (fault.hangMs && deadline !== undefined && fault.hangMs > deadline) {
+          await hang(deadline);
+          req.resume();
+          status = 504;
+          return sendError(res, deadlineExceeded());
+        }
         if (fault.hangMs) await hang(fault.hangMs);
         if (fault.status) {
           req.resume();

@@ -21,9 +21,20 @@ import {
 } from '../client';
 import { explain } from '../client/errors';
 import type { RunSpecInput } from '../workflows/spec';
+import type { TrainingRunWorkflow } from '../workflows/messages';
+import type { TeamLedgerWorkflow } from '../workflows/teams/contract';
+import type { teamLedger } from '../workflows/teams/workflow';
+import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { freePort, sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue } from './helpers/temporal';
+
+/**
+ * The workflows as the client sees them are plain types (so the client package carries no
+ * workflow code); the build fails here if a workflow stops fitting its client's type.
+ */
+type Fits<Workflow extends Contract, Contract> = Workflow;
+export type ClientWorkflowTypes = [Fits<typeof trainingRun, TrainingRunWorkflow>, Fits<typeof teamLedger, TeamLedgerWorkflow>];
 
 /** A run that trains until cancelled, spending $36 an hour ($0.01 a second) of spot time. */
 const spec = (overrides: Partial<RunSpecInput> = {}): RunSpecInput => ({
@@ -95,6 +106,18 @@ describe('the client says why a call failed', function () {
     assert.equal(err.kind, ClientErrorKind.InvalidSpec);
     assert.deepEqual((err as InvalidSpecError).problems.map((p) => p.path), ['env']);
     await assert.rejects(client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
+  });
+
+  it('a Temporal Client built without Sterna\'s codec: PayloadEncryption for every call, and no run started', async () => {
+    const { client: encrypting, namespace } = await testEnv();
+    const plain = new Client({ connection: encrypting.connection, namespace });
+    const workflowId = `${taskQueue}-unencrypted`;
+    for (const call of [startTrainingRun(plain, spec(), { workflowId, taskQueue }), getStatus(plain, workflowId), listRuns(plain)]) {
+      const err = await failureOf(call);
+      assert.equal(err.kind, ClientErrorKind.PayloadEncryption);
+      assert.match(err.hint, /sternaDataConverter\(\)/);
+    }
+    await assert.rejects(encrypting.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
   });
 
   it('a request over the server size limit (any call, not only specs): RequestTooLarge with the server words, at once', async () => {
@@ -213,6 +236,23 @@ describe('the client says why a call failed', function () {
     } finally {
       if (saved === undefined) delete process.env.TEMPORAL_ADDRESS;
       else process.env.TEMPORAL_ADDRESS = saved;
+    }
+  });
+
+  it('connects to the address and namespace it is given, over the environment\'s', async () => {
+    const saved = { address: process.env.TEMPORAL_ADDRESS, namespace: process.env.TEMPORAL_NAMESPACE };
+    // Where the environment points, nothing answers: a refused port, a namespace that does not exist.
+    process.env.TEMPORAL_ADDRESS = `127.0.0.1:${await freePort()}`;
+    process.env.TEMPORAL_NAMESPACE = 'no-such-namespace';
+    try {
+      const client = await connectFromEnvironment({ address: await testServerAddress(), namespace: (await testEnv()).namespace });
+      assert.ok(Array.isArray(await listRuns(client)));
+      await client.connection.close();
+    } finally {
+      for (const [name, value] of [['TEMPORAL_ADDRESS', saved.address], ['TEMPORAL_NAMESPACE', saved.namespace]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
     }
   });
 

@@ -237,7 +237,7 @@ describe('gang runs (pure, no server)', () => {
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: [gangOffer('us-central1-a', 0.2)] });
       const continued = () => ({ continued: true as const, spec: run.spec, state: JSON.parse(JSON.stringify(run.state)) as RunState });
-      const execution = { workflowId: WORKFLOW, execution: EXEC, continuedFromExecutionRunId: 'previous-run' };
+      const execution = { workflowId: WORKFLOW, execution: EXEC, continuedFromExecutionRunId: 'previous-run', attempt: 1 };
       assert.deepEqual(acceptContinuation(continued(), execution).state.attempts[0].ref, run.state.attempts[0].ref);
       const forged = continued();
       forged.state.attempts[0].ref.nodes = 3;

@@ -45,10 +45,10 @@ describe('fleet observer on GKE', function () {
 
   before(async function () {
     this.timeout(1_800_000); // the first run on a machine builds Kubernetes from source
-    stack = await startKubeStack();
-    client = (await testEnv()).client;
-    // The observer's settings travel in its input: a 1 s interval here, whatever the worker's defaults.
+    // A 1 s interval here: the worker's configuration bounds what its observer may do.
     const options = observerOptions({ settings: { intervalSeconds: 1 }, watchSeconds: 10 });
+    stack = await startKubeStack({ observer: options });
+    client = (await testEnv()).client;
     ({ workflowId: observerId } = await startObserver(client, { taskQueue: stack.taskQueue, backend: 'gke', scope: stack.provider.fleetScope(), options, requester: 'test' }));
   });
   after(async () => {

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { planLines } from '../cli/plan';
 import { missRisk, predictPlan, PRIOR_PREEMPTIONS_PER_HOUR, RESTART_SECONDS } from '../workflows/plan/predict';
-import type { PlanResult } from '../workflows/plan/workflow';
+import type { PlanResult } from '../workflows/plan/contract';
 import { parseSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
 import { emptyMemory, OutcomeKind, record } from '../workflows/zones/memory';

@@ -33,13 +33,15 @@ class Harness extends RunHarness {
   /** Events in the execution's history so far, and whether it continues as new at its budget. */
   historyLength = 10;
   historyBudget: number | undefined = undefined;
+  /** Runs recorded before exits 126 and 127 ended the run replay without it. */
+  notRunnableExits: (() => boolean) | undefined = undefined;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
   }
 
   override context(): Context {
-    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside, endsOnExit: this.endsOnExit, historyLength: this.historyLength, historyBudget: this.historyBudget };
+    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside, endsOnExit: this.endsOnExit, historyLength: this.historyLength, historyBudget: this.historyBudget, notRunnableExits: this.notRunnableExits };
   }
 
   /** start -> offers -> provisioned: attempt `n` trains. */
@@ -52,6 +54,38 @@ class Harness extends RunHarness {
 
 describe('the run machine (pure, no server)', () => {
   describe('placement', () => {
+    it('fails before any attempt when the storage says a dataset is missing; an unknown answer places as before', () => {
+      const datasets = [
+        { uri: 'gs://my-data/train.csv', path: 'train.csv' },
+        { uri: 'gs://my-data/gone.csv', path: 'gone.csv' },
+      ];
+      const run = new Harness({ datasets });
+      run.send({ kind: 'start' });
+      const stop = run.send({ kind: 'offers', offers: OFFERS, datasets: [{ uri: 'gs://my-data/train.csv', exists: true }, { uri: 'gs://my-data/gone.csv', exists: false, problem: 'no object gs://my-data/gone.csv' }] });
+      assert.equal(stop.kind, 'fail');
+      assert.equal((stop as { failure: string }).failure, FailureType.InvalidSpec);
+      assert.match((stop as { message: string }).message, /^datasets\[1\]\.uri gs:\/\/my-data\/gone\.csv: no object gs:\/\/my-data\/gone\.csv; /);
+      assert.equal(run.state.attempts.length, 0);
+
+      const unknown = new Harness({ datasets });
+      unknown.send({ kind: 'start' });
+      const placed = unknown.send({ kind: 'offers', offers: OFFERS, datasets: [{ uri: 'gs://my-data/gone.csv', problem: 'the storage API did not answer' }] });
+      assert.deepEqual(placed, { kind: 'provision', attempt: 1 });
+    });
+
+    it('says on the timeline whether a create that may have been in flight landed late or could no longer land', () => {
+      const run = new Harness().running();
+      run.send({ kind: 'released', attempt: 1, outcome: 'deleted', createWatch: { outcome: 'landed-late', until: '2026-01-01T00:02:00.000Z', afterSeconds: 74 } });
+      const late = run.state.timeline.filter((e) => e.kind === TimelineKind.Released).at(-1)!;
+      assert.equal(late.createWatch, 'landed-late');
+      assert.match(late.event, /deleted \(its create landed late, 74 s after the release began/);
+      const never = new Harness().running();
+      never.send({ kind: 'released', attempt: 1, outcome: 'absent', createWatch: { outcome: 'deadline-passed', until: '2026-01-01T00:02:00.000Z' } });
+      const absent = never.state.timeline.filter((e) => e.kind === TimelineKind.Released).at(-1)!;
+      assert.equal(absent.createWatch, 'deadline-passed');
+      assert.match(absent.event, /never created .*until 2026-01-01T00:02:00\.000Z, after which none can/);
+    });
+
     it('finds capacity, then provisions the cheapest offer under this execution\'s name', () => {
       const run = new Harness();
       assert.deepEqual(run.send({ kind: 'start' }), { kind: 'find-capacity' });
@@ -234,6 +268,26 @@ describe('the run machine (pure, no server)', () => {
       assert.match((stop as { message: string }).message, /exit code 7 is listed in recovery\.noRetryExitCodes/);
     });
 
+    it('ends the run at once on exit 126 or 127 (NotRunnable), and restarts as before for runs recorded without the row', () => {
+      for (const [exitCode, says] of [[127, /program "python" was not found \(exit code 127\)/], [126, /program "python" cannot execute \(exit code 126/]] as const) {
+        const run = new Harness({ command: ['python', 'train.py'] });
+        run.notRunnableExits = () => true;
+        run.running();
+        const stop = run.observe(1, { phase: 'exited', exitCode });
+        assert.equal(stop.kind, 'fail');
+        assert.equal((stop as { failure: string }).failure, FailureType.UserCodeFailed);
+        assert.match((stop as { message: string }).message, says);
+        assert.deepEqual((stop as { details: unknown }).details, { exitCode });
+        assert.equal(run.state.attempts[0].outcome, AttemptOutcome.NotRunnable);
+        assert.equal(run.state.restarts, 0);
+      }
+      const before = new Harness({ command: ['python', 'train.py'] }).running();
+      before.observe(1, { phase: 'exited', exitCode: 127 });
+      assert.deepEqual(before.released(1), { kind: 'find-capacity' });
+      assert.equal(before.state.restarts, 1);
+      assert.equal(ENDINGS[AttemptOutcome.NotRunnable].failure, FailureType.UserCodeFailed);
+    });
+
     it('names the agent\'s own failure during staging', () => {
       const run = new Harness({ recovery: { maxRestartsOnError: 0 } }).running();
       const command = run.observe(1, { phase: 'failed', exitCode: 66 });
@@ -376,7 +430,7 @@ describe('the run machine (pure, no server)', () => {
         .filter(([, rule]) => rule.releaseBeside)
         .map(([ending]) => ending)
         .sort();
-      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired].sort());
+      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.NotRunnable, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired].sort());
     });
   });
 

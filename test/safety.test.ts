@@ -131,7 +131,7 @@ describe('safety: no run touches what is not its own', function () {
 
   it('validates a real continuation as strictly as fresh input: a state naming another resource is refused', () => {
     const spec = parseSpec(exampleSpec());
-    const execution = { workflowId: 'run-7', execution: executionToken('first-run-id'), continuedFromExecutionRunId: 'previous-run-id' };
+    const execution = { workflowId: 'run-7', execution: executionToken('first-run-id'), continuedFromExecutionRunId: 'previous-run-id', attempt: 1 };
     const attempt = (name: string) => ({
       attempt: 1,
       ref: { backend: 'gce' as const, name, zone: 'us-central1-a' },
@@ -147,6 +147,9 @@ describe('safety: no run touches what is not its own', function () {
     assert.throws(() => acceptContinuation({ continued: true, spec, state: state(otherExecution) }, execution), /not this run's resource/);
     assert.throws(() => acceptContinuation({ continued: true, spec, state: { ...state(own), runId: 'run-8' } }, execution), /state\.runId/);
     assert.throws(() => acceptContinuation({ continued: true, spec, state: state(own) }, { ...execution, continuedFromExecutionRunId: undefined }), /continue-as-new/);
+    // The server marks cron runs and retries as continued too; they carry their caller's input.
+    assert.throws(() => acceptContinuation({ continued: true, spec, state: state(own) }, { ...execution, cronSchedule: '@every 1m' }), /cron run/);
+    assert.throws(() => acceptContinuation({ continued: true, spec, state: state(own) }, { ...execution, attempt: 2 }), /retry 2/);
   });
 
   it('leaves a VM that already holds its name alone, bills nothing for it, and moves to a new name', async () => {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { Period, periodEnd, periodStart } from '../workflows/teams/period';
-import { applyLimits, enqueue, limitsProblem, newTeamState, recordSpend, release, rollOver, settle, spentThisPeriod, teamView, type AdmissionRequest, type TeamState } from '../workflows/teams/rules';
+import { admissionOf, applyLimits, enqueue, limitsProblem, newTeamState, recordSpend, release, rollOver, settle, spentThisPeriod, teamView, type AdmissionRequest, type TeamState } from '../workflows/teams/rules';
 
 const T0 = Date.parse('2026-12-02T10:00:00Z'); // a Wednesday
 
@@ -31,6 +31,21 @@ describe('team admission rules (pure)', () => {
     assert.deepEqual(outcomes(settle(s, T0 + 1)), [], 'a queued run is told once');
     release(s, 'a', 1.5);
     assert.deepEqual(outcomes(settle(s, T0 + 2)), ['c:admitted']);
+  });
+
+  it('answers for each run as the ledger stands, the only admission a run acts on: admitted, queued where it waits, refused, or unknown', () => {
+    const s = newTeamState('ml', T0);
+    applyLimits(s, { maxGpus: 1, budgetUsd: 10 }, T0);
+    ask(s, 'running');
+    ask(s, 'waiting', {}, T0 + 1);
+    ask(s, 'too-dear', { reserveUsd: 50 }, T0 + 2);
+    assert.deepEqual(admissionOf(s, 'running'), { runId: 'running', outcome: 'admitted', team: 'ml' });
+    assert.deepEqual(admissionOf(s, 'waiting'), { runId: 'waiting', outcome: 'queued', team: 'ml', position: 1, reason: 'the team holds 1 of its 1 GPUs' });
+    assert.equal(admissionOf(s, 'too-dear')?.outcome, 'refused', 'a refused run that asks again hears the same');
+    assert.equal(admissionOf(s, 'never-asked'), undefined);
+    release(s, 'running', 0);
+    settle(s, T0 + 3);
+    assert.equal(admissionOf(s, 'waiting')?.outcome, 'admitted');
   });
 
   it('orders the queue by priority, then by age, and never lets a later run jump a blocked one', () => {

@@ -14,7 +14,7 @@ import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildBillingCatalog, priceBookSettings } from './pricing';
-import { buildBucketLocator, buildProviders } from './providers';
+import { buildBucketLocator, buildDatasetChecker, buildProviders } from './providers';
 import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
 import { createSternaWorker } from './worker';
 import { installSdkMetrics, startMetricsServer } from './metrics';
@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     metrics: config.metrics ? sternaMetrics() : undefined,
     notify: config.notify,
     storage: buildBucketLocator(config.storage),
+    datasets: buildDatasetChecker(config.storage, config.gce?.localBucketsDir),
   });
   const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
   if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);

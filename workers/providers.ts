@@ -9,6 +9,7 @@ import type { PriceBook } from '../config/price-book';
 import type { Providers } from '../activities';
 import type { GceConfig, StorageConfig, WorkerConfig } from '../config/worker-config';
 import { BucketLocator } from '../activities/storage';
+import { DatasetChecker } from '../activities/storage/datasets';
 
 export function gceClientOptions(gce: GceConfig): ConstructorParameters<typeof GceProvider>[0]['clientOptions'] {
   if (!gce.emulatorEndpoint) return { fallback: true };
@@ -45,6 +46,16 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
 export function buildBucketLocator(storage: StorageConfig | undefined): BucketLocator | undefined {
   if (!storage) return undefined;
   return storage.endpoint.startsWith('http://') ? BucketLocator.forEmulator(storage.endpoint) : BucketLocator.forGcs(storage.endpoint);
+}
+
+/**
+ * The dataset check, through the path the VMs stage from: the emulator's local buckets
+ * (gs:// mapped to file://) when the worker has them, the storage API otherwise.
+ */
+export function buildDatasetChecker(storage: StorageConfig | undefined, localBucketsDir?: string): DatasetChecker | undefined {
+  if (!storage) return undefined;
+  const mapper = localBucketsDir ? localBucketMapper(localBucketsDir) : undefined;
+  return storage.endpoint.startsWith('http://') ? DatasetChecker.forEmulator(storage.endpoint, mapper) : DatasetChecker.forGcs(storage.endpoint);
 }
 
 export async function buildProviders(config: WorkerConfig, prices: PriceBook): Promise<Providers> {

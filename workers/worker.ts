@@ -24,6 +24,7 @@ import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
 import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
+import type { DatasetChecker } from '../activities/storage/datasets';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -53,6 +54,8 @@ export interface SternaWorkerOptions {
   notify?: Omit<NotifyOptions, 'client'>;
   /** Reads where datasets' buckets live (activities/storage); without it every bucket's location is unknown. */
   storage?: BucketLocator;
+  /** Checks that each run's datasets exist before it creates a VM (activities/storage/datasets.ts); without it nothing is checked. */
+  datasets?: DatasetChecker;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -80,7 +83,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createZoneActivities({ providers, client }),
       ...createThroughputActivities({ client }),
       ...createMemoryActivities({ providers, client }),
-      ...createStorageActivities(options.storage),
+      ...createStorageActivities(options.storage, options.datasets),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

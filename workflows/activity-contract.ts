@@ -107,8 +107,9 @@ export interface ReleaseRequest {
   owner: Owner;
   /**
    * True when the create may not have settled (cancelled or failed mid-call, worker lost):
-   * a resource that is absent now may still appear, so release watches for it until the
-   * create call's deadline has passed before it reports the resource absent.
+   * a resource that is absent now may still appear, so release watches for it until no
+   * create of it can land any more (GCE: its inserts' server deadline has passed) before
+   * it reports the resource absent, and deletes it if it appears meanwhile.
    */
   createMayBeInFlight: boolean;
   /**
@@ -125,6 +126,21 @@ export type ReleaseOutcome = (typeof ReleaseOutcome)[keyof typeof ReleaseOutcome
 
 export interface ReleaseResult extends RunningWindow {
   outcome: ReleaseOutcome;
+  /** How a create that may have been in flight was settled (absent when it was not). */
+  createWatch?: CreateWatch;
+}
+
+/**
+ * A release that watched for a create that may still land: `landed-late`, the resource
+ * appeared while it watched (and was then released like any other); `deadline-passed`,
+ * nothing appeared by `until`, after which no create of it can land.
+ */
+export interface CreateWatch {
+  outcome: 'landed-late' | 'deadline-passed';
+  /** ISO time after which no create of the resource can land. */
+  until: string;
+  /** landed-late: how long after the release began the resource appeared, in seconds. */
+  afterSeconds?: number;
 }
 
 export interface SternaActivities {
@@ -164,8 +180,20 @@ export interface BucketAnswer {
   problem?: string;
 }
 
+/**
+ * One dataset URI as the check answers: `exists` true or false when the storage said so
+ * (`problem` then says what is missing), absent when it could not tell (`problem` says why).
+ */
+export interface DatasetAnswer {
+  uri: string;
+  exists?: boolean;
+  problem?: string;
+}
+
 /** The storage API's word on the buckets of a run's datasets (activities/storage). */
 export interface StorageActivities {
   /** Each bucket's location (GCS `buckets.get`), or why it is unknown; never throws for one bucket's error. */
   locateBuckets(input: { buckets: string[] }): Promise<BucketAnswer[]>;
+  /** Whether each dataset URI names an object or a prefix the VMs can stage (activities/storage/datasets.ts); never throws for one URI's error. */
+  checkDatasets(input: { uris: string[] }): Promise<DatasetAnswer[]>;
 }

@@ -3,8 +3,13 @@
  *
  * Anyone allowed to start a workflow can send `{ continued: true, state: … }`. Three
  * independent guards keep such a forged state from touching anything:
- *   1. the server says whether this execution was created by a continue-as-new
- *      (`continuedFromExecutionRunId`); a started one is refused outright;
+ *   1. only the server can say that this execution was created by the run's own
+ *      continue-as-new. It sets `continuedFromExecutionRunId` on three kinds of execution:
+ *      a continue-as-new, a cron run and a retry, and the last two carry their caller's
+ *      input. A cron run is told by its `cronSchedule` and a retry by `attempt > 1`, so an
+ *      input is carried only when neither holds (and trainingRun refuses cron outright,
+ *      since a cron chain's own continuations could not be told from its cron runs).
+ *      A reset keeps the execution's started event, so it keeps the answer too;
  *   2. the spec and the state pass the same strict schemas as fresh input;
  *   3. every attempt's resource name must be the one this run and execution would have
  *      derived, and providers act only on resources labelled with this execution's owner.
@@ -134,6 +139,7 @@ function buildRunStateSchema() {
         outcome: z.enum(Object.values(AttemptOutcome) as [AttemptOutcome, ...AttemptOutcome[]]).optional(),
         model: Model.optional(),
         released: z.enum(['deleted', 'absent', 'not-ours']).optional(),
+        createWatch: z.enum(['landed-late', 'deadline-passed']).optional(),
       }),
     ),
     policyState: z.unknown().optional(),
@@ -203,16 +209,33 @@ export interface Execution {
   workflowId: string;
   /** The execution token of this chain (workflows/naming.ts `executionToken`). */
   execution: string;
-  /** Set by the server only on executions created by continue-as-new. */
+  /** Set by the server on executions created by a continue-as-new, a cron run or a retry. */
   continuedFromExecutionRunId?: string;
+  /** The execution's cron schedule, if it was started with one (inherited by every run of the chain). */
+  cronSchedule?: string;
+  /** 1, and more only on a retry under the start's retry policy. */
+  attempt: number;
+}
+
+/**
+ * Why this execution may not run at all, whatever its input: a cron chain's own
+ * continue-as-new could not be told from its next cron run, so runs on a schedule are
+ * Temporal Schedules, which start each run afresh.
+ */
+export function executionProblem(execution: Execution): string | undefined {
+  if (execution.cronSchedule) {
+    return `trainingRun does not run on a cron schedule (${execution.cronSchedule}): start runs on a schedule with \`temporal schedule create\` (a Temporal Schedule), which starts each run with its spec`;
+  }
+  return undefined;
 }
 
 /** Validates a continued input against this execution, or throws InvalidSpec saying why. */
 export function acceptContinuation(input: ContinuedRun, execution: Execution): { spec: RunSpec; state: RunState } {
   const refuse = (why: string) => failure(FailureType.InvalidSpec, `continued run refused: ${why}`);
-  if (!execution.continuedFromExecutionRunId) {
-    throw refuse('a continued state is accepted only from Sterna\'s own continue-as-new; start a run with its spec alone');
-  }
+  const onlyOwn = 'a continued state is accepted only from Sterna\'s own continue-as-new; start a run with its spec alone';
+  if (!execution.continuedFromExecutionRunId) throw refuse(onlyOwn);
+  if (execution.cronSchedule) throw refuse(`this execution is a cron run, which carries its caller's input: ${onlyOwn}`);
+  if (execution.attempt > 1) throw refuse(`this execution is retry ${execution.attempt} of a failed one, which carries its caller's input: ${onlyOwn}`);
   const spec = parseSpec(input.spec);
   const parsed = runStateSchema().safeParse(input.state);
   if (!parsed.success) {

@@ -1,8 +1,16 @@
 /** The trainingRun workflow's messages, named for their kind. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Owner } from './naming';
-import type { RunStatus } from './run/views';
+import type { RunResult, RunStatus } from './run/views';
+import type { RunSpecInput } from './spec';
 import type { AgentSnapshot } from './types';
+
+/**
+ * The trainingRun workflow as a client starts it: a spec in, the result out (its
+ * continue-as-new input is the workflow's own). A plain type, so the client package carries
+ * no workflow code; test/client.test.ts checks it against the workflow.
+ */
+export type TrainingRunWorkflow = (spec: RunSpecInput) => Promise<RunResult>;
 
 export const statusQuery = defineQuery<RunStatus>('status');
 

@@ -7,8 +7,8 @@
  *   finally, non-cancellable: release every resource this run created.
  */
 import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
-import { acceptContinuation, isContinuedRun, type ContinuedRun } from './continuation';
-import { failure, namedFailureOf } from './failures';
+import { acceptContinuation, executionProblem, isContinuedRun, type ContinuedRun, type Execution } from './continuation';
+import { failure, FailureType, namedFailureOf } from './failures';
 import { Inbox } from './inbox';
 import { executionToken, runKey } from './naming';
 import { AttemptActs } from './run/attempt-acts';
@@ -26,7 +26,7 @@ import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { MemoryLink } from './run/memory-link';
 import { PlacementActs } from './run/placement-acts';
-import { policyRules, runPatches } from './run/patches';
+import { notRunnableExits, policyRules, runPatches } from './run/patches';
 import { hasChange } from './run/changes';
 import { Releases } from './run/releases';
 
@@ -39,9 +39,10 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   const info = workflowInfo();
   const execution = executionToken(info.firstExecutionRunId);
   // A bad spec (or a forged continued state) fails here, before anything exists.
-  const { spec, state } = isContinuedRun(input)
-    ? acceptContinuation(input, { workflowId: info.workflowId, execution, continuedFromExecutionRunId: info.continuedFromExecutionRunId })
-    : freshRun(input, info.workflowId, Date.now());
+  const started: Execution = { workflowId: info.workflowId, execution, continuedFromExecutionRunId: info.continuedFromExecutionRunId, cronSchedule: info.cronSchedule, attempt: info.attempt };
+  const problem = executionProblem(started);
+  if (problem) throw failure(FailureType.InvalidSpec, problem);
+  const { spec, state } = isContinuedRun(input) ? acceptContinuation(input, started) : freshRun(input, info.workflowId, Date.now());
   const run = new Driver(spec, state, execution);
   run.installHandlers();
   let continuing = false;
@@ -106,7 +107,7 @@ class Driver {
   private context(): Context {
     const info = workflowInfo();
     const patches = runPatches();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...patches, policyRules: () => policyRules(patches.policyStats) };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...patches, policyRules: () => policyRules(patches.policyStats), notRunnableExits };
   }
 
   installHandlers(): void {

@@ -6,14 +6,15 @@
  * it cannot end for idleness just as a new resource appears.
  */
 import type { Client } from '@temporalio/client';
-import { DEFAULT_FLEET_SETTINGS, observerWorkflowId, type EnsureObserverResult, type FleetObserverInput, type FleetSettings, type ObserverOptions } from '../../workflows/fleet/contract';
+import { observerWorkflowId, type EnsureObserverResult, type FleetObserverInput, type FleetSettings, type ObserverOptions } from '../../workflows/fleet/contract';
+import { DEFAULT_OBSERVER_OPTIONS } from '../../workflows/fleet/options';
 
 export type { ObserverOptions };
 import type { fleetObserver } from '../../workflows/fleet/observer';
 import { observerWantedSignal } from '../../workflows/fleet/messages';
 import type { Backend } from '../../workflows/types';
 
-export const DEFAULT_OBSERVER_OPTIONS: ObserverOptions = { settings: DEFAULT_FLEET_SETTINGS, watchSeconds: 300, idleExitSeconds: 1800 };
+export { DEFAULT_OBSERVER_OPTIONS };
 
 export function observerOptions(partial: { settings?: Partial<FleetSettings>; watchSeconds?: number; idleExitSeconds?: number } = {}): ObserverOptions {
   return {

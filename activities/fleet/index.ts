@@ -9,10 +9,12 @@ import type { Client } from '@temporalio/client';
 import type { FleetActivities } from '../../workflows/fleet/contract';
 import type { Providers } from '../index';
 import type { ComputeProvider } from '../providers/provider';
+import { boundSettings } from './bounds';
 import { startObserver, type ObserverOptions } from './ensure-observer';
 import { signalWithClient, watchFleet, type SignalRun } from './watch';
 import { tellZoneMemory } from '../zones/client';
 import { zoneMemoryWorkflowId } from '../../workflows/zones/contract';
+import { DEFAULT_FLEET_SETTINGS } from '../../workflows/fleet/contract';
 import type { Backend } from '../../workflows/types';
 
 export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
@@ -20,7 +22,11 @@ export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type Observer
 export interface FleetActivityOptions {
   providers: Providers;
   client: Client;
-  /** What ensureObserver starts the observer with; without it, this worker starts none. */
+  /**
+   * What ensureObserver starts the observer with; without it, this worker starts none.
+   * Its settings also bound what this worker's watchFleet does, whatever the observer asks
+   * (without it, the defaults do).
+   */
   observer?: ObserverOptions;
   /** How runs are signalled; the client's signal by default. */
   signalRun?: SignalRun;
@@ -63,7 +69,8 @@ export function createFleetActivities(options: FleetActivityOptions): FleetActiv
       const provider = providerFor(input.backend);
       const { taskQueue } = Context.current().info;
       const workflowId = zoneMemoryWorkflowId(taskQueue, input.backend, provider.fleetScope());
-      return watchFleet(provider, signalRun, input, (outcomes) => tellZoneMemory(options.client, { workflowId, taskQueue, outcomes }));
+      const settings = boundSettings(input.settings, options.observer?.settings ?? DEFAULT_FLEET_SETTINGS);
+      return watchFleet(provider, signalRun, { ...input, settings }, (outcomes) => tellZoneMemory(options.client, { workflowId, taskQueue, outcomes }));
     },
 
     async ensureObserver({ backend }) {

@@ -152,7 +152,12 @@ export async function watchFleet(provider: ComputeProvider, signalRun: SignalRun
       }
       beat();
       next = Math.max(next + intervalMs, Date.now());
-      if (next >= returnAt) return { memory: carried, stats };
+      if (next >= returnAt) {
+        // The next call looks as soon as it starts: held to the interval here, so that
+        // calls asked to return sooner than it cannot look faster than it.
+        await pause(next - Date.now());
+        return { memory: carried, stats };
+      }
       // A preempted VM's final checkpoint is waited for closely, not at the next look.
       const wasDraining = hasDraining(memory);
       while (hasDraining(memory) && Date.now() + drainMs < next) {

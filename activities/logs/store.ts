@@ -10,9 +10,34 @@
  */
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GoogleAuth, PassThroughClient } from 'google-auth-library';
-import type { AuthorizedRequester } from '../storage';
-import { describeProblem, GCS_ENDPOINT, STORAGE_READ_SCOPE } from '../storage';
+import type * as GoogleAuthLibrary from 'google-auth-library';
+
+/**
+ * What sends a GCS request: google-auth-library's GoogleAuth (ADC) and PassThroughClient
+ * (the emulator) both do. Declared here, not taken from google-auth-library's types, so
+ * the client package's declarations need no package it does not depend on.
+ */
+export interface AuthorizedRequester {
+  request<T>(opts: { url: string; params?: Record<string, string>; headers?: Record<string, string>; responseType?: 'json' | 'arraybuffer'; timeout?: number; retry?: boolean }): Promise<{ data: T }>;
+}
+
+/** As activities/storage's (not imported: the client package carries this module, not the worker's). */
+const GCS_ENDPOINT = 'https://storage.googleapis.com';
+const STORAGE_READ_SCOPE = 'https://www.googleapis.com/auth/devstorage.read_only';
+
+/**
+ * google-auth-library, loaded when a GCS store first sends a request: a reader of local
+ * buckets (and the client package, which does not depend on it) never needs it.
+ */
+async function defaultRequester(endpoint: string): Promise<AuthorizedRequester> {
+  let auth: typeof GoogleAuthLibrary;
+  try {
+    auth = await import('google-auth-library');
+  } catch {
+    throw new LogStoreError(`reading a log from ${endpoint} needs the google-auth-library package (npm install google-auth-library), for Application Default Credentials`);
+  }
+  return endpoint.startsWith('http://') ? new auth.PassThroughClient() : new auth.GoogleAuth({ scopes: [STORAGE_READ_SCOPE] });
+}
 
 export interface StoredObject {
   /** The name below the listed directory (no slash). */
@@ -92,7 +117,7 @@ export class GcsLogStore implements LogStore {
     private readonly bucket: string,
     prefix: string,
     private readonly endpoint: string,
-    private readonly requester: AuthorizedRequester,
+    private requester?: AuthorizedRequester,
   ) {
     this.base = prefix.replace(/^\/+|\/+$/g, '');
     this.location = `gs://${bucket}/${this.base}`;
@@ -119,7 +144,7 @@ export class GcsLogStore implements LogStore {
   async read(dir: string, name: string, from: number): Promise<Buffer> {
     const object = this.objectPrefix(dir) + name;
     try {
-      const response = await this.requester.request<ArrayBuffer>({
+      const response = await (await this.sender()).request<ArrayBuffer>({
         url: `${this.endpoint}/storage/v1/b/${encodeURIComponent(this.bucket)}/o/${encodeURIComponent(object)}`,
         params: { alt: 'media' },
         headers: from > 0 ? { Range: `bytes=${from}-` } : {},
@@ -135,6 +160,11 @@ export class GcsLogStore implements LogStore {
     }
   }
 
+  private async sender(): Promise<AuthorizedRequester> {
+    this.requester ??= await defaultRequester(this.endpoint);
+    return this.requester;
+  }
+
   private objectPrefix(dir: string): string {
     const path = [this.base, dir.replace(/^\/+|\/+$/g, '')].filter((p) => p !== '').join('/');
     return path === '' ? '' : `${path}/`;
@@ -144,7 +174,7 @@ export class GcsLogStore implements LogStore {
     let pageToken: string | undefined;
     do {
       try {
-        const response = await this.requester.request<{ prefixes?: string[]; items?: { name: string; size: string }[]; nextPageToken?: string }>({
+        const response = await (await this.sender()).request<{ prefixes?: string[]; items?: { name: string; size: string }[]; nextPageToken?: string }>({
           url: `${this.endpoint}/storage/v1/b/${encodeURIComponent(this.bucket)}/o`,
           params: { prefix, delimiter: '/', fields: 'prefixes,items(name,size),nextPageToken', ...(startOffset ? { startOffset } : {}), ...(pageToken ? { pageToken } : {}) },
           responseType: 'json',
@@ -164,7 +194,11 @@ export class GcsLogStore implements LogStore {
     if (status === 401 || status === 403) {
       return new LogStoreError(`no permission to read the run's log in ${this.location} (storage.objects.list / storage.objects.get); grant your account roles/storage.objectViewer on gs://${this.bucket}`);
     }
-    return new LogStoreError(`cannot read the run's log in ${this.location}: ${describeProblem(this.bucket, err)}`);
+    if (err instanceof LogStoreError) return err;
+    if (status === 404) return new LogStoreError(`no bucket gs://${this.bucket} at ${this.endpoint} (the run's log is in ${this.location})`);
+    const e = err as { code?: string | number; message?: string };
+    const why = status !== undefined ? `HTTP ${status}` : `${e.code !== undefined ? `${e.code}: ` : ''}${e.message ?? String(err)}`;
+    return new LogStoreError(`cannot read the run's log in ${this.location} from ${this.endpoint}: ${why.slice(0, 300)}`);
   }
 }
 
@@ -185,6 +219,5 @@ export function logStoreFor(uri: string, settings: LogStoreSettings = {}): LogSt
   const [, bucket, path] = match;
   if (settings.localBucketsDir) return new LocalLogStore(join(settings.localBucketsDir, bucket, path));
   const endpoint = (settings.storageEndpoint ?? GCS_ENDPOINT).replace(/\/+$/, '');
-  const requester = settings.requester ?? (endpoint.startsWith('http://') ? new PassThroughClient() : new GoogleAuth({ scopes: [STORAGE_READ_SCOPE] }));
-  return new GcsLogStore(bucket, path, endpoint, requester);
+  return new GcsLogStore(bucket, path, endpoint, settings.requester);
 }

@@ -66,9 +66,11 @@ export interface GceProviderOptions {
   /** How often to look while waiting for an operation or a status; 1 s by default. */
   pollIntervalMs?: number;
   /**
-   * Client-side deadline of one insert call (30 s by default). A create whose outcome is
-   * unknown can land at most this long after it was sent, so a release that may race an
-   * in-flight create watches for the VM that long before it calls the VM absent.
+   * Deadline of one insert call (90 s by default), sent with it as the `X-Server-Timeout`
+   * system parameter: GCE fails an insert it has not processed by then rather than carry
+   * it out later. The worker waits a little longer for the answer, so it never sends an
+   * insert again while an earlier one may still land; and a release that may race a
+   * create watches for the VM as long, so one that lands late is deleted, not leaked.
    */
   insertTimeoutMs?: number;
   /** The port rank 0 of a gang listens on for its peers (STERNA_MASTER_PORT): 29500, torchrun's, by default. */
@@ -114,6 +116,22 @@ const PREEMPTION_LOOKUP_NAMES = 40;
  */
 export function operationsOn(names: readonly string[], types: readonly string[]): string {
   return `operationType eq "${types.join('|')}" targetLink eq ".*/instances/(${names.join('|')})"`;
+}
+
+/**
+ * How long the worker waits for an insert's answer: its server deadline and a margin for
+ * the answer's way back (and for clocks). No insert it sent lands later than this after
+ * it was sent, and none is still unanswered when the worker sends another; so a release
+ * that begins while a create may be in flight has watched long enough once this has passed.
+ */
+export function insertAnswerWithinMs(insertTimeoutMs: number): number {
+  return insertTimeoutMs + INSERT_ANSWER_MARGIN_MS;
+}
+const INSERT_ANSWER_MARGIN_MS = 5_000;
+
+/** The `X-Server-Timeout` system parameter (whole seconds): GCE fails the request rather than process it later. */
+function serverTimeoutHeader(ms: number) {
+  return { otherArgs: { headers: { 'X-Server-Timeout': String(Math.ceil(ms / 1000)) } } };
 }
 
 /** Client-side deadlines: a hung call is abandoned and retried rather than waited on for ever. */
@@ -236,7 +254,7 @@ export class GceProvider implements ComputeProvider {
   constructor(private readonly options: GceProviderOptions) {
     ({ instances: this.instances, operations: this.operations, regions: this.regions, zones: this.zones, acceleratorTypes: this.acceleratorTypes } = computeClients(options.clientOptions));
     this.pollMs = options.pollIntervalMs ?? 1000;
-    this.insertTimeoutMs = options.insertTimeoutMs ?? 30_000;
+    this.insertTimeoutMs = options.insertTimeoutMs ?? 90_000;
     this.acceleratorZones = new LRUCache({
       max: 1,
       ttl: options.acceleratorZonesTtlMs ?? 10 * 60_000,
@@ -440,7 +458,8 @@ export class GceProvider implements ComputeProvider {
       // so a cancelled provision ends only when nothing it sent can still land.
       const instanceResource = this.instanceResource(request);
       // A retried insert of a create that did land answers 409, and is adopted below.
-      const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }), this.insertTimeoutMs, signal);
+      const serverTimeout = serverTimeoutHeader(this.insertTimeoutMs);
+      const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }, serverTimeout), insertAnswerWithinMs(this.insertTimeoutMs), signal);
       onProgress('inserting');
       abortIfAsked(signal);
       await this.waitForOperation(zone, operationName(op), onProgress, signal, request.offer.provisioningModel === 'FLEX_START');
@@ -577,17 +596,25 @@ export class GceProvider implements ComputeProvider {
   }
 
   private async releaseNode({ ref, owner, createMayBeInFlight, startedAt }: ReleaseRequest, onProgress: (status: string) => void): Promise<ReleaseResult> {
+    const began = Date.now();
     let instance = await this.getInstance(ref);
-    // A create whose outcome is unknown may still land: watch for it until its deadline.
-    const settledBy = createMayBeInFlight ? Date.now() + this.insertTimeoutMs + this.pollMs : 0;
+    const foundAtOnce = instance !== undefined;
+    // A create whose outcome is unknown may still land: watch for it until no insert can.
+    const settledBy = createMayBeInFlight ? began + insertAnswerWithinMs(this.insertTimeoutMs) + this.pollMs : 0;
     while (!instance && Date.now() < settledBy) {
       onProgress(`waiting until ${new Date(settledBy).toISOString()} for a create that may still land`);
       await sleep(this.pollMs);
       instance = await this.getInstance(ref);
     }
-    if (!instance) return { outcome: ReleaseOutcome.Absent, stoppedAt: startedAt ? await this.stoppedSince(ref, startedAt) : undefined };
-    if (!isOwnedBy(instance.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
-    const window: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: instance.lastStartTimestamp ?? undefined };
+    const until = new Date(settledBy).toISOString();
+    if (!instance) {
+      const watch: Pick<ReleaseResult, 'createWatch'> = createMayBeInFlight ? { createWatch: { outcome: 'deadline-passed', until } } : {};
+      return { outcome: ReleaseOutcome.Absent, stoppedAt: startedAt ? await this.stoppedSince(ref, startedAt) : undefined, ...watch };
+    }
+    // Found only while watching (not at the first look): the create landed after the run gave up on it.
+    const late: Pick<ReleaseResult, 'createWatch'> = foundAtOnce ? {} : { createWatch: { outcome: 'landed-late', until, afterSeconds: Math.round((Date.now() - began) / 1000) } };
+    if (!isOwnedBy(instance.labels, owner)) return { outcome: ReleaseOutcome.NotOurs, ...late };
+    const window: ReleaseResult = { outcome: ReleaseOutcome.Deleted, startedAt: instance.lastStartTimestamp ?? undefined, ...late };
     const alreadyStopped = instance.status === 'TERMINATED' || instance.status === 'SUSPENDED';
     try {
       const [op] = await this.api(`delete ${ref.name}`, () => this.instances.delete({ project: this.options.project, zone: ref.zone, instance: ref.name }));

@@ -16,6 +16,7 @@ import { GoogleAuth, PassThroughClient, type gaxios } from 'google-auth-library'
 import { LRUCache } from 'lru-cache';
 import type { BucketAnswer, StorageActivities } from '../../workflows/activity-contract';
 import { isBucketName } from '../../workflows/storage-uri';
+import type { DatasetChecker } from './datasets';
 
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';
 export const STORAGE_READ_SCOPE = 'https://www.googleapis.com/auth/devstorage.read_only';
@@ -112,11 +113,15 @@ export function describeProblem(bucket: string, err: unknown): string {
   return `the storage API did not answer for gs://${bucket} (${why.slice(0, 400)})`;
 }
 
-export function createStorageActivities(locator: BucketLocator | undefined): StorageActivities {
+export function createStorageActivities(locator: BucketLocator | undefined, datasets?: DatasetChecker): StorageActivities {
   return {
     async locateBuckets({ buckets }) {
       if (!locator) return buckets.map((bucket) => ({ bucket, problem: 'this worker reads no bucket locations (no storage API configured, or STERNA_STORAGE_LOCATIONS=off)' }));
       return Promise.all(buckets.map((bucket) => locator.locate(bucket)));
+    },
+    async checkDatasets({ uris }) {
+      if (!datasets) return uris.map((uri) => ({ uri, problem: 'this worker checks no datasets (no storage API configured, or STERNA_STORAGE_LOCATIONS=off)' }));
+      return Promise.all(uris.map((uri) => datasets.check(uri)));
     },
   };
 }

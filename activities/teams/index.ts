@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { mapLimited } from '../map-limited';
 import type { TeamWebhooks } from '../../workflows/run/notify-spec';
-import { admissionRequestSignal, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
+import { admissionOfQuery, admissionRequestSignal, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
 
 /** Describe calls in flight at once during a sweep. */
 const DESCRIBES_IN_FLIGHT = 16;
@@ -33,6 +33,10 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
         staticSummary: `team ${team}: budget, GPU quota and queue`,
       });
       return { teamWebhooks: (options.teamWebhooks?.[team]?.length ?? 0) > 0 };
+    },
+    async admissionOf({ team, runId }) {
+      const { taskQueue } = Context.current().info;
+      return options.client.workflow.getHandle(teamWorkflowId(taskQueue, team)).query(admissionOfQuery, runId);
     },
     async closedRuns({ runIds }) {
       const context = Context.current();

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { ObserverOptions } from '../../activities/fleet';
 import { GkeProvider } from '../../activities/providers/gke';
 import { catalogPriceBook } from '../../config/price-book';
 import { publishExampleLocally } from '../../examples/publish';
@@ -34,7 +35,8 @@ export const NODES: FakeNode[] = [
   { name: 'standard-l4-f', zone: 'us-central1-f', accelerator: 'nvidia-l4', gpus: 1, spot: false },
 ];
 
-export async function startKubeStack(): Promise<KubeStack> {
+/** `observer`: the worker's observer options, which also bound what an observer it serves may do. */
+export async function startKubeStack(options: { observer?: ObserverOptions } = {}): Promise<KubeStack> {
   const dir = mkdtempSync(join(tmpdir(), 'sterna-kube-'));
   const bucketsDir = join(dir, 'buckets');
   publishExampleLocally(bucketsDir);
@@ -57,7 +59,7 @@ export async function startKubeStack(): Promise<KubeStack> {
     });
     cleanup.push(async () => provider.close());
     const taskQueue = uniqueTaskQueue('gke');
-    const worker = await sternaTestWorker(taskQueue, { gke: provider });
+    const worker = await sternaTestWorker(taskQueue, { gke: provider }, options.observer ? { observer: options.observer } : {});
     const running = worker.run();
     cleanup.push(async () => {
       worker.shutdown();

@@ -13,7 +13,7 @@ import { catalogPriceBook } from '../../config/price-book';
 import type { GceConfig } from '../../config/worker-config';
 import { publishExampleLocally } from '../../examples/publish';
 import type { GceProvider } from '../../activities/providers/gce';
-import { buildGceProvider } from '../../workers/providers';
+import { buildDatasetChecker, buildGceProvider } from '../../workers/providers';
 import { BucketLocator } from '../../activities/storage';
 import { observerOptions } from '../../activities/fleet';
 import type { RunSpecInput } from '../../workflows/spec';
@@ -86,7 +86,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
     },
     async startWorker() {
-      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint), observer: STACK_OBSERVER });
+      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER });
       running = worker.run();
     },
     async stopWorker() {

@@ -18,6 +18,7 @@
 import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { CarriedMemory, FleetActivities, FleetObserverInput, ObserverOptions } from './contract';
 import { observerWantedSignal } from './messages';
+import { acceptedOptions, DEFAULT_OBSERVER_OPTIONS } from './options';
 
 /** watchFleet calls per workflow run: at 5 minutes each, a new run every 15 minutes keeps histories small. */
 const CALLS_PER_RUN = 3;
@@ -36,10 +37,11 @@ export async function fleetObserver(input: FleetObserverInput): Promise<void> {
   let idleSinceMs = input.idleSinceMs;
   // The latest requester's options apply from the next call: workers restarted with a new
   // configuration change a running observer without stopping it.
-  let options: ObserverOptions = { settings: input.settings, watchSeconds: input.watchSeconds, idleExitSeconds: input.idleExitSeconds };
+  // Anyone who may signal the observer can send options: only a well-formed set is taken.
+  let options: ObserverOptions = acceptedOptions({ settings: input.settings, watchSeconds: input.watchSeconds, idleExitSeconds: input.idleExitSeconds }, DEFAULT_OBSERVER_OPTIONS);
   setHandler(observerWantedSignal, (request) => {
     idleSinceMs = undefined;
-    if (request.options) options = request.options;
+    if (request?.options) options = acceptedOptions(request.options, options);
   });
   let memory: CarriedMemory | undefined = input.memory;
   for (let call = 0; call < CALLS_PER_RUN && !workflowInfo().continueAsNewSuggested; call++) {

@@ -41,6 +41,7 @@ import { zonePrior, type ZoneMemory } from '../zones/memory';
 import { throughputOf } from './throughput';
 import type { MeasuredLoss, MeasuredThroughput } from './measured';
 import { checkpointInterval } from '../run/checkpoint-interval';
+import type { Plan, PlanRow, PlanWork, ThroughputSource } from './contract';
 
 /** One preemption a day: a prior for a zone nothing is known of, not a measurement. */
 export const PRIOR_PREEMPTIONS_PER_HOUR = 1 / 24;
@@ -57,74 +58,6 @@ export interface PlanInputs {
   measured?: MeasuredThroughput;
   /** What a preemption cost runs of this spec (the throughput memory). */
   measuredLoss?: MeasuredLoss;
-}
-
-/**
- * Where a row's speed came from: runs of this spec (`measured`), the expected duration as
- * stated (`expected`: the accelerator it is stated on), or relative throughput from the
- * spec's figures (`spec`) or the datasheet table (`datasheet`).
- */
-export type ThroughputSource = 'measured' | 'expected' | 'spec' | 'datasheet';
-
-/** What the work was taken from: the spec's expected duration, or total steps over a measured rate. */
-export interface PlanWork extends GpuSlice {
-  basis: 'expected-duration' | 'measured-steps';
-  /** The accelerator (and count per node) the work is stated on. */
-  accelerator: string;
-  acceleratorCount: number;
-  hours: number;
-  totalSteps?: number;
-  /** With measured-steps: the anchor's measured steps per second per GPU and the training seconds behind it. */
-  stepsPerGpuSecond?: number;
-  measuredSeconds?: number;
-}
-
-export interface PlanRow {
-  accelerator: string;
-  /** The slice of each GPU, when the offer is one (GKE: MIG partition, time-sharing); e.g. `MIG 1g.10gb`. */
-  slice?: string;
-  acceleratorCount: number;
-  zone: string;
-  region: string;
-  provisioningModel: Offer['provisioningModel'];
-  /** Per VM (one node). */
-  pricePerHour: number;
-  /** VMs the run takes (resources.nodes): the cost is price x nodes x hours. */
-  nodes: number;
-  /** Hours of work on this choice without interruption. */
-  workHours: number;
-  /** What the work alone costs here, uninterrupted (price x nodes x work hours): what placement's price-per-hour ranking does not see. */
-  workCostUsd: number;
-  /** Expected hours including the work lost to preemptions and the restarts. */
-  expectedHours: number;
-  expectedCostUsd: number;
-  expectedPreemptions: number;
-  /** When it would finish if started now (ISO); absent when it never would. */
-  finishAt?: string;
-  /** Chance of missing the deadline, 0..1; absent without a deadline. */
-  missRisk?: number;
-  /** Preemptions per hour used, and whether from what the project saw or the prior. */
-  preemptionsPerHour: number;
-  preemptionSource: 'observed' | 'prior' | 'none';
-  /** Seconds one preemption costs (restart and lost work), and whether runs of this spec measured it or it is the prior. */
-  lossSeconds: number;
-  lossSource: 'measured' | 'prior';
-  throughputSource: ThroughputSource;
-  /** Steps per second on this choice, when measured by runs of this spec. */
-  stepsPerSecond?: number;
-  /** The choice the run would try first. */
-  pick: boolean;
-}
-
-export interface Plan {
-  rows: PlanRow[];
-  /** Offers the plan could not predict (no throughput figure for the accelerator), as accelerator names. */
-  unpredictable: string[];
-  /** Why no row is marked as the pick, when none is. */
-  noPick?: string;
-  deadline?: string;
-  /** What the work was taken from; absent when nothing could be predicted. */
-  work?: PlanWork;
 }
 
 export function predictPlan({ spec, offers, nowMs, memory, measured = {}, measuredLoss }: PlanInputs): Plan {

@@ -5,23 +5,15 @@
  * `client/plan.ts`; short-lived, so it never needs continue-as-new.
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
-import type { SternaActivities, UnpricedZone } from '../activity-contract';
+import type { SternaActivities } from '../activity-contract';
 import { nonRetryableFailureTypes } from '../failures';
-import type { PriceStamp } from '../pricing-book/contract';
 import { capacityRequest } from '../run/requests';
 import { parseSpec } from '../spec';
 import type { ZoneActivities } from '../zones/contract';
-import type { ThroughputActivities } from './contract';
+import type { PlanResult, ThroughputActivities } from './contract';
 import { measuredFor, measuredLossFor, type ThroughputMemory } from './measured';
-import { predictPlan, type Plan } from './predict';
+import { predictPlan } from './predict';
 import { THROUGHPUT_PATCH } from './run-link';
-
-export interface PlanResult extends Plan {
-  /** When the plan was made (ISO): its finish times count from then. */
-  at: string;
-  prices: PriceStamp;
-  unpriced: UnpricedZone[];
-}
 
 const { findCapacity, readZoneMemory } = proxyActivities<SternaActivities & ZoneActivities>({
   startToCloseTimeout: '2 minutes',

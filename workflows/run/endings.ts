@@ -22,6 +22,8 @@ export const Next = {
   Place: 'place',
   /** Nothing: the run is stopping for another reason. */
   Stop: 'stop',
+  /** The run fails with the ending's named failure: no new VM can change the outcome. */
+  Fail: 'fail',
 } as const;
 export type Next = (typeof Next)[keyof typeof Next];
 
@@ -29,6 +31,8 @@ export interface EndingRule {
   /** What the zone learns (fed to placement's cooldown and the policy). */
   zoneEvent?: ZoneEventKind;
   next: Next;
+  /** Next.Fail: the named failure the run ends with. */
+  failure?: FailureType;
   timeline: (typeof TimelineKind)[keyof typeof TimelineKind];
   /**
    * Whether the run may place its next attempt while this one's release is still running.
@@ -52,6 +56,8 @@ export const ENDINGS: Record<Ending, EndingRule> = {
   [AttemptOutcome.Conflict]: { next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
   [AttemptOutcome.Switched]: { next: Next.Place, timeline: TimelineKind.Switching, releaseBeside: false },
   [AttemptOutcome.Stopped]: { next: Next.Stop, timeline: TimelineKind.Stopped, releaseBeside: false },
+  // The command's program is missing or cannot execute: the same on every VM, so no restart.
+  [AttemptOutcome.NotRunnable]: { next: Next.Fail, failure: FailureType.UserCodeFailed, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
 };
 
 /** A provision that failed with one of these named failures ended its attempt so. */
@@ -71,6 +77,16 @@ export const AGENT_FAILURES: Readonly<Record<number, string>> = {
   67: 'the checkpoint to resume from is missing or does not match its sha256',
   68: 'a secret could not be read in the VM (the agent\'s log says which and why)',
   70: 'the agent could not create its work directory',
+};
+
+/**
+ * Exit codes of the training command that say it never ran (the shell's and env's
+ * conventions, which the agent's `exec env -- <command>` keeps): the same on any VM.
+ * Each ends its attempt NotRunnable, and the run at once, with what to fix.
+ */
+export const NOT_RUNNABLE_EXITS: Readonly<Record<number, (program: string) => string>> = {
+  126: (program) => `the training command's program ${program} cannot execute (exit code 126: not executable, or not a program this VM can run); make it executable (chmod +x) or run it through its interpreter in command, e.g. ["python", "train.py"]`,
+  127: (program) => `the training command's program ${program} was not found (exit code 127); install it in the VM's image, stage it with datasets, or fix command[0]`,
 };
 
 export function exitReason(exitCode: number): string {

@@ -133,15 +133,18 @@ export function gangObservation(live: ResourceRef, observation: ResourceObservat
  */
 export function gangRelease(results: readonly ReleaseResult[]): ReleaseResult {
   const outcome = results.some((r) => r.outcome === 'deleted') ? 'deleted' : results.some((r) => r.outcome === 'not-ours') ? 'not-ours' : 'absent';
+  // A node that landed late speaks for the gang's watch; else any node's passed deadline.
+  const watch = results.find((r) => r.createWatch?.outcome === 'landed-late')?.createWatch ?? results.find((r) => r.createWatch)?.createWatch;
+  const watched = watch ? { createWatch: watch } : {};
   const first = gangStartedAt(results.map((r) => r.startedAt));
   if (!first) {
     const stops = results.map((r) => r.stoppedAt).filter((t): t is string => t !== undefined);
-    return { outcome, ...(stops.length ? { stoppedAt: stops.reduce((a, b) => (Date.parse(a) >= Date.parse(b) ? a : b)) } : {}) };
+    return { outcome, ...(stops.length ? { stoppedAt: stops.reduce((a, b) => (Date.parse(a) >= Date.parse(b) ? a : b)) } : {}), ...watched };
   }
   // A node found gone says only when it stopped: it ran from the gang's start, as far as anyone knows.
   const ran = results.map((r) => (r.stoppedAt ? Math.max(0, Date.parse(r.stoppedAt) - Date.parse(r.startedAt ?? first)) : 0));
   const meanMs = ran.reduce((a, b) => a + b, 0) / results.length;
-  return { outcome, startedAt: first, stoppedAt: new Date(Date.parse(first) + Math.round(meanMs)).toISOString() };
+  return { outcome, startedAt: first, stoppedAt: new Date(Date.parse(first) + Math.round(meanMs)).toISOString(), ...watched };
 }
 
 /** The earliest of the nodes' start times: the gang is billed from its first node. */

@@ -8,7 +8,8 @@
  *
  * The workflow (training-run.ts) only carries commands out: activities, timers, messages.
  */
-import type { BucketAnswer, UnpricedZone } from '../activity-contract';
+import type { BucketAnswer, CreateWatch, DatasetAnswer, UnpricedZone } from '../activity-contract';
+import { missingDatasets } from './datasets';
 import { actionOf, decideAuto, offersFor } from '../auto-policy';
 import { FailureType } from '../failures';
 import { DEFAULT_FLEET_SETTINGS } from '../fleet/contract';
@@ -24,7 +25,7 @@ import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { ZoneMemory } from '../zones/memory';
 import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
-import { AGENT_FAILURES, ENDINGS, exitReason, Next, PROVISION_FAILURES } from './endings';
+import { AGENT_FAILURES, ENDINGS, exitReason, Next, NOT_RUNNABLE_EXITS, PROVISION_FAILURES } from './endings';
 import { movedOff, movePlanFor, runEndMs } from './flex-cut';
 import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, isFlexStart, LEGACY_FLEX_START_MIN_RUN_SECONDS, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
@@ -48,8 +49,9 @@ export type RunEvent =
   /**
    * `zoneMemory`: the project's zone memory for this run's accelerators, when the run read it (workflows/zones).
    * `bucketLocations`: the storage API's word on the datasets' buckets, when the run asked (run/data-placement.ts).
+   * `datasets`: whether each dataset exists, asked before the run's first VM (run/datasets.ts).
    */
-  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory; bucketLocations?: BucketAnswer[] }
+  | { kind: 'offers'; offers: Offer[]; unpriced?: UnpricedZone[]; prices?: PriceStamp; zoneMemory?: ZoneMemory; bucketLocations?: BucketAnswer[]; datasets?: DatasetAnswer[] }
   /** The zone memory read again while an attempt trains (undefined: not reachable). */
   | { kind: 'zone-memory'; memory?: ZoneMemory }
   /** What came of handing the live attempt's agent a new checkpoint interval (run/live-interval.ts). */
@@ -57,7 +59,7 @@ export type RunEvent =
   | { kind: 'provisioned'; attempt: number; startedAt?: string; adopted: boolean; observerAsked?: boolean }
   /** A provision that ended with a named failure (workflows/failures.ts). */
   | { kind: 'provision-failed'; attempt: number; failure: string; message: string }
-  | { kind: 'released'; attempt: number; outcome: 'deleted' | 'absent' | 'not-ours'; startedAt?: string; stoppedAt?: string }
+  | { kind: 'released'; attempt: number; outcome: 'deleted' | 'absent' | 'not-ours'; startedAt?: string; stoppedAt?: string; createWatch?: CreateWatch }
   /** A release running beside the run began (its `released` comes later), or it failed: it is asked again, before anything else. */
   | { kind: 'releasing'; attempt: number }
   | { kind: 'release-failed'; attempt: number; message: string }
@@ -149,6 +151,12 @@ export interface Context {
    * record those patches. Without it, `policyStats` alone decides (2 or 1).
    */
   policyRules?: () => StatsRules;
+  /**
+   * Whether an exit of NOT_RUNNABLE_EXITS (126, 127) ends the run at once rather than
+   * restarting it (run/patches.ts); asked only when such an exit is seen, so only runs that
+   * meet one record its patch. Without it, such an exit restarts like any other.
+   */
+  notRunnableExits?: () => boolean;
 }
 
 /** How `auto` asks its policy, by what the run was recorded with (Context). */
@@ -244,11 +252,15 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       const refused = absorbAdmission(state, event.decision, now);
       return refused && { kind: 'fail', ...refused };
     }
-    case 'offers':
+    case 'offers': {
+      // A dataset that is not there would fail staging on every VM: fail before creating one.
+      const missing = event.datasets && missingDatasets(spec, event.datasets);
+      if (missing) return { kind: 'fail', ...missing };
       if (event.bucketLocations) absorbBucketLocations(state, event.bucketLocations, now);
       absorbPrices(state, event);
       if (event.zoneMemory) state.zoneMemory = memoryFor(event.zoneMemory, event.offers);
       return absorbOffers(state, spec, event.offers);
+    }
     case 'provisioned': {
       const attempt = state.attempts[event.attempt - 1];
       attempt.createSettled = true;
@@ -355,7 +367,20 @@ export function absorbRelease(state: RunState, event: Extract<RunEvent, { kind: 
   attempt.released = true;
   if (attempt.outcome === AttemptOutcome.Running) attempt.outcome = AttemptOutcome.Stopped;
   const said = { deleted: 'deleted', absent: 'never created (its create did not land)', 'not-ours': 'not ours, left alone' } as const;
-  record(state, nowMs, { kind: TimelineKind.Released, event: `released: ${attempt.ref.name} ${said[event.outcome]}`, attempt: attempt.attempt, zone: attempt.offer.zone, released: event.outcome });
+  record(state, nowMs, {
+    kind: TimelineKind.Released,
+    event: `released: ${attempt.ref.name} ${said[event.outcome]}${event.createWatch ? ` ${createWatchSaid(event.createWatch)}` : ''}`,
+    attempt: attempt.attempt,
+    zone: attempt.offer.zone,
+    released: event.outcome,
+    ...(event.createWatch ? { createWatch: event.createWatch.outcome } : {}),
+  });
+}
+
+/** What the release's watch for a create that may still have landed found, for the timeline. */
+function createWatchSaid(watch: CreateWatch): string {
+  if (watch.outcome === 'landed-late') return `(its create landed late, ${watch.afterSeconds ?? '?'} s after the release began; found under its name while watching)`;
+  return `(watched for a create that might still land until ${watch.until}, after which none can)`;
 }
 
 function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObservation, via: 'observer' | 'look', context: Context): Command | undefined {
@@ -387,7 +412,7 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
   if (movedOff(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `moved before its run duration ends, from its final checkpoint (step ${state.lastCheckpoint?.step ?? '?'})`);
   // GCE never preempts a flex-start VM: one that stops reached its run duration.
   if (reachedRunDuration(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `maximum run duration (${live.runDurationSeconds ?? '?'} s) reached`);
-  const ending = endingOf(s, state.phase === Phase.Staging, context.endsOnExit === true);
+  const ending = endingOf(s, state.phase === Phase.Staging, context.endsOnExit === true, context.notRunnableExits);
   if (ending) {
     if (ending.exitCode !== undefined) live.exitCode = ending.exitCode;
     return endAttempt(state, spec, live, ending.outcome, now, ending.reason);
@@ -415,10 +440,12 @@ function ownerLabels(owner: Owner): Record<string, string> {
  * its notice period until it is down, so the final checkpoint it writes is not lost; or,
  * `onExit`, until its agent says it exited, which it does only once that checkpoint is up.
  */
-export function endingOf(s: AgentSnapshot, staging: boolean, onExit = false): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
+export function endingOf(s: AgentSnapshot, staging: boolean, onExit = false, notRunnable?: () => boolean): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
   // The agent publishes its exit only after uploading the final checkpoint.
   if (s.phase === 'exited' && s.exitCode !== undefined && !s.preempted) {
     if (s.exitCode === 0) return { outcome: AttemptOutcome.Completed, exitCode: 0 };
+    // Asked only on such an exit: a run recorded before the row restarts as it did.
+    if (NOT_RUNNABLE_EXITS[s.exitCode] !== undefined && notRunnable?.() === true) return { outcome: AttemptOutcome.NotRunnable, exitCode: s.exitCode, reason: `exit code ${s.exitCode}` };
     // Before training starts, a non-zero exit is the agent's own failure, named by its code.
     const agentFailure = staging && AGENT_FAILURES[s.exitCode] !== undefined;
     return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode, reason: agentFailure ? exitReason(s.exitCode) : `exit code ${s.exitCode}` };
@@ -488,6 +515,13 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
       return undefined;
     case Next.Stop:
       return undefined;
+    case Next.Fail: {
+      const program = JSON.stringify(spec.command[0] ?? '').slice(0, 200);
+      const why = attempt.exitCode !== undefined ? NOT_RUNNABLE_EXITS[attempt.exitCode]?.(program) : undefined;
+      const message = `${why ?? `training failed with ${detail ?? outcome}`}; not retried: a new VM would fail the same way`;
+      record(state, now, { ...where, kind: rule.timeline, event: `${outcome} in ${zone}: ${message}` });
+      return { kind: 'fail', failure: rule.failure ?? FailureType.UserCodeFailed, message, details: { exitCode: attempt.exitCode } };
+    }
   }
 }
 

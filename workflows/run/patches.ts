@@ -70,3 +70,21 @@ export function policyRules(policyStats: boolean | undefined): StatsRules {
   }
   return rules;
 }
+
+/**
+ * Whether a training command that exits 126 or 127 ends the run at once (run/endings.ts
+ * NOT_RUNNABLE_EXITS). Asked only when such an exit is seen: a run recorded before the row
+ * has no marker there and restarts as it did.
+ */
+export function notRunnableExits(): boolean {
+  return patched('sterna-not-runnable-exits');
+}
+
+/**
+ * Whether the first placement checks that every dataset object exists before any VM is
+ * created (run/datasets.ts). Asked only at a run's first placements: a run recorded before
+ * the check replays without it.
+ */
+export function checksDatasets(): boolean {
+  return patched('sterna-dataset-check');
+}

@@ -7,7 +7,9 @@ import { isCancellation } from '@temporalio/workflow';
 import { hasChange } from './changes';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
-import type { BucketAnswer } from '../activity-contract';
+import type { BucketAnswer, DatasetAnswer } from '../activity-contract';
+import { datasetsToCheck } from './datasets';
+import { checksDatasets } from './patches';
 import { bucketsToLocate } from './data-placement';
 import type { RunEvent } from './machine';
 import type { MemoryLink } from './memory-link';
@@ -25,12 +27,29 @@ export class PlacementActs {
 
   async findCapacity(): Promise<Extract<RunEvent, { kind: 'offers' }>> {
     const memoryFor = this.memories.zones.readWithCapacity();
-    const [found, zoneMemory, bucketLocations] = await Promise.all([
+    const [found, zoneMemory, bucketLocations, datasets] = await Promise.all([
       this.acts.quick.findCapacity({ ...capacityRequest(this.spec), ...(memoryFor ? { zoneMemoryFor: memoryFor } : {}) }),
       memoryFor ? undefined : this.memories.zones.read(),
       this.locateBuckets(),
+      this.checkDatasets(),
     ]);
-    return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}) };
+    return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}), ...(datasets ? { datasets } : {}) };
+  }
+
+  /**
+   * Whether the datasets exist, asked before the run's first VM (run/datasets.ts). A
+   * worker or API that cannot answer costs the run nothing: the agent finds out, as before.
+   */
+  private async checkDatasets(): Promise<DatasetAnswer[] | undefined> {
+    const uris = datasetsToCheck(this.spec, this.state);
+    // Runs recorded before the check replay without it.
+    if (uris.length === 0 || !checksDatasets()) return undefined;
+    try {
+      return await this.acts.storage.checkDatasets({ uris });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return undefined;
+    }
   }
 
   /**

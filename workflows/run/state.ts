@@ -47,6 +47,11 @@ export const AttemptOutcome = {
   Switched: 'switched',
   /** Stopped by the run itself: cancelled, a limit reached, or handed over unfinished. */
   Stopped: 'stopped',
+  /**
+   * The training command could not be run at all (its program not found, or not
+   * executable: exit 127 or 126, endings.ts NOT_RUNNABLE_EXITS): no other VM can change that.
+   */
+  NotRunnable: 'not-runnable',
 } as const;
 export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
 /** Every outcome but `running`: how an attempt can end. */
@@ -150,6 +155,12 @@ export interface TimelineEvent {
   model?: ProvisioningModel;
   /** What release found (released events). */
   released?: 'deleted' | 'absent' | 'not-ours';
+  /**
+   * Released events of a create that may still have been in flight: `landed-late`, the
+   * resource appeared while release watched for it; `deadline-passed`, none appeared
+   * before no create of it could land any more (ReleaseResult.createWatch).
+   */
+  createWatch?: 'landed-late' | 'deadline-passed';
 }
 
 /** The current placement round: the offers found and the ones tried since. */

@@ -18,6 +18,9 @@ export interface TeamInput {
   state?: TeamState;
 }
 
+/** The teamLedger workflow as clients start it (a plain type: test/client.test.ts checks it against the workflow). */
+export type TeamLedgerWorkflow = (input: TeamInput) => Promise<void>;
+
 /** A run asks to start (run -> team, through the askAdmission activity's signal-with-start). */
 export const admissionRequestSignal = defineSignal<[request: AdmissionRequest]>('admissionRequest');
 /** A run's ledger total so far (run -> team), sent as its attempts are billed. */
@@ -30,6 +33,8 @@ export const admissionSignal = defineSignal<[decision: AdmissionDecision]>('admi
 /** Set budget, period or GPU quota; applies to queued runs at once. Answers the team as it now stands. */
 export const setTeamLimitsUpdate = defineUpdate<TeamView, [change: LimitsChange]>('setTeamLimits');
 export const teamQuery = defineQuery<TeamView>('team');
+/** The ledger's standing answer about one run (rules.ts `admissionOf`); null when it has never heard of it. */
+export const admissionOfQuery = defineQuery<AdmissionDecision | null, [runId: string]>('admissionOf');
 
 /** What the worker that carried the ask knows of the team (absent from runs recorded before it said). */
 export interface AdmissionAsked {
@@ -40,6 +45,8 @@ export interface AdmissionAsked {
 export interface TeamActivities {
   /** Signal-with-start of the team workflow with the run's request. */
   askAdmission(input: { team: string; request: AdmissionRequest }): Promise<AdmissionAsked | void>;
+  /** The team ledger's standing answer about a run (a query, so no message to the run can stand in for it); null when it has none. */
+  admissionOf(input: { team: string; runId: string }): Promise<AdmissionDecision | null>;
   /** Of these runs (workflow ids), the ones whose newest execution is closed or that do not exist. */
   closedRuns(input: { runIds: string[] }): Promise<string[]>;
 }

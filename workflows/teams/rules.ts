@@ -91,6 +91,8 @@ export interface TeamState {
   /** Spend of ended runs of this period beyond ENDED_RUNS_KEPT. */
   foldedUsd: number;
   history: ClosedPeriod[];
+  /** The latest refusals (at most ENDED_RUNS_KEPT), so a refused run that asks is told the same (absent in ledgers from before). */
+  refused?: Extract<AdmissionDecision, { outcome: 'refused' }>[];
 }
 
 /** What the team tells one run. */
@@ -285,7 +287,9 @@ export function settle(state: TeamState, nowMs: number): AdmissionDecision[] {
   for (const waiter of state.queue) {
     const v = verdict(state, waiter);
     if ('refused' in v) {
-      decisions.push({ runId: waiter.runId, outcome: 'refused', team: state.team, failure: v.refused, message: v.message, details: v.details });
+      const refusal = { runId: waiter.runId, outcome: 'refused' as const, team: state.team, failure: v.refused, message: v.message, details: v.details };
+      decisions.push(refusal);
+      state.refused = [...(state.refused ?? []), refusal].slice(-ENDED_RUNS_KEPT);
       continue;
     }
     if (v.fits && blockedBy === undefined) {
@@ -302,6 +306,23 @@ export function settle(state: TeamState, nowMs: number): AdmissionDecision[] {
   }
   state.queue = stay;
   return decisions;
+}
+
+/**
+ * The ledger's answer about one run, as it stands: the only admission a run acts on. A
+ * run treats an `admission` signal as news to check here, since anyone who may signal
+ * the run could have sent it. Undefined when the ledger has never heard of the run.
+ */
+export function admissionOf(state: TeamState, runId: string): AdmissionDecision | undefined {
+  if (state.running.some((h) => h.runId === runId)) return { runId, outcome: 'admitted', team: state.team };
+  const queue = [...state.queue].sort(queueOrder);
+  const at = queue.findIndex((w) => w.runId === runId);
+  if (at >= 0) {
+    const v = verdict(state, queue[at]);
+    const reason = 'reason' in v ? v.reason : 'runs ahead of it are waiting';
+    return { runId, outcome: 'queued', team: state.team, position: at + 1, reason };
+  }
+  return state.refused?.find((r) => r.runId === runId);
 }
 
 /** What `sterna team show` and the query answer. */

@@ -1,10 +1,15 @@
 /**
  * The run's link to its team workflow: asks for admission (an activity, since only a
- * client can signal-with-start), hears the answer (a signal), and tells the team what it
- * spent and when it ended (signals from the workflow itself). Only runs that asked their
- * team ever send anything, so runs recorded before teams replay unchanged.
+ * client can signal-with-start), hears that there is an answer (a signal), reads the
+ * answer from the team's ledger (a query, through an activity), and tells the team what
+ * it spent and when it ended (signals from the workflow itself). Only runs that asked
+ * their team ever send anything, so runs recorded before teams replay unchanged.
+ *
+ * The signal itself is never the answer: anyone who may signal the run could send one,
+ * and a forged `admitted` would run it past its team's GPU quota while the ledger still
+ * counted it as queued.
  */
-import { getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Inbox } from '../inbox';
 import type { RunEvent } from '../run/machine';
 import type { RunState } from '../run/state';
@@ -13,11 +18,17 @@ import type { RunSpec } from '../spec';
 import { admissionSignal, runEndedSignal, runSpendSignal, teamWorkflowId, type TeamActivities } from './contract';
 import { admissionRequestOf, teamOf } from './run-admission';
 
+/** Runs recorded before took the team's signal as its answer. */
+export const ADMISSION_FROM_LEDGER_PATCH = 'sterna-admission-from-ledger';
+
 /** How often a run with a billed attempt tells its team what it has spent so far. */
 export const SPEND_REPORT_MS = 10 * 60_000;
 
 export class TeamLink {
   private reportedAt: number | undefined;
+  /** A ledger read in flight, and whether news came while it was (one more read then). */
+  private reading = false;
+  private newsWhileReading = false;
   private readonly acts = proxyActivities<TeamActivities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
@@ -30,7 +41,31 @@ export class TeamLink {
   ) {}
 
   installHandlers(): void {
-    setHandler(admissionSignal, (decision) => this.inbox.push({ kind: 'admission', decision }));
+    setHandler(admissionSignal, (decision) => {
+      if (patched(ADMISSION_FROM_LEDGER_PATCH)) void this.readLedger();
+      else this.inbox.push({ kind: 'admission', decision });
+    });
+  }
+
+  /** Reads the ledger's answer for this run; the run acts on that alone. */
+  private async readLedger(): Promise<void> {
+    if (this.reading) {
+      this.newsWhileReading = true;
+      return;
+    }
+    const team = this.state.admission?.team;
+    if (!team) return;
+    this.reading = true;
+    try {
+      do {
+        this.newsWhileReading = false;
+        // A ledger that cannot be read now is read again at the run's next re-ask.
+        const decision = await this.acts.admissionOf({ team, runId: this.state.runId }).catch(() => null);
+        if (decision && decision.runId === this.state.runId) this.inbox.push({ kind: 'admission', decision });
+      } while (this.newsWhileReading);
+    } finally {
+      this.reading = false;
+    }
   }
 
   async ask(): Promise<RunEvent> {

@@ -11,8 +11,8 @@
  */
 import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { failure, FailureType } from '../failures';
-import { admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamActivities, type TeamInput } from './contract';
-import { applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
+import { admissionOfQuery, admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamActivities, type TeamInput } from './contract';
+import { admissionOf, applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
 
 /**
  * How often the team checks that its running runs still exist: a terminated run never
@@ -60,6 +60,7 @@ export async function teamLedger(input: TeamInput): Promise<void> {
     },
   );
   setHandler(teamQuery, () => teamView(state));
+  setHandler(admissionOfQuery, (runId) => admissionOf(state, runId) ?? null);
 
   look();
   const sweepMs = (input.sweepSeconds ?? SWEEP_SECONDS) * 1000;

@@ -29,6 +29,7 @@ export function outcomeOf(attempt: Attempt, nowMs: number): ZoneOutcome | undefi
       return { ...base, kind: OutcomeKind.Preempted, at: Math.min(stoppedAt, nowMs), ...(lifetimeHours !== undefined ? { lifetimeHours } : {}) };
     case AttemptOutcome.Completed:
     case AttemptOutcome.Failed:
+    case AttemptOutcome.NotRunnable:
     case AttemptOutcome.Switched:
     case AttemptOutcome.Stopped:
     case AttemptOutcome.RunDurationReached:

@@ -1,0 +1,82 @@
+/**
+ * Issue 36, item 5: failures no new VM can change end the run at once, named, instead of
+ * costing a VM per restart. A command whose program does not exist exits 127 on the
+ * first VM and the run fails there (UserCodeFailed, saying what to fix); a dataset whose
+ * object does not exist is found before any VM is created (InvalidSpec), the emulator's
+ * instance list staying empty. Through the real path: runs started with the SDK, real VM
+ * processes in the emulator running the agent, the datasets checked where the VMs stage them.
+ */
+import { strict as assert } from 'node:assert';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { statusQuery } from '../workflows/messages';
+import { runKey } from '../workflows/naming';
+import type { trainingRun } from '../workflows/training-run';
+import { executionHistories } from './helpers/histories';
+import { exampleSpec, startStack, type Stack } from './helpers/stack';
+
+type Run = WorkflowHandle<typeof trainingRun>;
+
+async function failureOf(handle: Run): Promise<ApplicationFailure> {
+  const err = await handle.result().then(
+    () => assert.fail('the run should have failed'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
+  return err.cause;
+}
+
+/** The activities a run scheduled, by type, across its executions. */
+async function scheduled(stack: Stack, workflowId: string, type: string): Promise<number> {
+  const events = (await executionHistories(stack.env.client, workflowId)).flat();
+  return events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === type).length;
+}
+
+describe('deterministic failures end the run at once, named', function () {
+  this.timeout(300_000);
+  let stack: Stack;
+
+  before(async () => {
+    stack = await startStack({ timeFactor: 10 });
+    await stack.startWorker();
+  });
+  after(async () => stack?.stop());
+
+  it('a dataset object that does not exist fails the run before any VM is created', async () => {
+    const spec = exampleSpec();
+    const missing = 'gs://sterna-examples/logreg/no-such-train.csv';
+    const handle = await stack.start({ ...spec, datasets: [spec.datasets![0], { uri: missing, path: 'data/train.csv' }] });
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, 'InvalidSpec');
+    assert.match(failure.message, /^datasets\[1\]\.uri gs:\/\/sterna-examples\/logreg\/no-such-train\.csv: /);
+    assert.match(failure.message, /upload the data or fix the URI/);
+    assert.equal(await scheduled(stack, handle.workflowId, 'provision'), 0, 'nothing was provisioned');
+    assert.deepEqual(await stack.emulator.admin.instances(), [], "the emulator's instance list stays empty");
+    assert.deepEqual(await stack.emulator.billing(), [], 'no VM was ever billed');
+    const { phase, attempt } = await handle.query(statusQuery);
+    assert.equal(phase, 'failed');
+    assert.equal(attempt, undefined, 'no attempt was made');
+
+    // A prefix the agent stages whole is there: the check does not refuse it.
+    const prefixed = await stack.start({ ...spec, datasets: [spec.datasets![0], { uri: 'gs://sterna-examples/logreg/', path: 'data/all' }], command: ['node', 'trainer.js', '--data', 'data/all/train.csv', '--steps', '40', '--step-ms', '25'] });
+    assert.equal((await prefixed.result()).status, 'completed');
+  });
+
+  it('a command whose program does not exist (exit 127) ends the run after one VM, saying what to fix', async () => {
+    const spec = exampleSpec({ command: ['no-such-trainer', '--steps', '10'], recovery: { ...exampleSpec().recovery, maxRestartsOnError: 2 } });
+    const handle = await stack.start(spec);
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, 'UserCodeFailed');
+    assert.match(failure.message, /program "no-such-trainer" was not found \(exit code 127\)/);
+    assert.match(failure.message, /fix command\[0\]/);
+    assert.deepEqual(failure.details, [{ exitCode: 127 }]);
+    assert.equal(await scheduled(stack, handle.workflowId, 'provision'), 1, 'one VM, no restart');
+    const billed = (await stack.emulator.billing()).filter((b) => b.labels['sterna-run'] === runKey(handle.workflowId));
+    assert.equal(billed.length, 1, 'one VM was billed');
+    assert.ok(billed.every((b) => b.stoppedAt), 'and it was released');
+    const { timeline, restarts } = await handle.query(statusQuery);
+    assert.equal(restarts, 0);
+    const ended = timeline.filter((e) => e.kind === 'attempt-failed').map((e) => [e.attempt, e.outcome]);
+    assert.deepEqual(ended, [[1, 'not-runnable']], 'the attempt ended not-runnable');
+  });
+});
