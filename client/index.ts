@@ -150,6 +150,4 @@ export { sternaDataConverter } from '../config/data-converter';
 export { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
 export type { RunResult, RunStatus } from '../workflows/run/views';
 export type { TrainingRunWorkflow } from '../workflows/messages';
-/** A run's log: what its command printed, every attempt, in order (client/logs.ts). */
-export { runLogs, logStoreSettingsFromEnvironment, logsOptionsProblem, type LogEvent, type LogLine, type LogsOptions } from './logs';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

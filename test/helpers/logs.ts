@@ -1,7 +1,7 @@
 /** What the log tests share: a trainer that prints, and reading what it printed back. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LogEvent, LogLine } from '../../client';
+import type { LogEvent, LogLine } from '../../client/logs';
 
 /**
  * A trainer that prints numbered lines (every fifth also a warning on stderr), checkpoints
