@@ -94,6 +94,9 @@ export interface EmulatorSettings {
   checkpointEvery: number;
   /** Completed operations the emulator keeps (its default 5,000 would drop a long run's first inserts). */
   operationsKept?: number;
+  /** Real VM processes running the agent (bench:logs) instead of synthetic guests; steps and checkpointEvery are then unused. */
+  guest?: 'process' | 'synthetic';
+  timeFactor?: number;
 }
 
 /** The emulator as `npm run emulator` runs it, with synthetic guests; resolves with its endpoint. */
@@ -103,10 +106,10 @@ export async function startEmulatorProcess(workDir: string, settings: EmulatorSe
     join(BUILD, 'emulator', 'main.js'),
     '--port', '0',
     '--state-dir', settings.stateDir,
-    '--guest', 'synthetic',
-    '--synthetic-steps', String(settings.steps),
-    '--synthetic-step-seconds', '1',
-    '--synthetic-checkpoint-every', String(settings.checkpointEvery),
+    ...(settings.guest === 'process'
+      ? ['--guest', 'process']
+      : ['--guest', 'synthetic', '--synthetic-steps', String(settings.steps), '--synthetic-step-seconds', '1', '--synthetic-checkpoint-every', String(settings.checkpointEvery)]),
+    ...(settings.timeFactor !== undefined ? ['--time-factor', String(settings.timeFactor)] : []),
     // Preemption -> insert is read from the operations afterwards: keep all of them.
     ...(settings.operationsKept !== undefined ? ['--operations-kept', String(settings.operationsKept)] : []),
     '--buckets-dir', settings.bucketsDir,

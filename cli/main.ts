@@ -5,6 +5,7 @@
  *   sterna validate examples/run.json
  *   sterna check examples/run.json [--json]      (credentials, quotas, buckets... before paying)
  *   sterna start examples/run.json --id my-run --follow
+ *   sterna logs my-run [--follow] [--attempt N|all] [--since 10m] [--tail 100] [--json]
  *   sterna watch my-run [--json] | sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
  *   sterna team set ml --budget 500 --period week --max-gpus 8 | sterna team show ml
@@ -33,6 +34,7 @@ import { addReaperCommands } from './reaper';
 import { addCostCommand } from './cost';
 import { addTeamCommands } from './team';
 import { addZonesCommand } from './zones';
+import { addLogsCommand } from './logs';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -206,6 +208,7 @@ addCostCommand(program, connect);
 addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
 addCheckCommand(program, readSpec);
+addLogsCommand(program, connect);
 
 program
   .parseAsync()

@@ -18,6 +18,8 @@ const exitCodes: Record<ClientErrorKind, number> = {
   [ClientErrorKind.PayloadEncryption]: ExitCode.BadInput,
   [ClientErrorKind.RunFinished]: ExitCode.Failed,
   [ClientErrorKind.RunFailed]: ExitCode.Failed,
+  [ClientErrorKind.NoLogs]: ExitCode.Failed,
+  [ClientErrorKind.LogsUnreadable]: ExitCode.Failed,
   [ClientErrorKind.NoWorker]: ExitCode.Failed,
   [ClientErrorKind.ServerUnreachable]: ExitCode.Failed,
   [ClientErrorKind.ServerError]: ExitCode.Failed,

@@ -35,6 +35,10 @@ export const ClientErrorKind = {
   UpdateRejected: 'UpdateRejected',
   /** The run ended failed, cancelled, terminated or timed out. */
   RunFailed: 'RunFailed',
+  /** The run has no log to read: it never started its command, or not yet. */
+  NoLogs: 'NoLogs',
+  /** The run's log is where the run put it, but cannot be read from here (permission, storage API). */
+  LogsUnreadable: 'LogsUnreadable',
   /** No worker answered a query or update in time: none is polling the run's task queue. */
   NoWorker: 'NoWorker',
   /** The namespace does not exist on the server. */

@@ -1,7 +1,7 @@
 /**
  * The emulator's HTTP server: the GCE API under /compute/v1/, the Cloud Billing Catalog
  * under /v1/services (emulator/billing-catalog.ts), buckets' metadata under /storage/v1/
- * (emulator/storage-api.ts), the admin API under /emulator/v1/,
+ * (emulator/storage-api.ts) and their objects, read-only (emulator/storage-objects.ts), the admin API under /emulator/v1/,
  * GCE-style JSON errors everywhere else. `startEmulator` runs it
  * in-process (tests, the demo); `emulator/main.ts` is the command line.
  *
@@ -33,6 +33,7 @@ import { Scheduler } from './scheduler';
 import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
 import { StateStore } from './state-store';
 import { handleStorage, STORAGE_PREFIX, type BucketSettings } from './storage-api';
+import { handleObjects, isObjectsPath } from './storage-objects';
 import { checkedConfig, DEFAULT_SYNTHETIC_GUEST, SyntheticGuests, type SyntheticGuestConfig } from './synthetic-guest';
 import { loadTrace, traceCatalog, type Trace } from './trace';
 import type { GuestKind, InstanceRecord } from './types';
@@ -312,6 +313,13 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
         if (err instanceof BillingApiError) return sendJson(res, err.status, err.toJSON());
         throw err;
       }
+    }
+    if (isObjectsPath(pathname)) {
+      req.resume();
+      const result = handleObjects({ state, bucketsDir: options.bucketsDir, endpoint: () => endpoint }, method, pathname, query, req.headers.range);
+      if (!('media' in result)) return sendJson(res, result.status, result.body);
+      res.writeHead(result.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': result.media.length, ...result.headers });
+      return void res.end(result.media);
     }
     if (pathname.startsWith(`${STORAGE_PREFIX}/`)) {
       req.resume();

@@ -33,8 +33,13 @@ WORK="${STERNA_WORK_DIR:-$PWD/sterna-work}"
 STATE="$WORK/.sterna"
 CKPT_DIR="$WORK/checkpoints"
 mkdir -p "$STATE" "$CKPT_DIR" || exit 70
+LOG_SPOOL=""   # set once the log is shipped (below): log() appends to it
 
-log() { printf '%s sterna-agent: %s\n' "$(date -u +%FT%TZ)" "$*" >&2; }
+log() { # log MESSAGE -> the agent's stderr (the serial console), and the run's log once it is shipped
+  printf '%s sterna-agent: %s\n' "$(date -u +%FT%TZ)" "$*" >&2
+  if [ -n "${LOG_SPOOL:-}" ]; then printf '%s agent %s\n' "${EPOCHREALTIME:-$(date +%s.%N)}" "$*" >> "$LOG_SPOOL" 2>/dev/null; fi
+  return 0
+}
 
 attr() { # attr NAME -> the run input NAME, empty when absent
   if [ "${STERNA_PUBLISH_MODE:-gce}" = k8s ]; then
@@ -150,6 +155,115 @@ if [ -n "$NUM_NODES" ]; then
   [[ "$MASTER_ADDR" =~ ^[0-9A-Za-z.:-]{1,253}$ ]] || refuse_input "sterna-master-addr (rank 0's internal address)"
   [[ "$MASTER_PORT" =~ ^[1-9][0-9]{0,4}$ ]] || refuse_input "sterna-master-port"
   GANG_ENV=(STERNA_NODE_RANK="$NODE_RANK" STERNA_NUM_NODES="$NUM_NODES" STERNA_MASTER_ADDR="$MASTER_ADDR" STERNA_MASTER_PORT="$MASTER_PORT")
+fi
+
+# --- logs: what the trainer prints, shipped to the bucket as it is printed -----------
+# Every line the trainer prints on stdout or stderr (and every line of this agent's own
+# log) is appended to a spool on the VM's disk as "<unix time, s.µs> <stream> <text>":
+# stream out / err for the command's stdout / stderr, agent for this agent's log; setup
+# (issue 38) gets its own stream name through `annotate`. The trainer's own output still
+# reaches the console unchanged. A shipper copies the spool's new bytes to the run's
+# bucket, beside its checkpoints, every sterna-log-flush-seconds (2), at once on SIGTERM
+# (a preemption notice, a stop or a deletion) and on the notice read from the metadata
+# server, then every half second while the VM winds down, and a last time when the
+# agent exits:
+#
+#   <checkpoint URI>/logs/attempt-<N, 6 digits>/node-<rank>/<spool offset, 16 digits>.log
+#
+# A chunk's name is the spool offset of its first byte: names sort in order, chunks
+# follow one another byte for byte, and a reader that has read up to offset X needs only
+# the chunks that end after it. A chunk whose copy failed is sent again, longer, under
+# the same name; chunks may split a line, which the reader joins (activities/logs/).
+LOG_FLUSH="$(attr sterna-log-flush-seconds)"
+[[ "$LOG_FLUSH" =~ ^[0-9]{1,4}(\.[0-9]{1,3})?$ ]] || LOG_FLUSH=2
+LOG_CHUNK_BYTES=8388608
+LOG_SHIPPED="$STATE/log-shipped"
+LOG_URI="" LOG_SHIPPER=""
+if [[ "$ATTEMPT" =~ ^[0-9]{1,9}$ ]] && [ -n "$CKPT_URI" ] && touch "$STATE/log-spool"; then
+  LOG_URI="$CKPT_URI/logs/attempt-$(printf '%06d' "$((10#$ATTEMPT))")/node-$NODE_RANK"
+  LOG_SPOOL="$STATE/log-spool"
+else
+  log "no attempt number or checkpoint URI: the trainer's output is not shipped"
+fi
+
+put_object() { # put_object FILE DEST -> DEST appears whole or not at all
+  case "$2" in
+    gs://*) copy "$1" "$2" ;;   # an object is visible only once its upload is complete
+    *) local dest="${2#file://}"
+       mkdir -p -- "$(dirname -- "$dest")" && cp -- "$1" "$dest.part" && mv -f -- "$dest.part" "$dest" ;;
+  esac
+}
+
+ship_logs() { # ship_logs -> the spool's new bytes, in chunks; fails when a copy failed
+  local size shipped len chunk="$STATE/log-chunk"
+  while :; do
+    size="$(stat -c %s -- "$LOG_SPOOL" 2>/dev/null)" || return 0
+    shipped="$(cat -- "$LOG_SHIPPED" 2>/dev/null)"
+    [[ "$shipped" =~ ^[0-9]{1,18}$ ]] || shipped=0
+    [ "$size" -gt "$shipped" ] || return 0
+    len=$((size - shipped))
+    [ "$len" -le "$LOG_CHUNK_BYTES" ] || len="$LOG_CHUNK_BYTES"
+    tail -c +"$((shipped + 1))" -- "$LOG_SPOOL" | head -c "$len" > "$chunk"
+    len="$(stat -c %s -- "$chunk")"
+    [ "$len" -gt 0 ] || return 0
+    put_object "$chunk" "$LOG_URI/$(printf '%016d' "$shipped").log" || return 1
+    printf '%s\n' "$((shipped + len))" > "$LOG_SHIPPED.tmp" && mv -f -- "$LOG_SHIPPED.tmp" "$LOG_SHIPPED"
+    # What is in the bucket need not stay on the VM's disk: every 64 MiB shipped, the
+    # spool's shipped bytes become a hole (offsets stay as they are), where the file
+    # system can punch one; a chatty trainer cannot fill the disk with its own log.
+    if [ $(((shipped + len) / 67108864)) -gt $((shipped / 67108864)) ]; then
+      fallocate --punch-hole --offset 0 --length "$((shipped + len))" -- "$LOG_SPOOL" 2>/dev/null || true
+    fi
+  done
+}
+
+log_shipper() { # the background shipper: SIGTERM / SIGUSR1 = ship now, then often; SIGUSR2 = ship the rest and end
+  local interval="$LOG_FLUSH" now=0 last=0 final failing=0 sleeper
+  trap 'now=1 interval=0.5' TERM USR1
+  trap 'last=1' USR2
+  while :; do
+    final="$last" now=0
+    if ship_logs; then
+      failing=0
+    elif [ "$failing" = 0 ]; then
+      failing=1
+      log "could not ship the log to $LOG_URI; will retry"
+    fi
+    [ "$final" = 1 ] && return 0
+    if [ "$now" = 0 ] && [ "$last" = 0 ]; then
+      sleep "$interval" &
+      sleeper=$!
+      wait "$sleeper" 2>/dev/null
+      kill "$sleeper" 2>/dev/null
+    fi
+  done
+}
+
+stop_log_shipper() { # the last lines out; bounded, so a bucket that does not answer cannot hold the VM
+  local t
+  [ -n "$LOG_SHIPPER" ] || return 0
+  kill -USR2 "$LOG_SHIPPER" 2>/dev/null
+  for ((t = 0; t < 300; t++)); do kill -0 "$LOG_SHIPPER" 2>/dev/null || break; sleep 0.1; done
+  pkill -KILL -P "$LOG_SHIPPER" 2>/dev/null
+  kill -KILL "$LOG_SHIPPER" 2>/dev/null
+  wait "$LOG_SHIPPER" 2>/dev/null
+  LOG_SHIPPER=""
+}
+
+annotate() { # annotate STREAM: lines on stdin -> stdout as they are, and to the spool tagged "<time> STREAM"
+  trap '' TERM   # the notice reaches every process: read on until the trainer's last line
+  local line spool
+  exec {spool}>>"$LOG_SPOOL" || { cat; return; }
+  while IFS= read -r line || [ -n "$line" ]; do
+    printf '%s\n' "$line"
+    printf '%s %s %s\n' "${EPOCHREALTIME:-$(date +%s.%N)}" "$1" "$line" >&"$spool"
+  done
+}
+
+if [ -n "$LOG_URI" ]; then
+  log_shipper &
+  LOG_SHIPPER=$!
+  trap stop_log_shipper EXIT
 fi
 
 # --- stage the datasets -------------------------------------------------------------
@@ -359,6 +473,8 @@ watch_preemption() {
       sleep 5
     fi
   done
+  log "preemption notice on the metadata server"
+  [ -z "$LOG_SHIPPER" ] || kill -USR1 "$LOG_SHIPPER" 2>/dev/null
   publish preempted TRUE
 }
 if [ "${STERNA_PUBLISH_MODE:-gce}" = gce ]; then
@@ -374,9 +490,29 @@ cd "$WORK" || exit 70
 # `--`, so no item is read as an option or an assignment (command ["X=1"] is a program
 # named X=1, not found: exit 127). No shell sees argv or env, so no value is evaluated.
 # Secrets are exported in the subshell that execs env, never put on any command line.
+# The trainer's stdout and stderr go through `annotate` (the log above) when it is
+# shipped; PYTHONUNBUFFERED=1 (unless the spec sets it) so that a Python trainer's lines
+# reach it as they are printed, not when a buffer fills or never (a SIGKILL at the end of
+# a notice drops what Python still buffers).
+exec {TRAINER_OUT}>&1 {TRAINER_ERR}>&2
+ANNOTATORS=()
+if [ -n "$LOG_SPOOL" ]; then
+  rm -f -- "$STATE/stdout.fifo" "$STATE/stderr.fifo"
+  if mkfifo -- "$STATE/stdout.fifo" "$STATE/stderr.fifo"; then
+    annotate out < "$STATE/stdout.fifo" &
+    ANNOTATORS+=($!)
+    annotate err < "$STATE/stderr.fifo" >&2 &
+    ANNOTATORS+=($!)
+    exec {TRAINER_OUT}>&- {TRAINER_ERR}>&-
+    exec {TRAINER_OUT}>"$STATE/stdout.fifo" {TRAINER_ERR}>"$STATE/stderr.fifo"
+  else
+    log "could not make the log's pipes: the trainer's output is not in the log"
+  fi
+fi
 (
   for name in "${!SECRETS[@]}"; do export "$name=${SECRETS[$name]}"; done
-  exec env -- "${ENVS[@]}" \
+  exec 1>&"$TRAINER_OUT" 2>&"$TRAINER_ERR" {TRAINER_OUT}>&- {TRAINER_ERR}>&-
+  exec env -- PYTHONUNBUFFERED=1 "${ENVS[@]}" \
     STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
     STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
     ${GANG_ENV[@]+"${GANG_ENV[@]}"} \
@@ -384,8 +520,11 @@ cd "$WORK" || exit 70
     nice -n 0 -- "${ARGV[@]}"
 ) &
 TRAINER=$!
+# Only the trainer holds the pipes now: the annotators read until it (and whatever it
+# started) has closed them.
+exec {TRAINER_OUT}>&- {TRAINER_ERR}>&-
 stopping=0
-trap 'stopping=1; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
+trap 'stopping=1; log "SIGTERM (a preemption notice, a stop or a deletion): stopping the trainer"; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
 
 # Before a flex-start VM's cut the run asks for a final checkpoint through the sterna-move
 # attribute (workflows/run/flex-cut.ts): the trainer is stopped as a preemption notice
@@ -414,6 +553,11 @@ wait "$TRAINER"
 code=$?
 # A trap can interrupt the first wait; the trainer's status is final only once it is gone.
 while kill -0 "$TRAINER" 2>/dev/null; do wait "$TRAINER"; code=$?; done
+# Its last lines: the annotators end when its pipes close (a process it left behind that
+# still holds them gets 5 s more).
+for pid in ${ANNOTATORS[@]+"${ANNOTATORS[@]}"}; do
+  for ((t = 0; t < 50; t++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+done
 
 if [ -n "${WATCHER:-}" ]; then
   # It ignores SIGTERM (above), and its curl may hang for minutes: end both for good.
@@ -428,6 +572,9 @@ publish phase uploading
 publish_progress
 upload_new_checkpoints
 [ "$stopping" = 1 ] && log "stopped by SIGTERM; trainer exited $code"
+[ "$stopping" = 1 ] || log "the trainer exited $code"
+# The whole log is in the bucket before the run hears of the exit (and releases the VM).
+stop_log_shipper
 publish exit "$code"
 publish phase exited
 
