@@ -179,7 +179,12 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
     const second: Run = await stack.start(long);
     try {
       const status = (run: Run) => run.query(statusQuery);
-      await eventually('the first run trains', async () => ((await status(first)).phase === 'training' ? true : undefined), 120_000, 200);
+      let last: unknown;
+      await eventually('the first run trains', async () => {
+        const s = await status(first);
+        last = { phase: s.phase, admission: s.admission, timeline: s.timeline.slice(-4) };
+        return s.phase === 'training' ? true : undefined;
+      }, 180_000, 200).catch((err: Error) => assert.fail(`${err.message}; the run: ${JSON.stringify(last)}`));
       await eventually('the second run is queued', async () => ((await status(second)).admission?.status === 'queued' ? true : undefined), 60_000, 200);
 
       const forged = { runId: second.workflowId, outcome: 'admitted', team: 'vision' };
