@@ -1,6 +1,6 @@
 /**
- * `npm run bench:client -- [--rounds 5] [--json]`: what the five Compute clients of the
- * GCE provider cost a worker process, built as the package builds them ("stock") and as
+ * `npm run bench:client -- [--rounds 5] [--json]`: what the six Compute clients of the
+ * GCE provider and the pre-run checks cost a worker process, built as the package builds them ("stock") and as
  * Sterna builds them (activities/providers/gce-clients.ts), side by side: the heap (used,
  * after a full collection) that building them adds, the process's RSS then (the same
  * modules loaded either way), and the time building takes. Each
@@ -11,7 +11,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { Command } from 'commander';
-import { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
+import { AcceleratorTypesClient, InstancesClient, ProjectsClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
 import { computeClients, type ComputeClientOptions } from '../activities/providers/gce-clients';
 
 const KINDS = ['stock', 'sterna'] as const;
@@ -26,7 +26,7 @@ interface Sample {
 
 function build(kind: Kind, options: ComputeClientOptions): unknown {
   if (kind === 'sterna') return computeClients(options);
-  return [new InstancesClient(options), new ZoneOperationsClient(options), new RegionsClient(options), new ZonesClient(options), new AcceleratorTypesClient(options)];
+  return [new InstancesClient(options), new ZoneOperationsClient(options), new RegionsClient(options), new ZonesClient(options), new AcceleratorTypesClient(options), new ProjectsClient(options)];
 }
 
 function child(kind: Kind): Sample {
@@ -78,7 +78,7 @@ function main(): void {
   const sterna = of('sterna');
   const result = { rounds, stock, sterna, heapRatio: sterna.heapMb / stock.heapMb, rssRatio: sterna.rssMb / stock.rssMb, buildRatio: sterna.buildMs / stock.buildMs };
   const row = (what: string, a: number, b: number, ratio: number) => console.log(`  ${what.padEnd(22)}${a.toFixed(1).padStart(10)}${b.toFixed(1).padStart(10)}${ratio.toFixed(2).padStart(10)}`);
-  console.log(`five Compute clients (median of ${rounds} processes)   stock    sterna   ratio`);
+  console.log(`six Compute clients (median of ${rounds} processes)   stock    sterna   ratio`);
   row('heap added (MB)', stock.heapMb, sterna.heapMb, result.heapRatio);
   row('process RSS (MB)', stock.rssMb, sterna.rssMb, result.rssRatio);
   row('build time (ms)', stock.buildMs, sterna.buildMs, result.buildRatio);

@@ -123,6 +123,8 @@ export async function runPlanBench(o: PlanBenchOptions, log: (line: string) => v
         ...(o.stagingSeconds !== undefined ? { stagingSeconds: o.stagingSeconds * o.timeFactor } : {}),
       },
       bucketsDir,
+      // The benchmark measures placement: the project-wide GPU quota never binds.
+      gpusAllRegions: 1_000_000,
     });
     const admin = new EmulatorAdminClient(emulator.endpoint);
     const provider = buildGceProvider(

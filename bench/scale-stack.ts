@@ -110,6 +110,8 @@ export async function startEmulatorProcess(workDir: string, settings: EmulatorSe
     // Preemption -> insert is read from the operations afterwards: keep all of them.
     ...(settings.operationsKept !== undefined ? ['--operations-kept', String(settings.operationsKept)] : []),
     '--buckets-dir', settings.bucketsDir,
+    // The benchmarks measure orchestration: the project-wide GPU quota never binds (regional quotas are set per run).
+    '--gpus-all-regions', '1000000',
     '--kill-vms-on-exit',
     '--quiet',
   ];

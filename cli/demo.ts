@@ -69,7 +69,8 @@ async function main(opts: DemoOptions): Promise<void> {
     // Emulated time runs 10x faster, so GCE's 30 s preemption notice takes 3 s.
     // It also serves the local buckets' metadata (their location) to the worker.
     const bucketsDir = join(stateDir, 'buckets');
-    const emulator = await startEmulator({ port: 0, stateDir: join(stateDir, 'emulator'), timeFactor: 10, bucketsDir });
+    // A project that has been granted GPUs: a new GCP project's GPUS_ALL_REGIONS is 0, the emulator's default.
+    const emulator = await startEmulator({ port: 0, stateDir: join(stateDir, 'emulator'), timeFactor: 10, bucketsDir, gpusAllRegions: 64 });
     cleanups.push(() => emulator.close({ killVms: true }));
     const admin = new EmulatorAdminClient(emulator.endpoint);
 

@@ -3,6 +3,7 @@
  * The `sterna` command: start, follow, change and cancel training runs.
  *
  *   sterna validate examples/run.json
+ *   sterna check examples/run.json [--json]      (credentials, quotas, buckets... before paying)
  *   sterna start examples/run.json --id my-run --follow
  *   sterna watch my-run [--json] | sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
@@ -27,6 +28,7 @@ import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './a
 import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
+import { addCheckCommand } from './check';
 import { addReaperCommands } from './reaper';
 import { addCostCommand } from './cost';
 import { addTeamCommands } from './team';
@@ -203,6 +205,7 @@ addTeamCommands(program, connect, timeoutMs);
 addCostCommand(program, connect);
 addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
+addCheckCommand(program, readSpec);
 
 program
   .parseAsync()

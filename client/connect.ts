@@ -31,19 +31,33 @@ export interface ConnectOptions {
  */
 export async function connectFromEnvironment(options: ConnectOptions = {}): Promise<Client> {
   const dataConverter = options.plaintextPayloads ? undefined : sternaClientDataConverter();
+  const { connection, namespace } = await connectionFromEnvironment(options);
+  const client = new Client({ connection, namespace, dataConverter });
+  return options.plaintextPayloads ? markPlaintext(client) : client;
+}
+
+/** The Temporal address the environment names (TEMPORAL_ADDRESS, a profile), else 127.0.0.1:7233. */
+export function addressFromEnvironment(): string {
+  return loadClientConnectConfig().connectionOptions.address ?? DEFAULT_ADDRESS;
+}
+
+/**
+ * The connection alone, for what needs no payload codec (`sterna check` reads the
+ * namespace's search attributes even where no key is configured yet). Throws as
+ * `connectFromEnvironment` does.
+ */
+export async function connectionFromEnvironment(options: Pick<ConnectOptions, 'address' | 'namespace'> = {}): Promise<{ connection: Connection; namespace: string; address: string }> {
   const { connectionOptions, namespace: envNamespace } = loadClientConnectConfig();
   const address = options.address ?? connectionOptions.address ?? DEFAULT_ADDRESS;
-  const namespace = options.namespace ?? envNamespace;
+  const namespace = options.namespace ?? envNamespace ?? 'default';
   const refused = await tcpRefusal(address);
   if (refused) throw unreachable(address, refused);
-  let connection: Connection;
   try {
-    connection = await Connection.connect({ ...connectionOptions, address, interceptors: [sizeAwareRetry()] });
+    const connection = await Connection.connect({ ...connectionOptions, address, interceptors: [sizeAwareRetry()] });
+    return { connection, namespace, address };
   } catch (err) {
     throw unreachable(address, err);
   }
-  const client = new Client({ connection, namespace: namespace ?? 'default', dataConverter });
-  return options.plaintextPayloads ? markPlaintext(client) : client;
 }
 
 /**

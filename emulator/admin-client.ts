@@ -47,6 +47,7 @@ export interface BucketView {
   /** Absent while the bucket does not exist or cannot be read. */
   location?: string;
   forbidden: boolean;
+  readOnly: boolean;
 }
 
 export class EmulatorAdminClient {
@@ -101,14 +102,27 @@ export class EmulatorAdminClient {
     return this.call('POST', `zones/${encodeURIComponent(zone)}/capacity`, change);
   }
 
-  /** Sets a regional quota limit (e.g. NVIDIA_L4_GPUS, PREEMPTIBLE_NVIDIA_L4_GPUS); null restores the default. */
-  /** Declares a bucket of the storage API: its location, or that its metadata cannot be read (`forbidden`). */
-  async setBucket(name: string, settings: { location?: string; forbidden?: boolean }): Promise<BucketView> {
+  /**
+   * Declares a bucket of the storage API: its location, that nothing in it can be read
+   * (`forbidden`), or that its objects can be read but not written (`readOnly`).
+   */
+  async setBucket(name: string, settings: { location?: string; forbidden?: boolean; readOnly?: boolean }): Promise<BucketView> {
     return this.call<BucketView>('POST', `buckets/${encodeURIComponent(name)}`, settings);
   }
 
+  /** Sets a regional quota limit (e.g. NVIDIA_L4_GPUS, PREEMPTIBLE_NVIDIA_L4_GPUS); null restores the default. */
   async setQuota(project: string, region: string, metric: string, limit: number | null): Promise<{ metric: string; limit: number; usage: number }[]> {
     return (await this.call<{ quotas: { metric: string; limit: number; usage: number }[] }>('POST', `projects/${encodeURIComponent(project)}/regions/${encodeURIComponent(region)}/quotas`, { metric, limit })).quotas;
+  }
+
+  /** Sets a project-wide quota limit (GPUS_ALL_REGIONS); null restores the emulator's default. */
+  async setProjectQuota(project: string, metric: string, limit: number | null): Promise<{ metric: string; limit: number; usage: number }[]> {
+    return (await this.call<{ quotas: { metric: string; limit: number; usage: number }[] }>('POST', `projects/${encodeURIComponent(project)}/quotas`, { metric, limit })).quotas;
+  }
+
+  /** The project-wide quotas of a project, with limit and usage (as projects.get lists them). */
+  async projectQuotas(project: string): Promise<{ metric: string; limit: number; usage: number }[]> {
+    return (await this.call<{ quotas: { metric: string; limit: number; usage: number }[] }>('GET', `projects/${encodeURIComponent(project)}/quotas`)).quotas;
   }
 
   /**

@@ -9,7 +9,7 @@ import { findZone, machineTypeFor, pricePerHour, type Catalog } from '../config/
 import type { ApiUsage } from './api-usage';
 import { summarize, type BillingSummary } from './billing';
 import type { BillingCatalogService } from './billing-catalog';
-import { capacityLimit, capacityUsed, quotaLimit, quotaUsage } from './capacity';
+import { capacityLimit, capacityUsed, PROJECT_QUOTA_METRICS, projectQuotas, quotaLimit, quotaUsage, type ProjectQuotaDefaults } from './capacity';
 import { flexCapacityLimit, flexCapacityUsed, flexSettings } from './flex-model';
 import type { Clock } from './clock';
 import { GceError, notFound, Reason } from './errors';
@@ -40,6 +40,11 @@ const CapacityBody = z.strictObject({
 });
 
 const QuotaBody = z.strictObject({ metric: z.string().regex(/^[A-Z0-9_]{1,100}$/), limit: z.number().min(0).nullable() });
+const ProjectQuotaBody = z.strictObject({
+  metric: z.enum(PROJECT_QUOTA_METRICS as [string, ...string[]], `a project-wide quota metric: ${PROJECT_QUOTA_METRICS.join(', ')}`),
+  /** null restores the emulator's default. */
+  limit: z.number().min(0).nullable(),
+});
 
 const RateQuotaBody = z.strictObject({
   enabled: z.boolean().optional(),
@@ -151,6 +156,8 @@ export interface AdminContext {
   secrets: SecretStore;
   /** The directory standing in for GCS (its subdirectories are buckets). */
   bucketsDir?: string;
+  /** Project-wide quota limits of projects not set here. */
+  projectQuotas: ProjectQuotaDefaults;
 }
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -347,6 +354,19 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       const metrics = new Set([...Object.values(ctx.catalog.accelerators).flatMap((a) => [a.quotaMetric, `PREEMPTIBLE_${a.quotaMetric}`]), ...Object.keys(ctx.state.quotas[project]?.[region] ?? {})]);
       return ok({ quotas: [...metrics].map((metric) => ({ metric, limit: quotaLimit(ctx.state, ctx.catalog, project, region, metric), usage: quotaUsage(ctx.state, ctx.catalog, project, region, metric) })) });
     }
+    case 'GET projects/*/quotas':
+    case 'POST projects/*/quotas': {
+      const project = s[1];
+      if (!PROJECT_PATTERN.test(project)) throw new GceError(400, Reason.Invalid, `Invalid project '${project}'`);
+      if (method === 'POST') {
+        const b = parse(ProjectQuotaBody, body);
+        const quotas = ((ctx.state.projectQuotas ??= {})[project] ??= {});
+        if (b.limit === null) delete quotas[b.metric];
+        else quotas[b.metric] = b.limit;
+        ctx.persist();
+      }
+      return ok({ quotas: projectQuotas(ctx.state, ctx.projectQuotas, project) });
+    }
     case 'POST projects/*/zones/*/instances/*/preempt':
     case 'POST zones/*/instances/*/preempt': {
       const scoped = s[0] === 'projects';
@@ -375,7 +395,7 @@ export async function handleAdmin(ctx: AdminContext, method: string, s: string[]
       else buckets[name] = parse(BucketSettingsSchema, body);
       ctx.persist();
       const settings = bucketSettings({ state: ctx.state, bucketsDir: ctx.bucketsDir, endpoint: () => '' }, name);
-      return ok({ name, exists: settings !== undefined, location: settings && !settings.forbidden ? (settings.location ?? DEFAULT_BUCKET_LOCATION) : undefined, forbidden: settings?.forbidden ?? false });
+      return ok({ name, exists: settings !== undefined, location: settings && !settings.forbidden ? (settings.location ?? DEFAULT_BUCKET_LOCATION) : undefined, forbidden: settings?.forbidden ?? false, readOnly: settings?.readOnly ?? false });
     }
     case 'GET api-usage':
       return ok(ctx.apiUsage.view(ctx.clock.now(), query.get('project') ?? undefined));

@@ -1,6 +1,7 @@
 /**
  * The Compute Engine v1 REST surface the emulator implements (under /compute/v1/):
  *
+ *   GET  projects/{p}                                 (projects.get: project-wide quotas, GPUS_ALL_REGIONS)
  *   GET  projects/{p}/zones[/{z}]                     GET projects/{p}/regions[/{r}]
  *   GET  projects/{p}/aggregated/acceleratorTypes      GET projects/{p}/aggregated/instances
  *   GET  projects/{p}/zones/{z}/acceleratorTypes[/{a}] GET projects/{p}/zones/{z}/machineTypes[/{m}]
@@ -13,6 +14,7 @@
  * insert/delete take `requestId` (a retried request gets the same operation).
  */
 import { allZones, findZone, machineTypesInZone, type Catalog } from '../config/catalog';
+import { projectQuotas, type ProjectQuotaDefaults } from './capacity';
 import { GceError, invalidField, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
 import { NAME_PATTERN, PROJECT_NUMBER, PROJECT_PATTERN, API_BASE } from './ids';
@@ -37,6 +39,8 @@ export interface ComputeContext {
   operations: Operations;
   /** Longest real time an operations.wait call holds before answering with a not-yet-DONE operation. */
   operationWaitMs: number;
+  /** Project-wide quota limits of projects the admin API has not set. */
+  projectQuotas: ProjectQuotaDefaults;
   persist(): void;
 }
 
@@ -154,7 +158,17 @@ export async function handleCompute(ctx: ComputeContext, req: ComputeRequest): P
 
   if (rest.length === 0) {
     get();
-    return ok({ kind: 'compute#project', id: PROJECT_NUMBER, name: project, selfLink: `${API_BASE}projects/${project}` });
+    return ok({
+      kind: 'compute#project',
+      id: PROJECT_NUMBER,
+      creationTimestamp: new Date(ctx.state.createdMs).toISOString(),
+      name: project,
+      quotas: projectQuotas(ctx.state, ctx.projectQuotas, project),
+      selfLink: `${API_BASE}projects/${project}`,
+      defaultServiceAccount: `${PROJECT_NUMBER}-compute@developer.gserviceaccount.com`,
+      xpnProjectStatus: 'UNSPECIFIED_XPN_PROJECT_STATUS',
+      defaultNetworkTier: 'PREMIUM',
+    });
   }
 
   if (rest[0] === 'aggregated' && rest.length === 2) {

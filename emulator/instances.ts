@@ -25,7 +25,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pricePerHour, regionOfZone, type Catalog } from '../config/catalog';
 import { closeSegment, openSegment } from './billing';
-import { capacityLimit, capacityUsed, metricOf, quotaLimit, quotaUsage } from './capacity';
+import { capacityLimit, capacityUsed, chargedMetric, GPUS_ALL_REGIONS, projectQuotaLimit, projectQuotaUsage, quotaLimit, quotaUsage, type ProjectQuotaDefaults } from './capacity';
 import { drawWaitSeconds, flexHasRoom } from './flex-model';
 import type { Clock } from './clock';
 import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
@@ -93,10 +93,17 @@ export interface InstancesOptions {
   tokens?: AccessTokens;
   /** More of the guests' environment, known once the server listens (its API endpoints). */
   guestEnv?: () => Record<string, string>;
+  /** Project-wide quota limits (GPUS_ALL_REGIONS) of projects the admin API has not set. */
+  projectQuotas: ProjectQuotaDefaults;
 }
 
 /** The status message of a VM stopped or deleted by its time limit. */
 export const TIME_LIMIT_MESSAGE = 'Instance was terminated because it reached its time limit (scheduling.maxRunDuration or scheduling.terminationTime).';
+
+/** An insert's QUOTA_EXCEEDED: HTTP 403, GCE's message and its `errorDetails[].quotaInfo`. */
+function quotaExceeded(message: string, quotaInfo: Record<string, unknown>): { errors: OperationErrorItem[]; httpStatus: number } {
+  return { httpStatus: 403, errors: [{ code: 'QUOTA_EXCEEDED', message, errorDetails: [{ quotaInfo }] }] };
+}
 
 function keyOf(i: { project: string; zone: string; name: string }): string {
   return `${i.project}/${i.zone}/${i.name}`;
@@ -175,7 +182,8 @@ export class Instances {
     const op = this.o.operations.create({ project, zone, type: OperationType.Insert, targetLink: instanceSelfLink(project, zone, req.name), targetId: id, nowMs: now });
 
     const probe = { gpus: req.gpus, provisioningModel: req.model };
-    const failure = this.admissionFailure(project, zone, region, probe);
+    const quotaMetric = chargedMetric(this.state, catalog, project, region, probe);
+    const failure = this.admissionFailure(project, zone, region, probe, quotaMetric);
     if (failure) {
       op.failAtMs = this.at(this.o.timings.failureSeconds);
       op.error = failure.errors;
@@ -204,6 +212,7 @@ export class Instances {
       machineType: req.machineType,
       gpus: req.gpus,
       provisioningModel: probe.provisioningModel,
+      ...(quotaMetric ? { quotaMetric } : {}),
       terminationAction: req.terminationAction,
       timeLimit: req.timeLimit,
       guest,
@@ -270,32 +279,24 @@ export class Instances {
     this.o.log(`flex-start request of ${keyOf(i)} expired without capacity`);
   }
 
-  /** Quota first, then capacity, as GCE checks them; both reported in the operation. */
-  private admissionFailure(project: string, zone: string, region: string, probe: Pick<InstanceRecord, 'gpus' | 'provisioningModel'>): { errors: OperationErrorItem[]; httpStatus: number } | undefined {
+  /**
+   * Quota first (the region's, then the project's GPUS_ALL_REGIONS), then capacity, as GCE
+   * checks them; each reported in the operation with GCE's message and quotaInfo.
+   */
+  private admissionFailure(project: string, zone: string, region: string, probe: Pick<InstanceRecord, 'gpus' | 'provisioningModel'>, metric: string | undefined): { errors: OperationErrorItem[]; httpStatus: number } | undefined {
     const { state } = this;
     const { catalog } = this.o;
     const spot = probe.provisioningModel === 'SPOT';
+    if (probe.gpus && metric) {
+      const limit = quotaLimit(state, catalog, project, region, metric);
+      if (quotaUsage(state, catalog, project, region, metric) + probe.gpus.count > limit) {
+        return quotaExceeded(`Quota '${metric}' exceeded.  Limit: ${limit.toFixed(1)} in region ${region}.`, { metricName: `compute.googleapis.com/${metric.toLowerCase()}`, limitName: `${metric.replace(/_/g, '-')}-per-project-region`, dimensions: { region }, limit });
+      }
+    }
     if (probe.gpus) {
-      const metric = metricOf(probe, catalog);
-      if (metric) {
-        const limit = quotaLimit(state, catalog, project, region, metric);
-        const usage = quotaUsage(state, catalog, project, region, metric);
-        if (usage + probe.gpus.count > limit) {
-          return {
-            httpStatus: 403,
-            errors: [
-              {
-                code: 'QUOTA_EXCEEDED',
-                message: `Quota '${metric}' exceeded.  Limit: ${limit.toFixed(1)} in region ${region}.`,
-                errorDetails: [
-                  {
-                    quotaInfo: { metricName: `compute.googleapis.com/${metric.toLowerCase()}`, limitName: `${metric}-per-project-region`, dimensions: { region }, limit },
-                  },
-                ],
-              },
-            ],
-          };
-        }
+      const limit = projectQuotaLimit(state, this.o.projectQuotas, project, GPUS_ALL_REGIONS);
+      if (projectQuotaUsage(state, project, GPUS_ALL_REGIONS) + probe.gpus.count > limit) {
+        return quotaExceeded(`Quota '${GPUS_ALL_REGIONS}' exceeded.  Limit: ${limit.toFixed(1)} globally.`, { metricName: 'compute.googleapis.com/gpus_all_regions', limitName: 'GPUS-ALL-REGIONS-per-project', limit });
       }
     }
     const stockout = () => ({

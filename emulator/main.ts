@@ -1,5 +1,5 @@
 /**
- * `npm run emulator -- --port <port> --state-dir <dir> [--trace <file>] [--time-factor <n>] [--seed <n>] [--guest synthetic] [--rate-quota <group=limit>]`
+ * `npm run emulator -- --port <port> --state-dir <dir> [--gpus-all-regions <n>] [--trace <file>] [--time-factor <n>] [--seed <n>] [--guest synthetic] [--rate-quota <group=limit>]`
  *
  * Starts the GCE emulator and prints the endpoint it listens on. Ctrl-C (SIGINT) or
  * SIGTERM stops the server and leaves the VMs running, as real VMs outlive their API
@@ -59,6 +59,7 @@ interface CliOptions {
   syntheticCheckpointEvery?: number;
   bucketsDir?: string;
   bucketLocation?: Record<string, BucketSettings>;
+  gpusAllRegions: number;
 }
 
 const program = new Command('emulator')
@@ -86,6 +87,7 @@ const program = new Command('emulator')
   .option('--synthetic-checkpoint-every <n>', 'synthetic guests: steps between checkpoints', number('checkpoint interval', { integer: true, min: 1 }))
   .option('--buckets-dir <dir>', 'local directory standing in for GCS (gs://b/p = <dir>/b/p); synthetic guests write checkpoints there')
   .option('--bucket-location <bucket=LOCATION>', `the storage API's location of a local bucket (default ${DEFAULT_BUCKET_LOCATION}), e.g. my-data=ASIA-SOUTHEAST1 (repeatable)`, bucketLocation)
+  .option('--gpus-all-regions <n>', "every project's GPUS_ALL_REGIONS quota (GPUs at once, all regions); 0, as on a new GCP project, fails every GPU VM", number('GPUs', { integer: true, min: 0 }), 0)
   .option('--kill-vms-on-exit', 'kill every VM when the emulator stops')
   .option('--quiet', 'log to <state-dir>/emulator.log only')
   .action(async (opts: CliOptions) => {
@@ -108,11 +110,13 @@ const program = new Command('emulator')
       },
       bucketsDir: opts.bucketsDir,
       buckets: opts.bucketLocation,
+      gpusAllRegions: opts.gpusAllRegions,
       log: opts.quiet ? undefined : (line) => console.log(`${new Date().toISOString()} ${line}`),
     });
     console.log(`GCE emulator listening on ${emulator.endpoint}`);
     console.log(`  clients: { apiEndpoint: '${emulator.host}', port: ${emulator.port}, protocol: 'http' }  or STERNA_GCE_ENDPOINT=${emulator.endpoint}`);
     console.log(`  admin:   ${emulator.endpoint}/emulator/v1/  (state: ${emulator.stateDir}, time factor ${emulator.timeFactor}, spot model ${emulator.spotModel}, ${emulator.guest} guests)`);
+    if (opts.gpusAllRegions === 0) console.log('  GPUS_ALL_REGIONS is 0, as on a new GCP project: no GPU VM can start until you raise it (--gpus-all-regions <n>, or POST /emulator/v1/projects/<project>/quotas)');
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

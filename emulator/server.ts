@@ -85,6 +85,12 @@ export interface EmulatorOptions {
   bucketsDir?: string;
   /** Buckets' locations (or unreadable buckets) the storage API serves, by name; more through the admin API. */
   buckets?: Record<string, BucketSettings>;
+  /**
+   * The GPUS_ALL_REGIONS limit of every project the admin API has not set: 0 by default, as
+   * on a new GCP project, where no GPU VM can start until the user requests more. The demo
+   * and the test helpers set a non-zero default explicitly.
+   */
+  gpusAllRegions?: number;
   /** Log sink; by default lines go to <stateDir>/emulator.log. */
   log?: (line: string) => void;
 }
@@ -209,16 +215,17 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   let endpoint = '';
   // VMs reach Secret Manager here, through the override gcloud itself honours.
   const guestEnv = () => ({ CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER: `${endpoint}/` });
-  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic, tokens, guestEnv });
+  const projectQuotas = { gpusAllRegions: options.gpusAllRegions ?? 0 };
+  const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic, tokens, guestEnv, projectQuotas });
   guestEvents.changed = (i) => instances.guestChanged(i);
   guestEvents.exited = (i) => instances.guestExited(i);
   const faults = new Faults(options.seed ?? 1);
   const rateQuotas = new RateQuotas(options.rateQuotas);
   const apiUsage = new ApiUsage(clock.now());
   const operationWaitMs = (options.operationWaitSeconds ?? 20) * 1000;
-  const computeCtx = { state, catalog, instances, operations, operationWaitMs, persist };
+  const computeCtx = { state, catalog, instances, operations, operationWaitMs, projectQuotas, persist };
   const billingCatalog = new BillingCatalogService(catalog, () => clock.now(), () => instances.reprice());
-  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog, secrets, bucketsDir: options.bucketsDir };
+  const adminCtx = { state, catalog, clock, instances, faults, spotModel, rateQuotas, apiUsage, synthetic, persist, billingCatalog, secrets, bucketsDir: options.bucketsDir, projectQuotas };
   const secretCtx = { store: secrets, tokens, projectNumber: PROJECT_NUMBER, findInstance: (project: string, zone: string, name: string) => instances.find(project, zone, name) };
 
   const pendingHangs = new Set<() => void>();
@@ -308,7 +315,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
     }
     if (pathname.startsWith(`${STORAGE_PREFIX}/`)) {
       req.resume();
-      const result = handleStorage({ state, bucketsDir: options.bucketsDir, endpoint: () => endpoint }, method, pathSegments(pathname));
+      const result = handleStorage({ state, bucketsDir: options.bucketsDir, endpoint: () => endpoint }, method, pathSegments(pathname), query);
       return sendJson(res, result.status, result.body);
     }
     if (pathname.startsWith('/v1/projects/')) {

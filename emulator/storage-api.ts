@@ -1,8 +1,13 @@
 /**
- * The emulator's Cloud Storage metadata: the one GCS JSON API call Sterna makes,
+ * The emulator's Cloud Storage metadata: the GCS JSON API calls Sterna makes about buckets,
  *
  *   GET /storage/v1/b/{bucket}     -> a storage#bucket resource (GCS's shape), or GCS's
  *                                     404 / 403 error ({"error": {code, message, errors}})
+ *   GET /storage/v1/b/{bucket}/iam/testPermissions?permissions=storage.objects.get&...
+ *                                  -> storage#testIamPermissionsResponse: which of the asked
+ *                                     permissions the caller holds (none on a `forbidden`
+ *                                     bucket, only reads on a `readOnly` one); 404 when
+ *                                     there is no such bucket
  *
  * The local buckets are the directories of `bucketsDir` (gs://b/p = <bucketsDir>/b/p),
  * plus any the admin API declares. Each is in DEFAULT_BUCKET_LOCATION (GCS's own default
@@ -34,7 +39,12 @@ export const BucketSettingsSchema = z.strictObject({
     .transform((l) => l.toUpperCase())
     .optional(),
   forbidden: z.boolean().optional(),
+  readOnly: z.boolean().optional(),
 });
+
+/** What a caller of a `readOnly` bucket holds: reading, not writing. */
+const READ_PERMISSIONS = new Set(['storage.buckets.get', 'storage.objects.get', 'storage.objects.list']);
+const PERMISSION = /^storage\.[a-zA-Z]+\.[a-zA-Z]+$/;
 
 export interface StorageContext {
   state: EmulatorState;
@@ -66,16 +76,18 @@ export function bucketSettings(ctx: StorageContext, name: string): BucketSetting
   return localBucketExists(ctx, name) ? {} : undefined;
 }
 
-export function handleStorage(ctx: StorageContext, method: string, segments: string[]): { status: number; body: unknown } {
+export function handleStorage(ctx: StorageContext, method: string, segments: string[], query: URLSearchParams = new URLSearchParams()): { status: number; body: unknown } {
   // segments: ['storage', 'v1', 'b', <bucket>, ...]
   const [, , collection, name, ...rest] = segments;
-  if (collection !== 'b' || name === undefined || rest.length > 0) {
-    throw new GceError(404, Reason.NotFound, `The emulator serves only GET ${STORAGE_PREFIX}/b/<bucket> of the storage API`);
+  const testPermissions = rest.length === 2 && rest[0] === 'iam' && rest[1] === 'testPermissions';
+  if (collection !== 'b' || name === undefined || (rest.length > 0 && !testPermissions)) {
+    throw new GceError(404, Reason.NotFound, `The emulator serves only GET ${STORAGE_PREFIX}/b/<bucket> and GET ${STORAGE_PREFIX}/b/<bucket>/iam/testPermissions of the storage API`);
   }
   if (method !== 'GET') throw new GceError(405, Reason.MethodNotAllowed, `Method ${method} is not allowed on ${STORAGE_PREFIX}/b/${name}`);
   if (!validBucketName(name)) throw new GceError(400, Reason.Invalid, `Invalid bucket name: '${name.slice(0, 230)}'`);
   const settings = bucketSettings(ctx, name);
   if (!settings) throw new GceError(404, Reason.NotFound, 'The specified bucket does not exist.');
+  if (testPermissions) return permissionsHeld(settings, query.getAll('permissions'));
   if (settings.forbidden) {
     throw new GceError(403, Reason.Forbidden, `sterna-worker@sterna-emulator.iam.gserviceaccount.com does not have storage.buckets.get access to the Google Cloud Storage bucket. Permission 'storage.buckets.get' denied on resource (or it may not exist).`);
   }
@@ -99,4 +111,14 @@ export function handleStorage(ctx: StorageContext, method: string, segments: str
       iamConfiguration: { uniformBucketLevelAccess: { enabled: true }, publicAccessPrevention: 'enforced' },
     },
   };
+}
+
+/** testIamPermissions: the asked permissions the caller holds on a bucket that exists. */
+function permissionsHeld(settings: BucketSettings, asked: string[]): { status: number; body: unknown } {
+  if (asked.length === 0) throw new GceError(400, Reason.Required, 'Required parameter: permissions');
+  const bad = asked.find((p) => !PERMISSION.test(p));
+  if (bad !== undefined) throw new GceError(400, Reason.Invalid, `Permission '${bad.slice(0, 100)}' is not a valid Cloud Storage permission.`);
+  const held = settings.forbidden ? [] : asked.filter((p) => !settings.readOnly || READ_PERMISSIONS.has(p));
+  // As a proto3 JSON answer, an empty list is left out.
+  return { status: 200, body: { kind: 'storage#testIamPermissionsResponse', ...(held.length > 0 ? { permissions: [...new Set(held)] } : {}) } };
 }

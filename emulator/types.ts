@@ -106,6 +106,12 @@ export interface InstanceRecord {
   insertOperation: string;
   /** FLEX_START: the request's wait for capacity (epoch ms); cleared once capacity is granted. */
   flexStart?: FlexStartRequest;
+  /**
+   * The regional GPU quota metric this VM's GPUs count against, chosen at insert (a spot VM
+   * counts against the standard metric when its region has no preemptible quota, as on
+   * GCE). Absent in older state files and on VMs without GPUs: capacity.ts `metricOf`.
+   */
+  quotaMetric?: string;
   /** Delete operations that finish when the instance is gone. */
   pendingOperations?: string[];
   vm: VmProcess;
@@ -198,6 +204,8 @@ export interface EmulatorState {
   capacity: Record<string, Record<string, CapacityOverride>>;
   /** project -> region -> metric -> limit (admin overrides of the catalog default). */
   quotas: Record<string, Record<string, Record<string, number>>>;
+  /** project -> metric -> limit: project-wide quotas (GPUS_ALL_REGIONS) set through the admin API, over the emulator's default. */
+  projectQuotas?: Record<string, Record<string, number>>;
   /** Random spot model: zones currently without spot capacity. */
   spotDownZones: string[];
   /** What every VM's stand-in nvidia-smi reports unless told otherwise (absent: the default). */
@@ -212,6 +220,8 @@ export interface EmulatorState {
 export interface BucketSettings {
   /** A GCS location: a region (ASIA-SOUTHEAST1), a dual-region (NAM4) or a multi-region (US). */
   location?: string;
-  /** The caller may not read the bucket's metadata (403). */
+  /** The caller may not read the bucket's metadata (403), nor anything in it. */
   forbidden?: boolean;
+  /** The caller may read the bucket's objects but not create or delete any (testIamPermissions grants get and list only). */
+  readOnly?: boolean;
 }

@@ -104,6 +104,14 @@ describe('the sterna CLI says why a command failed and how to fix it', function 
     expectFailure(await sterna(['validate', bad]), 2, /resources\.accelerators/);
   });
 
+  it('validate and start: a deadline already past is an error, and nothing is started', async () => {
+    const id = `${taskQueue}-late`;
+    const late = specFile('late', spec({ time: { deadline: new Date(Date.now() - 3_600_000).toISOString() } }));
+    expectFailure(await sterna(['validate', late]), 2, /time\.deadline/);
+    expectFailure(await sterna(['start', late, '--id', id, '--task-queue', taskQueue]), 2, /time\.deadline/);
+    await assert.rejects((await testEnv()).client.workflow.getHandle(id).describe(), WorkflowNotFoundError);
+  });
+
   it('start: an id in use exits 2 and says to choose another', async () => {
     const id = await startRun();
     expectFailure(await sterna(['start', specFile('again', spec()), '--id', id, '--task-queue', taskQueue]), 2, new RegExp(`a run named ${id} already exists`), /choose another --id/);

@@ -30,7 +30,8 @@ export const sternaSearchAttributes = [
   SternaGpuUtil,
 ] as const;
 
-const CLI_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', DOUBLE: 'Double', INT: 'Int', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
+/** The Temporal CLI's name of each search attribute type (KEYWORD -> Keyword). */
+export const CLI_TYPE_NAMES: Record<string, string> = { KEYWORD: 'Keyword', DOUBLE: 'Double', INT: 'Int', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
 
 /** `Name=Type` pairs, as `temporal server start-dev --search-attribute` expects them (it refuses `KEYWORD_LIST`). */
 export function searchAttributeFlags(): string[] {
@@ -38,12 +39,12 @@ export function searchAttributeFlags(): string[] {
 }
 
 /**
- * The `temporal operator search-attribute create` lines that register the list on a
- * production namespace (the CLI takes one --type per call, so one line per type).
+ * The `temporal operator search-attribute create` lines that register the list (or `keys`
+ * of it) on a production namespace (the CLI takes one --type per call, so one line per type).
  */
-export function searchAttributeCreateCommands(namespace = '<namespace>'): string[] {
+export function searchAttributeCreateCommands(namespace = '<namespace>', keys: readonly { name: string; type: string }[] = sternaSearchAttributes): string[] {
   const byType = new Map<string, string[]>();
-  for (const key of sternaSearchAttributes) byType.set(key.type, [...(byType.get(key.type) ?? []), key.name]);
+  for (const key of keys) byType.set(key.type, [...(byType.get(key.type) ?? []), key.name]);
   return [...byType].map(
     ([type, names]) => `temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n}`).join(' ')} --type ${CLI_TYPE_NAMES[type]}`,
   );

@@ -1,11 +1,12 @@
 /**
- * The five Compute clients the GCE provider calls, built on the descriptors those five
- * services reach rather than on all of Compute.
+ * The Compute clients the GCE provider and the pre-run checks (activities/check) call,
+ * built on the descriptors those six services reach rather than on all of Compute.
  *
  * Each generated client loads its package's descriptors for every Compute API version
  * (v1, v1beta, v1small; 2,143 v1 types alone) into one protobufjs Root. Measured
- * (bench/client-footprint.ts): that Root is about 35 MB of the worker's heap and 80 MB of
- * its RSS; the five services reach 192 of the v1 types, and their Root is 2 MB.
+ * (bench/client-footprint.ts, with the first five services): that Root is about 35 MB of
+ * the worker's heap and 80 MB of its RSS; those five services reached 192 of the v1 types,
+ * and their Root was 2 MB. Projects (projects.get, for GPUS_ALL_REGIONS) brings it to 219.
  *
  * The clients are the package's own, and every call goes through them unchanged. They are
  * handed a google-gax module (the constructor's `gaxInstance` parameter) whose
@@ -16,10 +17,10 @@
  */
 import { createRequire } from 'node:module';
 import * as gax from 'google-gax';
-import { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
+import { AcceleratorTypesClient, InstancesClient, ProjectsClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
 
-/** The Compute v1 services the provider calls: the descriptors kept are the types these reach. */
-export const COMPUTE_SERVICES = ['Instances', 'ZoneOperations', 'Regions', 'Zones', 'AcceleratorTypes'] as const;
+/** The Compute v1 services Sterna calls: the descriptors kept are the types these reach. */
+export const COMPUTE_SERVICES = ['Instances', 'ZoneOperations', 'Regions', 'Zones', 'AcceleratorTypes', 'Projects'] as const;
 
 export type ComputeClientOptions = ConstructorParameters<typeof InstancesClient>[0];
 
@@ -29,6 +30,8 @@ export interface ComputeClients {
   regions: RegionsClient;
   zones: ZonesClient;
   acceleratorTypes: AcceleratorTypesClient;
+  /** projects.get: the project-wide quotas (GPUS_ALL_REGIONS), read by the pre-run checks. */
+  projects: ProjectsClient;
 }
 
 type Json = gax.protobuf.INamespace & { nested?: Record<string, JsonType> };
@@ -102,5 +105,6 @@ export function computeClients(options: ComputeClientOptions): ComputeClients {
     regions: new RegionsClient(options, cutGax),
     zones: new ZonesClient(options, cutGax),
     acceleratorTypes: new AcceleratorTypesClient(options, cutGax),
+    projects: new ProjectsClient(options, cutGax),
   };
 }

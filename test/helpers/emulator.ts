@@ -20,6 +20,13 @@ export interface TestEmulatorOptions extends Partial<EmulatorOptions> {
   keepStateDir?: boolean;
 }
 
+/**
+ * Tests model a project that has been granted GPUs, so that only the regional quotas and
+ * capacity they set can bind; a test of a new project (GPUS_ALL_REGIONS 0, the emulator's
+ * own default) passes `gpusAllRegions: 0`.
+ */
+export const TEST_GPUS_ALL_REGIONS = 10_000;
+
 export type ComputeClientOptions = {
   apiEndpoint: string;
   port: number;
@@ -42,6 +49,8 @@ export interface TestEmulator {
   setSpotCapacity(zone: string, accelerator: string, gpus: number | undefined): Promise<CapacityView>;
   setOnDemandCapacity(zone: string, accelerator: string, gpus: number | undefined): Promise<CapacityView>;
   setQuota(project: string, region: string, metric: string, limit: number | undefined): Promise<void>;
+  /** A project-wide quota (GPUS_ALL_REGIONS); undefined restores the emulator's default. */
+  setProjectQuota(project: string, metric: string, limit: number | undefined): Promise<void>;
   /** Preempts a spot VM (project optional when the name is unique in the zone). */
   preempt(zone: string, name: string, options?: { project?: string; afterSeconds?: number }): Promise<void>;
   instances(): Promise<AdminInstanceView[]>;
@@ -55,7 +64,7 @@ export async function startTestEmulator(options: TestEmulatorOptions = {}): Prom
   process.env.METADATA_SERVER_DETECTION = 'none';
   const ownDir = !options.stateDir;
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'sterna-emulator-'));
-  const startOptions: EmulatorOptions = { ...options, stateDir, port: options.port ?? 0 };
+  const startOptions: EmulatorOptions = { ...options, stateDir, port: options.port ?? 0, gpusAllRegions: options.gpusAllRegions ?? TEST_GPUS_ALL_REGIONS };
   let handle = await startEmulator(startOptions);
   let stopped = false;
 
@@ -73,6 +82,9 @@ export async function startTestEmulator(options: TestEmulatorOptions = {}): Prom
     setOnDemandCapacity: (zone, accelerator, gpus) => emulator.admin.setCapacity(zone, { accelerator, onDemand: gpus ?? null }),
     async setQuota(project, region, metric, limit) {
       await emulator.admin.setQuota(project, region, metric, limit ?? null);
+    },
+    async setProjectQuota(project, metric, limit) {
+      await emulator.admin.setProjectQuota(project, metric, limit ?? null);
     },
     async preempt(zone, name, opts = {}) {
       await emulator.admin.preempt(opts.project, zone, name, { afterSeconds: opts.afterSeconds });

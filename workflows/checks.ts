@@ -1,0 +1,38 @@
+/**
+ * What the checks before a run (activities/check, `sterna check`) report: one finding per
+ * thing checked. Plain JSON, so it can be an activity's result and `sterna check --json`'s
+ * output as it is; pure, so workflow code may read it.
+ *
+ *   { check: 'quota:GPUS_ALL_REGIONS', ok: false,
+ *     problem: "the project's GPUS_ALL_REGIONS quota is 0 (0 in use): no GPU VM can start in any region",
+ *     fix: 'request at least 1 ...' }
+ *
+ * `ok: false` means a run of the spec cannot succeed as things stand (it would fail or never
+ * start). `ok: true` with a `problem` is a warning: the run can start, but part of what the
+ * spec allows cannot be used (a region without quota for spot VMs), or was not checked.
+ */
+
+export interface Finding {
+  /** What was checked, as `<kind>[:<subject>...]`, e.g. `quota:us-central1:PREEMPTIBLE_NVIDIA_L4_GPUS`, `bucket:gs://b`. */
+  check: string;
+  ok: boolean;
+  /** What is wrong, naming the resource and the figures. */
+  problem?: string;
+  /** What the user runs or does to fix it (a command, a console page, a quota to request). */
+  fix?: string;
+}
+
+/** The findings that stop a run: every one not ok. */
+export function blockingFindings(findings: readonly Finding[]): Finding[] {
+  return findings.filter((f) => !f.ok);
+}
+
+/**
+ * One message for a run that fails its checks, e.g. as its named failure's message: each
+ * blocking finding's problem and fix, in order.
+ */
+export function checksFailureMessage(findings: readonly Finding[]): string {
+  const blocking = blockingFindings(findings);
+  if (blocking.length === 0) return 'every check passed';
+  return blocking.map((f) => `${f.check}: ${f.problem ?? 'failed'}${f.fix ? ` (to fix: ${f.fix})` : ''}`).join('; ');
+}
