@@ -11,13 +11,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { InstancesClient } from '@google-cloud/compute';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { PassThroughClient } from 'google-auth-library';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { sternaDataConverter } from '../config/data-converter';
 import { readTraceFile } from '../config/spot-trace';
-import { quotaMetric, regionOfZone, zonesWith } from '../config/catalog';
+import { quotaMetric, zonesWith } from '../config/catalog';
+import { regionOf } from '../workflows/region';
 import type { DevServer } from '../config/dev-server';
 import { EmulatorAdminClient, type AdminInstanceView } from '../emulator/admin-client';
 import type { FaultSpec } from '../emulator/faults';
@@ -108,7 +110,6 @@ interface Tracked {
   terminatedAtMs?: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export function chaosSpec(checkpointEvery: number): RunSpecInput {
   return {
@@ -202,7 +203,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     };
     const at = (ms: number, what: string, fn: () => Promise<void>) =>
       tasks.push(
-        sleep(t0 + ms - Date.now())
+        sleep(Math.max(0, t0 + ms - Date.now()))
           .then(() => (stopping ? undefined : fn()))
           .catch((err: unknown) => log(`${what} failed: ${(err as Error).message}`)),
       );
@@ -246,7 +247,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const foreignFor = new Set(foreignNameRuns(o.runs, plan));
     const foreign: ForeignVm[] = [];
     for (let i = 0; i < o.runs; i++) {
-      await sleep(rampStart + (i * rampMs) / o.runs - Date.now());
+      await sleep(Math.max(0, rampStart + (i * rampMs) / o.runs - Date.now()));
       const workflowId = `chaos-${stamp}-${i}`;
       starting.push(
         client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }).then(async (handle) => {
@@ -540,7 +541,7 @@ async function occupyNames(instances: InstancesClient, zones: string[], workflow
 async function makeRoom(admin: EmulatorAdminClient, zones: string[], gpus: number): Promise<void> {
   const metric = `PREEMPTIBLE_${quotaMetric(ACCELERATOR)}`;
   for (const zone of zones) await admin.setCapacity(zone, { accelerator: ACCELERATOR, spot: gpus });
-  for (const region of new Set(zones.map((z) => regionOfZone(z)!))) await admin.setQuota(PROJECT, region, metric, gpus);
+  for (const region of new Set(zones.map((z) => regionOf(z)))) await admin.setQuota(PROJECT, region, metric, gpus);
 }
 
 const NAMED = new Set<string>([...Object.values(FailureType), ...nonRetryableFailureTypes]);

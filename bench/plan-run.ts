@@ -14,6 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
@@ -71,7 +72,6 @@ export interface PlanBenchResult {
   date: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export function planBenchSpec(o: PlanBenchOptions, accelerator: string): RunSpecInput {
   return {

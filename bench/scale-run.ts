@@ -6,10 +6,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ZoneOperationsClient } from '@google-cloud/compute';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-import { quotaMetric, regionOfZone, zonesWith } from '../config/catalog';
+import { quotaMetric, zonesWith } from '../config/catalog';
+import { regionOf } from '../workflows/region';
 import type { DevServer } from '../config/dev-server';
 import { EmulatorAdminClient, type ApiUsageView } from '../emulator/admin-client';
 import { gceClientOptions } from '../workers/providers';
@@ -146,7 +148,6 @@ export function benchSpec(o: Pick<ScaleOptions, 'pollSeconds' | 'checkpointEvery
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export async function runScaleBench(o: ScaleOptions, log: (line: string) => void): Promise<ScaleResult> {
   // The worker it spawns inherits the key: payloads are encrypted as in production.
@@ -245,7 +246,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const stamp = Date.now().toString(36);
     let rampReport = Date.now();
     for (let i = 0; i < o.runs; i++) {
-      await sleep(t0 + (i * o.rampSeconds * 1000) / o.runs - Date.now());
+      await sleep(Math.max(0, t0 + (i * o.rampSeconds * 1000) / o.runs - Date.now()));
       const workflowId = `scale-${stamp}-${i}`;
       const handle = await client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] });
       const run: Tracked = { workflowId, handle, firstRunId: handle.firstExecutionRunId, startedAtMs: Date.now() };
@@ -407,7 +408,7 @@ function operationsFor(o: ScaleOptions): number {
 async function makeRoom(admin: EmulatorAdminClient, runs: number): Promise<void> {
   const zones = zonesWith(ACCELERATOR);
   const metric = `PREEMPTIBLE_${quotaMetric(ACCELERATOR)}`;
-  const regions = new Set(zones.map((z) => regionOfZone(z)!));
+  const regions = new Set(zones.map((z) => regionOf(z)));
   // A preempted VM holds its GPU until it is deleted, so its replacement needs a second one.
   const gpus = 2 * runs + 16;
   for (const zone of zones) await admin.setCapacity(zone, { accelerator: ACCELERATOR, spot: gpus });

@@ -14,14 +14,14 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { listZoneMemories, readZoneMemory, type ZoneMemoryRef } from '../activities/zones/client';
 import { zoneMemoryWorkflowId } from '../workflows/zones/contract';
 import { DEFAULT_COOLDOWN_SECONDS, zonePriors, type ZonePrior } from '../workflows/zones/memory';
-import type { Backend } from '../workflows/types';
+import type { Backend, ProvisioningModel } from '../workflows/types';
 import { secondsOption } from './args';
 
 /** One line of `sterna zones --json`: exactly these keys; null where the memory has no figure. */
 export interface ZoneRow {
   zone: string;
   accelerator: string;
-  model: string;
+  model: ProvisioningModel;
   lastStockout: string | null;
   preemptionsPerHour: number | null;
   medianSpotLifetimeHours: number | null;

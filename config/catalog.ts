@@ -18,10 +18,9 @@
  * Sustained-use and committed-use discounts are not modelled.
  */
 
-export const PRICES_AS_OF = '2025-01-15';
+import { regionOf } from '../workflows/region';
 
-export const ProvisioningModel = { Spot: 'SPOT', Standard: 'STANDARD', FlexStart: 'FLEX_START' } as const;
-export type ProvisioningModel = (typeof ProvisioningModel)[keyof typeof ProvisioningModel];
+export const PRICES_AS_OF = '2025-01-15';
 
 /** USD per unit-hour, on demand and spot; flex-start (DWS) where GCE sells it. */
 export interface Rate {
@@ -302,10 +301,12 @@ export function instanceKey(machineType: string, accelerator: string | undefined
   return accelerator ? `${machineType}+${count}x${accelerator}` : machineType;
 }
 
-/** The region a zone belongs to, from the catalog (falls back to GCE's `<region>-<letter>` naming). */
-export function regionOfZone(zone: string, catalog: Catalog = defaultCatalog): string | undefined {
-  for (const r of Object.values(catalog.regions)) if (r.zones.some((z) => z.name === zone)) return r.name;
-  return undefined;
+/**
+ * The region a zone is in, as the catalog says (a trace may name a zone's region itself);
+ * a zone the catalog does not list, by GCE's naming (workflows/region.ts).
+ */
+export function regionOfZone(zone: string, catalog: Catalog = defaultCatalog): string {
+  return findZone(zone, catalog)?.region ?? regionOf(zone);
 }
 
 export function findZone(zone: string, catalog: Catalog = defaultCatalog): Zone | undefined {

@@ -4,7 +4,7 @@
  * counts: per project, and per region for zonal methods, `global` otherwise. Rate
  * quotas (rate-quotas.ts) and request counting (api-usage.ts) both work from this.
  */
-import { findZone, type Catalog } from '../config/catalog';
+import { regionOfZone, type Catalog } from '../config/catalog';
 
 export interface ApiCall {
   /** GCE's method name, e.g. `compute.instances.get`. */
@@ -16,10 +16,6 @@ export interface ApiCall {
 
 /** Requests the emulator cannot name (unknown paths, wrong HTTP methods) are counted under this method. */
 export const UNKNOWN_METHOD = 'unknown';
-
-function regionOf(zone: string, catalog: Catalog): string {
-  return findZone(zone, catalog)?.region ?? zone.replace(/-[a-z]$/, '');
-}
 
 function methodName(httpMethod: string, segments: string[]): { method: string; zone?: string } | undefined {
   const [, , ...rest] = segments;
@@ -68,5 +64,5 @@ export function classifyCall(httpMethod: string, segments: string[], catalog: Ca
   if (segments[0] !== 'projects' || segments.length < 2) return undefined;
   const named = methodName(httpMethod.toUpperCase(), segments);
   if (!named) return undefined;
-  return { method: named.method, project: segments[1], location: named.zone ? regionOf(named.zone, catalog) : 'global' };
+  return { method: named.method, project: segments[1], location: named.zone ? regionOfZone(named.zone, catalog) : 'global' };
 }

@@ -14,16 +14,8 @@
  */
 import type { BillingRecord, EmulatorState, InstanceRecord } from './types';
 
-export interface BillingSummary {
-  project: string;
-  zone: string;
-  name: string;
-  instanceId: string;
-  labels: Record<string, string>;
-  machineType: string;
-  accelerator?: string;
-  acceleratorCount: number;
-  provisioningModel: string;
+/** A billing record as the admin API shows it: the record's instance, its totals, its segments as ISO times. */
+export interface BillingSummary extends Omit<BillingRecord, 'segments'> {
   /** The price in force in the last segment, whole instance, USD/hour. */
   pricePerHour: number;
   /** Real seconds billed (RUNNING + STOPPING). */

@@ -25,7 +25,8 @@
  * VM's metadata server serves its service account and scopes (and tokens for them).
  */
 import { z } from 'zod';
-import { FLEX_START_MAX_RUN_SECONDS, FLEX_START_MAX_WAIT_SECONDS, FLEX_START_MIN_WAIT_SECONDS, findZone, machineTypesInZone, type Catalog, type ProvisioningModel } from '../config/catalog';
+import { FLEX_START_MAX_RUN_SECONDS, FLEX_START_MAX_WAIT_SECONDS, FLEX_START_MIN_WAIT_SECONDS, findZone, machineTypesInZone, type Catalog } from '../config/catalog';
+import { ProvisioningModel } from '../workflows/types';
 import { badRequest, GceError, invalidField, Reason, required } from './errors';
 import { NAME_PATTERN } from './ids';
 import type { GpuRequest } from './types';
@@ -299,7 +300,7 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
 
   const metadata = metadataOf(b.metadata?.items ?? [], 'resource.metadata');
 
-  const provisioningModel: ProvisioningModel = flexStart ? 'FLEX_START' : spot ? 'SPOT' : 'STANDARD';
+  const provisioningModel: ProvisioningModel = flexStart ? ProvisioningModel.FlexStart : spot ? ProvisioningModel.Spot : ProvisioningModel.OnDemand;
   const scheduling = {
     ...s,
     provisioningModel,

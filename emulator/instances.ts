@@ -23,7 +23,7 @@
 import { EventEmitter } from 'node:events';
 import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { pricePerHour, type Catalog } from '../config/catalog';
+import { pricePerHour, regionOfZone, type Catalog } from '../config/catalog';
 import { closeSegment, openSegment } from './billing';
 import { capacityLimit, capacityUsed, chargedMetric, GPUS_ALL_REGIONS, projectQuotaLimit, projectQuotaUsage, quotaLimit, quotaUsage, type ProjectQuotaDefaults } from './capacity';
 import { drawWaitSeconds, flexHasRoom } from './flex-model';
@@ -178,7 +178,7 @@ export class Instances {
     if (this.find(project, zone, req.name)) throw alreadyExists(`projects/${project}/zones/${zone}/instances/${req.name}`);
     const now = this.now();
     const id = newId();
-    const region = this.regionOf(zone);
+    const region = regionOfZone(zone, this.o.catalog);
     const op = this.o.operations.create({ project, zone, type: OperationType.Insert, targetLink: instanceSelfLink(project, zone, req.name), targetId: id, nowMs: now });
 
     const probe = { gpus: req.gpus, provisioningModel: req.model };
@@ -277,11 +277,6 @@ export class Instances {
     this.remove(i, now);
     if (op && op.status !== OperationStatus.Done) this.o.operations.finish(op, now, { errors, httpStatus: 503 });
     this.o.log(`flex-start request of ${keyOf(i)} expired without capacity`);
-  }
-
-  private regionOf(zone: string): string {
-    for (const r of Object.values(this.o.catalog.regions)) if (r.zones.some((z) => z.name === zone)) return r.name;
-    return zone.replace(/-[a-z]$/, '');
   }
 
   /**

@@ -12,6 +12,7 @@
  * The file format itself is parsed by config/spot-trace.ts, shared with bench/.
  */
 import { defaultCatalog, instanceKey, machineTypeFor, type Catalog, type Region, type Zone } from '../config/catalog';
+import { regionOf } from '../workflows/region';
 import { parseTraceFile, readTraceFile, type TraceFile } from '../config/spot-trace';
 
 const ACCELERATOR_NAMES: Record<string, string> = {
@@ -67,7 +68,7 @@ export function traceFromFile(file: TraceFile, catalog: Catalog = defaultCatalog
     const machineType = machineTypeFor(accelerator, e.acceleratorCount, catalog);
     if (!machineType) throw new Error(`${where}: no GCE machine type for ${e.acceleratorCount} x ${accelerator}`);
     const zone = gceZoneName(e.zone);
-    return { zone, region: e.region ?? zone.replace(/-[a-z]$/, ''), sourceZone: e.zone, accelerator, acceleratorCount: e.acceleratorCount, machineType, onDemandPrice: e.onDemandPrice, available: e.available, spotPrice: e.spotPrice };
+    return { zone, region: e.region ?? regionOf(zone), sourceZone: e.zone, accelerator, acceleratorCount: e.acceleratorCount, machineType, onDemandPrice: e.onDemandPrice, available: e.available, spotPrice: e.spotPrice };
   });
   return { name: file.name, gapSeconds: file.gapSeconds, ticks: Math.max(...entries.map((e) => e.available.length)), entries };
 }

@@ -8,8 +8,8 @@ import { runKey } from '../workflows/naming';
 import { checkpointInterval, intervalForZone, ownZoneRate, PRIOR_CHECKPOINT_SECONDS, PRIOR_PREEMPTIONS_PER_HOUR } from '../workflows/run/checkpoint-interval';
 import { provisionRequest } from '../workflows/run/requests';
 import { type RunSpecInput } from '../workflows/spec';
-import type { Offer } from '../workflows/types';
-import { emptyMemory, OutcomeKind, record, ZoneModel, zonePrior } from '../workflows/zones/memory';
+import { ProvisioningModel, type Offer } from '../workflows/types';
+import { emptyMemory, OutcomeKind, record, zonePrior } from '../workflows/zones/memory';
 import { EXEC, offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
 const WORKFLOW = 'run-ckpt';
@@ -91,9 +91,9 @@ describe('checkpoint interval by policy (pure, no server)', () => {
     const run = new Run();
     let memory = emptyMemory();
     // Four preemptions in four hours of running: about one an hour in us-central1-a.
-    for (let i = 0; i < 4; i++) memory = record(memory, { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: ZoneModel.Spot, kind: OutcomeKind.Preempted, at: T0, lifetimeHours: 1, resource: `vm-${i}` }, T0);
+    for (let i = 0; i < 4; i++) memory = record(memory, { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: ProvisioningModel.Spot, kind: OutcomeKind.Preempted, at: T0, lifetimeHours: 1, resource: `vm-${i}` }, T0);
     run.state.zoneMemory = memory;
-    const rate = zonePrior(memory, { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: ZoneModel.Spot }, T0).preemptionsPerHour!;
+    const rate = zonePrior(memory, { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: ProvisioningModel.Spot }, T0).preemptionsPerHour!;
     assert.ok(rate > PRIOR_PREEMPTIONS_PER_HOUR, `remembered ${rate}/h`);
     run.send({ kind: 'start' });
     const a1 = run.provision([offer('us-central1-a', 0.2)]);

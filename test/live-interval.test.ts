@@ -12,8 +12,8 @@ import type { Command, Context } from '../workflows/run/machine';
 import { provisionRequest } from '../workflows/run/requests';
 import { statusOf } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
-import type { Offer } from '../workflows/types';
-import { emptyMemory, OutcomeKind, record, ZoneModel, type ZoneMemory } from '../workflows/zones/memory';
+import { ProvisioningModel, type Offer } from '../workflows/types';
+import { emptyMemory, OutcomeKind, record, type ZoneMemory } from '../workflows/zones/memory';
 import { offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 
 const ZONE = 'us-central1-a';
@@ -23,7 +23,7 @@ const offer = (fields: Partial<Offer> = {}) => offerIn(ZONE, 0.2, fields);
 function memoryWith(preemptions: number, hours: number): ZoneMemory {
   let memory = emptyMemory();
   for (let i = 0; i < preemptions; i++) {
-    memory = record(memory, { zone: ZONE, accelerator: 'nvidia-l4', model: ZoneModel.Spot, kind: OutcomeKind.Preempted, at: T0, lifetimeHours: hours / preemptions, resource: `other-${i}` }, T0);
+    memory = record(memory, { zone: ZONE, accelerator: 'nvidia-l4', model: ProvisioningModel.Spot, kind: OutcomeKind.Preempted, at: T0, lifetimeHours: hours / preemptions, resource: `other-${i}` }, T0);
   }
   return memory;
 }

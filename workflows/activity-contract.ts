@@ -5,7 +5,7 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
-import type { AgentSnapshot, Backend, CheckpointRef, Offer, ResourceRef, RunningWindow } from './types';
+import type { AgentSnapshot, Backend, CheckpointRef, Offer, ProvisioningModel, ResourceRef, RunningWindow } from './types';
 import type { ZoneMemory } from './zones/memory';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
@@ -41,7 +41,7 @@ export interface CapacityRequest {
   machineType?: string;
   regions?: { allow?: string[]; deny?: string[] };
   zones?: { allow?: string[]; deny?: string[] };
-  provisioningModels: ('SPOT' | 'STANDARD' | 'FLEX_START')[];
+  provisioningModels: ProvisioningModel[];
   /** A gang: offers are for this many nodes at once (priced and quota-checked for all of them); absent means 1. */
   nodes?: number;
 }

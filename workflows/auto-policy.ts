@@ -9,7 +9,7 @@ import { ActionKind, type Action, type Observation, type PolicyState, type Sight
 import { FLEX_START_MAX_RUN_SECONDS } from './run/flex-start';
 import { STATS_RULES, type StatsRules, type StatsTable } from './policy/zone-stats';
 import { type PlacementPolicy, type ZoneEvent, ZoneEventKind } from './placement';
-import type { Offer } from './types';
+import { ProvisioningModel, type Offer } from './types';
 
 export interface AutoInputs {
   offers: readonly Offer[];
@@ -62,10 +62,10 @@ export function zoneQuotes(offers: readonly Offer[], flex = false, dataCost?: Au
   for (const offer of offers) {
     if (!offer.quotaAvailable) continue;
     const zone = zones.get(offer.zone) ?? { zone: offer.zone, spotPrice: Infinity, onDemandPrice: Infinity };
-    if (offer.provisioningModel === 'SPOT') zone.spotPrice = Math.min(zone.spotPrice, offer.pricePerHour);
-    else if (offer.provisioningModel === 'STANDARD') zone.onDemandPrice = Math.min(zone.onDemandPrice, offer.pricePerHour);
-    else if (flex && offer.provisioningModel === 'FLEX_START' && (zone.flex === undefined || offer.pricePerHour < zone.flex.pricePerHour)) zone.flex = offer;
-    if (offer.provisioningModel !== 'FLEX_START') zone.any ??= offer;
+    if (offer.provisioningModel === ProvisioningModel.Spot) zone.spotPrice = Math.min(zone.spotPrice, offer.pricePerHour);
+    else if (offer.provisioningModel === ProvisioningModel.OnDemand) zone.onDemandPrice = Math.min(zone.onDemandPrice, offer.pricePerHour);
+    else if (flex && offer.provisioningModel === ProvisioningModel.FlexStart && (zone.flex === undefined || offer.pricePerHour < zone.flex.pricePerHour)) zone.flex = offer;
+    if (offer.provisioningModel !== ProvisioningModel.FlexStart) zone.any ??= offer;
     zones.set(offer.zone, zone);
   }
   return [...zones.values()].filter((z) => Number.isFinite(z.spotPrice) || Number.isFinite(z.onDemandPrice)).map((z) => {
@@ -83,7 +83,7 @@ export function zoneQuotes(offers: readonly Offer[], flex = false, dataCost?: Au
 /** What this run saw of spot capacity: each spot stockout and spot preemption is a zone without it. */
 export function sightingsOf(events: readonly ZoneEvent[]): Sighting[] {
   return events
-    .filter((e) => e.provisioningModel === 'SPOT' && (e.kind === ZoneEventKind.Stockout || e.kind === ZoneEventKind.Preempted))
+    .filter((e) => e.provisioningModel === ProvisioningModel.Spot && (e.kind === ZoneEventKind.Stockout || e.kind === ZoneEventKind.Preempted))
     .map((e) => ({ zone: e.zone, available: false }));
 }
 
@@ -123,7 +123,7 @@ export function decideAuto(saved: unknown, inputs: AutoInputs): { action: Action
   return { action, state: { policy, eventsSeen: inputs.events.length, decidedAtMs: inputs.nowMs } };
 }
 
-const MODEL_OF = { [ActionKind.Spot]: 'SPOT', [ActionKind.OnDemand]: 'STANDARD', [ActionKind.FlexStart]: 'FLEX_START' } as const;
+const MODEL_OF = { [ActionKind.Spot]: ProvisioningModel.Spot, [ActionKind.OnDemand]: ProvisioningModel.OnDemand, [ActionKind.FlexStart]: ProvisioningModel.FlexStart } as const;
 
 /** The offers that carry out an action, best first: the chosen zone and model. */
 export function offersFor(action: Action, ranked: readonly Offer[]): Offer[] {
@@ -133,7 +133,7 @@ export function offersFor(action: Action, ranked: readonly Offer[]): Offer[] {
 }
 
 export function actionOf(offer: Offer): Action {
-  if (offer.provisioningModel === 'SPOT') return { kind: ActionKind.Spot, zone: offer.zone };
-  if (offer.provisioningModel === 'FLEX_START') return { kind: ActionKind.FlexStart, zone: offer.zone };
+  if (offer.provisioningModel === ProvisioningModel.Spot) return { kind: ActionKind.Spot, zone: offer.zone };
+  if (offer.provisioningModel === ProvisioningModel.FlexStart) return { kind: ActionKind.FlexStart, zone: offer.zone };
   return { kind: ActionKind.OnDemand, zone: offer.zone };
 }

@@ -18,6 +18,7 @@ import { quotaMetric as catalogQuotaMetric } from '../../config/catalog';
 import type { Finding } from '../../workflows/checks';
 import type { CapacityRequest } from '../../workflows/activity-contract';
 import { ProvisioningModel } from '../../workflows/types';
+import { regionOf } from '../../workflows/region';
 import type { ComputeClients } from '../providers/gce-clients';
 
 export const GPUS_ALL_REGIONS = 'GPUS_ALL_REGIONS';
@@ -246,10 +247,6 @@ function quotaMap(quotas: readonly { metric?: string | null; limit?: number | nu
 
 function fmt(n: number): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(1);
-}
-
-function regionOf(zone: string): string {
-  return zone.replace(/-[a-z]$/, '');
 }
 
 function within(value: string, rule?: { allow?: string[]; deny?: string[] }): boolean {

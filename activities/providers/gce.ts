@@ -27,6 +27,7 @@ import { isOwnedBy, type Owner } from '../../workflows/naming';
 import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt, nodeRefs, nodeRequest } from '../../workflows/run/gang';
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
+import { regionOf } from '../../workflows/region';
 import { agentAttributes, agentScript, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
@@ -219,10 +220,6 @@ export function gceLifecycle(status: string | null | undefined): FleetResource['
     default:
       return 'pending';
   }
-}
-
-export function regionOf(zone: string): string {
-  return zone.replace(/-[a-z]$/, '');
 }
 
 function within(value: string, rule?: { allow?: string[]; deny?: string[] }): boolean {

@@ -71,6 +71,7 @@ import type { AgentValues } from '../../workflows/fleet/contract';
 import { fnv1a, isOwnedBy } from '../../workflows/naming';
 import { parseSecretRef, SecretScheme } from '../../workflows/secrets';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
+import { regionOf } from '../../workflows/region';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
 import { devicesPerGpu, sameSlice, SharingStrategy, sliceKey, SliceLabel, type GpuSlice } from '../../workflows/gpu-slices';
 import { gpuEquivalent, nodeShare } from '../../workflows/pricing-slices';
@@ -225,10 +226,6 @@ function scheduled(pod: V1Pod): boolean {
 
 function waitingReason(pod: V1Pod): string | undefined {
   return pod.status?.containerStatuses?.[0]?.state?.waiting?.reason;
-}
-
-function regionOf(zone: string): string {
-  return zone.replace(/-[a-z]$/, '');
 }
 
 /**

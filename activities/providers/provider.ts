@@ -7,7 +7,7 @@ import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
 import type { PriceBook } from '../../config/price-book';
 import type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, SetAgentInputOutcome, UnpricedZone } from '../../workflows/activity-contract';
 import { OwnerLabel, type Owner } from '../../workflows/naming';
-import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
+import type { AgentSnapshot, Offer, ProvisioningModel, ResourceRef } from '../../workflows/types';
 
 export { ReleaseOutcome } from '../../workflows/activity-contract';
 export type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
@@ -35,7 +35,7 @@ export interface FleetResource {
   createdAt?: string;
   /** What it runs on, when the listing says (the zone memory files preemptions by it). */
   accelerator?: string;
-  provisioningModel?: 'SPOT' | 'STANDARD';
+  provisioningModel?: ProvisioningModel;
 }
 
 export interface ComputeProvider {

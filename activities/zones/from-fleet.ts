@@ -7,7 +7,8 @@
  * both once (by resource name).
  */
 import { resourceKey } from '../../workflows/fleet/contract';
-import { OutcomeKind, ZoneModel, type ZoneOutcome } from '../../workflows/zones/memory';
+import { OutcomeKind, type ZoneOutcome } from '../../workflows/zones/memory';
+import { ProvisioningModel } from '../../workflows/types';
 import type { FleetMemory } from '../fleet/memory';
 import type { FleetResource } from '../providers/provider';
 
@@ -34,7 +35,7 @@ export function fleetPreemptions(before: FleetMemory, after: FleetMemory, listin
     outcomes.push({
       zone: entry.ref.zone,
       accelerator: resource.accelerator,
-      model: resource.provisioningModel ?? ZoneModel.Spot,
+      model: resource.provisioningModel ?? ProvisioningModel.Spot,
       kind: OutcomeKind.Preempted,
       at: Math.min(stoppedMs, nowMs),
       resource: entry.ref.name,

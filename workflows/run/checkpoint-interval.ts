@@ -23,7 +23,7 @@
 import type { RunSpec } from '../spec';
 import { ZoneEventKind } from '../placement';
 import { ProvisioningModel, type Offer } from '../types';
-import { ZoneModel, zonePrior } from '../zones/memory';
+import { zonePrior } from '../zones/memory';
 import type { RunState } from './state';
 import { runningSeconds } from './views';
 
@@ -100,7 +100,7 @@ export function intervalForOffer(spec: RunSpec, state: RunState, offer: Offer, n
 /** The project's zone memory's preemption rate for the offer (spot only), when it has one. */
 export function rememberedRate(state: RunState, offer: Offer, nowMs: number): number | undefined {
   if (!state.zoneMemory || offer.provisioningModel !== ProvisioningModel.Spot) return undefined;
-  return zonePrior(state.zoneMemory, { zone: offer.zone, accelerator: offer.accelerator, model: ZoneModel.Spot }, nowMs).preemptionsPerHour;
+  return zonePrior(state.zoneMemory, { zone: offer.zone, accelerator: offer.accelerator, model: ProvisioningModel.Spot }, nowMs).preemptionsPerHour;
 }
 
 /** Folds one measured checkpoint cost (seconds) into the run's smoothed estimate. */

@@ -1,9 +1,14 @@
 /**
- * How an attempt ended, and everything that follows from it, as complete tables: one
- * vocabulary (AttemptOutcome), no chains of ternaries. Pure.
+ * How an attempt ended, and everything that follows from it, as one complete table: each
+ * ending (state.ts `Ending`, the strings stored in run state) has one row naming its zone
+ * event, zone-memory outcome, timeline kind, named failure and next step. The other
+ * vocabularies are different facts (a timeline records more than endings, a failure type
+ * also names spec errors, the zone memory hears from the fleet observer too), so they stay
+ * their own sets and meet here, nowhere else. Pure.
  */
 import { FailureType } from '../failures';
 import { ZoneEventKind } from '../placement';
+import { OutcomeKind } from '../zones/memory';
 import { AttemptOutcome, TimelineKind, type Ending } from './state';
 
 /** What the run does once the attempt is released. */
@@ -27,13 +32,22 @@ export const Next = {
 } as const;
 export type Next = (typeof Next)[keyof typeof Next];
 
-export interface EndingRule {
-  /** What the zone learns (fed to placement's cooldown and the policy). */
+export interface EndingRow {
+  /** What the run's own placement learns of the zone (its cooldown and the policy's view). */
   zoneEvent?: ZoneEventKind;
-  next: Next;
-  /** Next.Fail: the named failure the run ends with. */
+  /**
+   * What the zone memory is told once the attempt is released (zones/from-run.ts).
+   * `Released` is told only where the VM's running time is known; absent, nothing is told
+   * (quota and name conflicts say nothing about a zone's capacity).
+   */
+  memory?: OutcomeKind;
+  timeline: TimelineKind;
+  /**
+   * The named failure that spells this ending: a provision that fails with it ended its
+   * attempt so (PROVISION_FAILURES); with Next.Fail, the failure the run ends with.
+   */
   failure?: FailureType;
-  timeline: (typeof TimelineKind)[keyof typeof TimelineKind];
+  next: Next;
   /**
    * Whether the run may place its next attempt while this one's release is still running.
    * Only where nothing of the attempt can still write: its guest is down (preempted,
@@ -44,30 +58,41 @@ export interface EndingRule {
   releaseBeside: boolean;
 }
 
-export const ENDINGS: Record<Ending, EndingRule> = {
-  [AttemptOutcome.Completed]: { next: Next.Complete, timeline: TimelineKind.Completed, releaseBeside: false },
-  [AttemptOutcome.Preempted]: { zoneEvent: ZoneEventKind.Preempted, next: Next.Resume, timeline: TimelineKind.Preempted, releaseBeside: true },
-  [AttemptOutcome.Failed]: { next: Next.Restart, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
-  [AttemptOutcome.Stockout]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
-  // The zone's flex-start pool had nothing within the wait: it cools down for flex-start only.
-  [AttemptOutcome.WaitExpired]: { zoneEvent: ZoneEventKind.Stockout, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
-  [AttemptOutcome.RunDurationReached]: { next: Next.Move, timeline: TimelineKind.RunDurationReached, releaseBeside: true },
-  [AttemptOutcome.QuotaExceeded]: { zoneEvent: ZoneEventKind.Quota, next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
-  [AttemptOutcome.Conflict]: { next: Next.NextOffer, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
-  [AttemptOutcome.Switched]: { next: Next.Place, timeline: TimelineKind.Switching, releaseBeside: false },
-  [AttemptOutcome.Stopped]: { next: Next.Stop, timeline: TimelineKind.Stopped, releaseBeside: false },
+const A = AttemptOutcome;
+const T = TimelineKind;
+const Z = ZoneEventKind;
+const M = OutcomeKind;
+const F = FailureType;
+
+/** Every ending's row: a `Record` over the closed set, so an ending without one does not compile. */
+export const ENDINGS: Readonly<Record<Ending, EndingRow>> = {
+  [A.Completed]: { memory: M.Released, timeline: T.Completed, next: Next.Complete, releaseBeside: false },
+  [A.Preempted]: { zoneEvent: Z.Preempted, memory: M.Preempted, timeline: T.Preempted, failure: F.Preempted, next: Next.Resume, releaseBeside: true },
+  [A.Failed]: { memory: M.Released, timeline: T.AttemptFailed, next: Next.Restart, releaseBeside: true },
+  [A.Stockout]: { zoneEvent: Z.Stockout, memory: M.Stockout, timeline: T.AttemptFailed, failure: F.Stockout, next: Next.NextOffer, releaseBeside: true },
+  // The zone's flex-start pool had nothing within the wait: it cools down for flex-start only
+  // (the event's and the memory key's model is FLEX_START).
+  [A.WaitExpired]: { zoneEvent: Z.Stockout, memory: M.Stockout, timeline: T.AttemptFailed, failure: F.FlexStartWaitExpired, next: Next.NextOffer, releaseBeside: true },
+  [A.RunDurationReached]: { memory: M.Released, timeline: T.RunDurationReached, next: Next.Move, releaseBeside: true },
+  [A.QuotaExceeded]: { zoneEvent: Z.Quota, timeline: T.AttemptFailed, failure: F.QuotaExceeded, next: Next.NextOffer, releaseBeside: true },
+  [A.Conflict]: { timeline: T.AttemptFailed, failure: F.ResourceConflict, next: Next.NextOffer, releaseBeside: true },
+  [A.Switched]: { memory: M.Released, timeline: T.Switching, next: Next.Place, releaseBeside: false },
+  [A.Stopped]: { memory: M.Released, timeline: T.Stopped, next: Next.Stop, releaseBeside: false },
   // The command's program is missing or cannot execute: the same on every VM, so no restart.
-  [AttemptOutcome.NotRunnable]: { next: Next.Fail, failure: FailureType.UserCodeFailed, timeline: TimelineKind.AttemptFailed, releaseBeside: true },
+  [A.NotRunnable]: { memory: M.Released, timeline: T.AttemptFailed, failure: F.UserCodeFailed, next: Next.Fail, releaseBeside: true },
 };
 
-/** A provision that failed with one of these named failures ended its attempt so. */
-export const PROVISION_FAILURES: Partial<Record<FailureType, Ending>> = {
-  [FailureType.Stockout]: AttemptOutcome.Stockout,
-  [FailureType.FlexStartWaitExpired]: AttemptOutcome.WaitExpired,
-  [FailureType.QuotaExceeded]: AttemptOutcome.QuotaExceeded,
-  [FailureType.Preempted]: AttemptOutcome.Preempted,
-  [FailureType.ResourceConflict]: AttemptOutcome.Conflict,
-};
+/** Every ending, in the table's order. */
+export const ENDING_NAMES = Object.keys(ENDINGS) as Ending[];
+
+/**
+ * A provision that failed with one of these named failures ended its attempt so: the
+ * table's failures, read backwards, but for the run's own (Next.Fail) failures, which no
+ * provision raises.
+ */
+export const PROVISION_FAILURES: Readonly<Partial<Record<FailureType, Ending>>> = Object.fromEntries(
+  ENDING_NAMES.filter((e) => ENDINGS[e].failure !== undefined && ENDINGS[e].next !== Next.Fail).map((e) => [ENDINGS[e].failure, e]),
+);
 
 /** The agent's own failures (sterna-agent.sh exit codes), before the trainer ran. */
 export const AGENT_FAILURES: Readonly<Record<number, string>> = {

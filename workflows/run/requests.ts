@@ -24,7 +24,7 @@ export function capacityRequest(spec: RunSpec): { backend: Backend; request: Cap
       regions: placement.regions,
       zones: placement.zones,
       // Flex-start offers only for a spec that may use them; every other run asks as it always did.
-      provisioningModels: modelsOf(spec).includes(ProvisioningModel.FlexStart) ? ['SPOT', 'STANDARD', 'FLEX_START'] : ['SPOT', 'STANDARD'],
+      provisioningModels: modelsOf(spec).includes(ProvisioningModel.FlexStart) ? [ProvisioningModel.Spot, ProvisioningModel.OnDemand, ProvisioningModel.FlexStart] : [ProvisioningModel.Spot, ProvisioningModel.OnDemand],
       // A gang's offers are for all its nodes; a single node's request is as it always was.
       ...(resources.nodes > 1 ? { nodes: resources.nodes } : {}),
     },

@@ -27,8 +27,9 @@ export const Phase = {
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
 /**
- * How an attempt ended: the one vocabulary for it. endings.ts maps each to its zone
- * event, its phase and what the run does next.
+ * How an attempt ended: the one vocabulary for it, stored as these strings (running runs
+ * carry them through continue-as-new). endings.ts `ENDINGS` is the one table from each
+ * ending to its zone event, zone-memory outcome, timeline kind, named failure and next step.
  */
 export const AttemptOutcome = {
   Running: 'running',

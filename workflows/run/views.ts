@@ -8,7 +8,7 @@ import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
-import type { CheckpointRef } from '../types';
+import type { CheckpointRef, ProvisioningModel } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
@@ -24,7 +24,7 @@ export function runningSeconds(attempt: Attempt, nowMs: number): number {
 export interface LedgerLine {
   attempt: number;
   zone: string;
-  provisioningModel: string;
+  provisioningModel: ProvisioningModel;
   accelerator: string;
   /** The price charged, as the attempt's offer had it: a later price book does not change it. */
   pricePerHour: number;
@@ -74,7 +74,7 @@ export interface RunStatus {
   phase: Phase;
   attempt?: number;
   zone?: string;
-  provisioningModel?: string;
+  provisioningModel?: ProvisioningModel;
   step?: number;
   lastCheckpoint?: CheckpointRef;
   costUsd: number;
@@ -197,7 +197,7 @@ export interface RunResult {
   runId: string;
   finalStep?: number;
   lastCheckpoint?: CheckpointRef;
-  attempts: { attempt: number; zone: string; provisioningModel: string; outcome: AttemptOutcome; costUsd: number; runningSeconds: number }[];
+  attempts: { attempt: number; zone: string; provisioningModel: ProvisioningModel; outcome: AttemptOutcome; costUsd: number; runningSeconds: number }[];
   preemptions: number;
   restarts: number;
   totalCostUsd: number;

@@ -1,11 +1,12 @@
 /**
- * What a run tells the zone memory about an attempt once it is released: a stockout, a
- * preemption (with how long the VM ran), or a VM that ran and was released without one
- * (its lifetime is exposure: time spot capacity held). Quota and name conflicts say
- * nothing about a zone's capacity and are not told. Pure.
+ * What a run tells the zone memory about an attempt once it is released, per its ending's
+ * row (run/endings.ts `memory`): a stockout, a preemption (with how long the VM ran), or a
+ * VM that ran and was released without one (its lifetime is exposure: time spot capacity
+ * held). Quota and name conflicts say nothing about a zone's capacity and are not told. Pure.
  */
+import { ENDINGS } from '../run/endings';
 import { AttemptOutcome, type Attempt } from '../run/state';
-import { OutcomeKind, type ZoneModel, type ZoneOutcome } from './memory';
+import { OutcomeKind, type ZoneOutcome } from './memory';
 
 const HOUR_MS = 3_600_000;
 
@@ -16,31 +17,23 @@ function runningHours(attempt: Attempt): number | undefined {
 }
 
 export function outcomeOf(attempt: Attempt, nowMs: number): ZoneOutcome | undefined {
+  // A running attempt has not ended.
+  if (attempt.outcome === AttemptOutcome.Running) return undefined;
+  const kind = ENDINGS[attempt.outcome].memory;
+  if (kind === undefined) return undefined;
   const { zone, region, accelerator, provisioningModel } = attempt.offer;
-  const base = { zone, region, accelerator, model: provisioningModel as ZoneModel, resource: attempt.ref.name };
+  const base = { zone, region, accelerator, model: provisioningModel, resource: attempt.ref.name };
   const lifetimeHours = runningHours(attempt);
-  const stoppedAt = attempt.stoppedAt ? Date.parse(attempt.stoppedAt) : nowMs;
-  switch (attempt.outcome) {
-    // A flex-start wait that ran out is the flex pool's stockout (its key's model is FLEX_START).
-    case AttemptOutcome.Stockout:
-    case AttemptOutcome.WaitExpired:
-      return { ...base, kind: OutcomeKind.Stockout, at: nowMs };
-    case AttemptOutcome.Preempted:
-      return { ...base, kind: OutcomeKind.Preempted, at: Math.min(stoppedAt, nowMs), ...(lifetimeHours !== undefined ? { lifetimeHours } : {}) };
-    case AttemptOutcome.Completed:
-    case AttemptOutcome.Failed:
-    case AttemptOutcome.NotRunnable:
-    case AttemptOutcome.Switched:
-    case AttemptOutcome.Stopped:
-    case AttemptOutcome.RunDurationReached:
-      return lifetimeHours === undefined ? undefined : { ...base, kind: OutcomeKind.Released, at: Math.min(stoppedAt, nowMs), lifetimeHours };
-    // Quota and name conflicts say nothing about capacity; a running attempt has not ended.
-    case AttemptOutcome.QuotaExceeded:
-    case AttemptOutcome.Conflict:
-    case AttemptOutcome.Running:
-      return undefined;
+  const stoppedAt = Math.min(attempt.stoppedAt ? Date.parse(attempt.stoppedAt) : nowMs, nowMs);
+  switch (kind) {
+    case OutcomeKind.Stockout:
+      return { ...base, kind, at: nowMs };
+    case OutcomeKind.Preempted:
+      return { ...base, kind, at: stoppedAt, ...(lifetimeHours !== undefined ? { lifetimeHours } : {}) };
+    case OutcomeKind.Released:
+      return lifetimeHours === undefined ? undefined : { ...base, kind, at: stoppedAt, lifetimeHours };
     default:
-      return attempt.outcome satisfies never;
+      return kind satisfies never;
   }
 }
 

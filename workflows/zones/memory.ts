@@ -14,9 +14,7 @@
  * week's not at all. Counts are kept as of `asOf` and decayed on read (`decayFactor`).
  */
 
-/** The provisioning models a zone is remembered by; FLEX_START (DWS) has its own capacity. */
-export const ZoneModel = { Spot: 'SPOT', Standard: 'STANDARD', FlexStart: 'FLEX_START' } as const;
-export type ZoneModel = (typeof ZoneModel)[keyof typeof ZoneModel];
+import { ProvisioningModel } from '../types';
 
 /** What a run (or the observer) tells the memory about one attempt. */
 export const OutcomeKind = {
@@ -32,7 +30,8 @@ export type OutcomeKind = (typeof OutcomeKind)[keyof typeof OutcomeKind];
 export interface ZoneKey {
   zone: string;
   accelerator: string;
-  model: ZoneModel;
+  /** A zone is remembered per provisioning model: FLEX_START (DWS) has its own capacity. */
+  model: ProvisioningModel;
 }
 
 export interface ZoneOutcome extends ZoneKey {
@@ -269,7 +268,7 @@ export function isZoneOutcome(value: unknown): value is ZoneOutcome {
   return (
     text(o.zone) &&
     text(o.accelerator) &&
-    Object.values(ZoneModel).includes(o.model) &&
+    Object.values(ProvisioningModel).includes(o.model) &&
     Object.values(OutcomeKind).includes(o.kind) &&
     Number.isFinite(o.at) &&
     (o.lifetimeHours === undefined || (Number.isFinite(o.lifetimeHours) && o.lifetimeHours >= 0))

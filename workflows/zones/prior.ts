@@ -11,7 +11,8 @@
 import { inCooldown, type PlacementPolicy, type ZoneEvent } from '../placement';
 import { emptyStats, emptyZoneStats, type StatsTable, type ZoneStats } from '../policy/zone-stats';
 import type { Offer } from '../types';
-import { decayFactor, ZoneModel, type ZoneMemory } from './memory';
+import { decayFactor, type ZoneMemory } from './memory';
+import { ProvisioningModel } from '../types';
 
 const HOUR_MS = 3_600_000;
 
@@ -19,7 +20,7 @@ const HOUR_MS = 3_600_000;
 export function rememberedEvents(memory: ZoneMemory | undefined): ZoneEvent[] {
   if (!memory) return [];
   return memory.records
-    .filter((r) => r.lastStockoutAt !== undefined && (r.model === ZoneModel.Spot || r.model === ZoneModel.Standard))
+    .filter((r) => r.lastStockoutAt !== undefined && (r.model === ProvisioningModel.Spot || r.model === ProvisioningModel.OnDemand))
     .map((r) => ({ zone: r.zone, region: r.region ?? '', provisioningModel: r.model as ZoneEvent['provisioningModel'], kind: 'stockout', at: r.lastStockoutAt!, accelerator: r.accelerator }));
 }
 
@@ -43,7 +44,7 @@ export function memoryStats(memory: ZoneMemory | undefined, nowMs: number, runSt
   const nowHours = (nowMs - runStartMs) / HOUR_MS;
   const zones: Record<string, ZoneStats> = {};
   for (const r of memory.records) {
-    if (r.model !== ZoneModel.Spot) continue;
+    if (r.model !== ProvisioningModel.Spot) continue;
     const w = decayFactor(r.asOf, nowMs, memory.halfLifeHours);
     const z = zones[r.zone] ?? emptyZoneStats(nowHours);
     zones[r.zone] = { ...z, upHours: z.upHours + r.exposureHours * w, preemptions: z.preemptions + r.preemptions * w };
