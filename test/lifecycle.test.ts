@@ -9,6 +9,7 @@ import { preemptionNoticeSignal, statusQuery } from '../workflows/messages';
 import { rankOffers } from '../workflows/placement';
 import { RUN_BASELINE_PATCH } from '../workflows/run/changes';
 import { POLICY_RULE_PATCHES } from '../workflows/run/patches';
+import { ADMISSION_FROM_LEDGER_PATCH } from '../workflows/teams/run-link';
 import type { RunStatus } from '../workflows/run/views';
 import type { trainingRun } from '../workflows/training-run';
 import { executionHistories, payloadValue, saveHistory } from './helpers/histories';
@@ -229,10 +230,14 @@ describe('trainingRun on the GCE emulator', function () {
   it('records one patch marker per execution, the run baseline, not one for each change it covers (and an auto run the changes made since, once)', async () => {
     for (const [i, run] of runs.entries()) {
       const perExecution: string[][] = [];
-      for (const events of await executionHistories(stack.env.client, run.workflowId)) {
+      const histories = await executionHistories(stack.env.client, run.workflowId);
+      for (const events of histories) {
         const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
         perExecution.push(await Promise.all(markers.map(async (e) => (await payloadValue<{ id: string }>(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0])).id)));
       }
+      const events = histories.flat();
+      const heardTeam = events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'admission');
+      const checkedDatasets = events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'checkDatasets');
       // A spec refused before the run's first decision asks for no change at all.
       if (titles[i].includes('invalid-spec')) {
         assert.deepEqual(perExecution, [[]], run.workflowId);
@@ -240,9 +245,14 @@ describe('trainingRun on the GCE emulator', function () {
       }
       // Changes made after the baseline are asked for where they apply: the policy's rules
       // when auto's policy starts, in that execution only (the next ones carry its state).
-      const since = titles[i].includes('auto-mode') ? POLICY_RULE_PATCHES.map(([patch]) => patch) : [];
+      // So are the team's answer read from its ledger, and the dataset check before the first VM: once each.
+      const since = [
+        ...(heardTeam ? [ADMISSION_FROM_LEDGER_PATCH] : []),
+        ...(checkedDatasets ? ['sterna-dataset-check'] : []),
+        ...(titles[i].includes('auto-mode') ? POLICY_RULE_PATCHES.map(([patch]) => patch) : []),
+      ];
       assert.deepEqual(perExecution.map((ids) => ids[0]), perExecution.map(() => RUN_BASELINE_PATCH), run.workflowId);
-      assert.deepEqual(perExecution.flatMap((ids) => ids.slice(1)), since, run.workflowId);
+      assert.deepEqual(perExecution.flatMap((ids) => ids.slice(1)).sort(), since.sort(), run.workflowId);
     }
   });
 });
