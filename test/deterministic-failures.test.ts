@@ -7,24 +7,12 @@
  * processes in the emulator running the agent, the datasets checked where the VMs stage them.
  */
 import { strict as assert } from 'node:assert';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import { statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
-import type { trainingRun } from '../workflows/training-run';
 import { executionHistories } from './helpers/histories';
+import { failureOf } from './helpers/runs';
 import { exampleSpec, startStack, type Stack } from './helpers/stack';
 
-type Run = WorkflowHandle<typeof trainingRun>;
-
-async function failureOf(handle: Run): Promise<ApplicationFailure> {
-  const err = await handle.result().then(
-    () => assert.fail('the run should have failed'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
-  return err.cause;
-}
 
 /** The activities a run scheduled, by type, across its executions. */
 async function scheduled(stack: Stack, workflowId: string, type: string): Promise<number> {

@@ -11,8 +11,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { cancel, getTeam, setTeamLimits } from '../client';
 import { findTemporalCli } from '../config/temporal-cli';
@@ -24,6 +23,7 @@ import { parseSpec } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
 import { allEvents, executionHistories } from './helpers/histories';
 import { eventually } from './helpers/processes';
+import { failureOf } from './helpers/runs';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { sternaTestWorker, testServerAddress } from './helpers/temporal';
 
@@ -31,14 +31,6 @@ const exec = promisify(execFile);
 const EventType = temporal.api.enums.v1.EventType;
 type Run = WorkflowHandle<typeof trainingRun>;
 
-async function failureOf(handle: WorkflowHandle): Promise<ApplicationFailure> {
-  const err = await handle.result().then(
-    () => assert.fail('the run should have failed'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
-  return err.cause;
-}
 
 describe('forged messages: only Sterna itself steers a run and its fleet', function () {
   this.timeout(300_000);

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { InstancesClient } from '@google-cloud/compute';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { CancelledFailure } from '@temporalio/common';
 import { findTemporalCli } from '../config/temporal-cli';
 import { acceptContinuation } from '../workflows/continuation';
 import { statusQuery } from '../workflows/messages';
@@ -17,6 +17,7 @@ import type { RunStatus } from '../workflows/run/views';
 import { parseSpec } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
 import { eventually } from './helpers/processes';
+import { failureOf } from './helpers/runs';
 import { executionHistories } from './helpers/histories';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { testServerAddress } from './helpers/temporal';
@@ -24,14 +25,6 @@ import { testServerAddress } from './helpers/temporal';
 const run = promisify(execFile);
 type Run = WorkflowHandle<typeof trainingRun>;
 
-async function failureOf(handle: Run): Promise<ApplicationFailure> {
-  const err = await handle.result().then(
-    () => assert.fail('the run should have failed'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
-  return err.cause;
-}
 
 async function phase(handle: Run, wanted: string): Promise<RunStatus> {
   return eventually(wanted, async () => {

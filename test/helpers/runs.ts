@@ -3,7 +3,9 @@
  * what it was doing (phase, attempt, its last timeline events), not with mocha's bare
  * timeout, so a hang seen once in CI says where it hung.
  */
-import type { WorkflowHandle } from '@temporalio/client';
+import { strict as assert } from 'node:assert';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { statusQuery } from '../../workflows/messages';
 import type { RunStatus } from '../../workflows/run/views';
 import type { trainingRun } from '../../workflows/training-run';
@@ -35,4 +37,14 @@ export async function resultWithin(run: Run, timeoutMs: number): Promise<Awaited
   const status = await run.query(statusQuery).catch(() => undefined);
   const where = status ? whereRunIs(status) : 'its status could not be read';
   throw new Error(`run ${run.workflowId} did not end within ${timeoutMs / 1000} s: ${where}`);
+}
+
+/** The named failure a run (or any workflow) ended with; fails the test if it completed or ended otherwise. */
+export async function failureOf(handle: WorkflowHandle): Promise<ApplicationFailure> {
+  const err = await handle.result().then(
+    () => assert.fail('the run should have failed'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
+  return err.cause;
 }
