@@ -3,12 +3,12 @@
  * One launcher for `npm run server`, the demo and the test suite, so all three run the
  * server the same way, with Sterna's search attributes registered.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, closeSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
-import { guardProcessGroup, stopGuard, stopProcessGroup } from './process-guard';
+import { spawnGuarded, stopGuard, stopProcessGroup } from './process-guard';
 import { ensureTemporalCli } from './temporal-cli';
 import { freePort } from './ports';
 
@@ -79,16 +79,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);
   }
-  let logFd: number | 'ignore' = 'ignore';
-  if (options.logFile) {
-    mkdirSync(dirname(options.logFile), { recursive: true });
-    logFd = openSync(options.logFile, 'a');
-  }
-  const child = spawn(binary, args, { stdio: ['ignore', logFd, logFd], detached: true });
-  if (typeof logFd === 'number') closeSync(logFd);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   // The server dies with its launcher, even one killed without running its cleanup.
-  const guard = child.pid === undefined ? undefined : guardProcessGroup(child.pid);
+  const { child, exited, guard } = spawnGuarded(binary, args, options.logFile);
   try {
     await waitUntilReady(address, namespace, child, options.readyTimeoutMs ?? 60_000);
   } catch (err) {

@@ -1,5 +1,7 @@
 /** Child process groups that must not outlive the Node process that started them. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 /**
  * Ends process group `pgid` if this Node process dies without stopping it (a test run
@@ -44,4 +46,21 @@ export async function stopProcessGroup(child: ChildProcess, exited: Promise<unkn
   }, graceMs);
   await exited;
   clearTimeout(killTimer);
+}
+
+/**
+ * Starts `binary` as its own process group, its output appended to `logFile` (or
+ * dropped), guarded so it dies with this Node process (guardProcessGroup).
+ */
+export function spawnGuarded(binary: string, args: string[], logFile?: string): { child: ChildProcess; exited: Promise<number | null>; guard: number | undefined } {
+  let logFd: number | 'ignore' = 'ignore';
+  if (logFile) {
+    mkdirSync(dirname(logFile), { recursive: true });
+    logFd = openSync(logFile, 'a');
+  }
+  const child = spawn(binary, args, { stdio: ['ignore', logFd, logFd], detached: true });
+  if (typeof logFd === 'number') closeSync(logFd);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const guard = child.pid === undefined ? undefined : guardProcessGroup(child.pid);
+  return { child, exited, guard };
 }

@@ -4,12 +4,12 @@
  * in every namespace, optionally with Temporal's JWT authorization switched on. Its flags
  * follow `temporal server start-dev`, so this launcher mirrors config/dev-server.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
-import { guardProcessGroup, stopGuard, stopProcessGroup } from './process-guard';
+import { spawnGuarded, stopGuard, stopProcessGroup } from './process-guard';
 import { freePort } from './ports';
 import { ensureTemporalServer } from './temporal-server';
 
@@ -97,16 +97,8 @@ async function startOn(binary: string, port: number, options: TemporalServerOpti
     args.push('--jwks-url', options.jwt.jwksUrl);
     if (options.jwt.permissionsClaim) args.push('--jwt-permissions-claim', options.jwt.permissionsClaim);
   }
-  let logFd: number | 'ignore' = 'ignore';
-  if (options.logFile) {
-    mkdirSync(dirname(options.logFile), { recursive: true });
-    logFd = openSync(options.logFile, 'a');
-  }
-  const child = spawn(binary, args, { stdio: ['ignore', logFd, logFd], detached: true });
-  if (typeof logFd === 'number') closeSync(logFd);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   // The server dies with its launcher, even one killed without running its cleanup.
-  const guard = child.pid === undefined ? undefined : guardProcessGroup(child.pid);
+  const { child, exited, guard } = spawnGuarded(binary, args, options.logFile);
   try {
     await waitUntilReady(address, namespaces, child, options.jwt?.adminToken, options.readyTimeoutMs ?? 60_000);
   } catch (err) {
