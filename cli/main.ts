@@ -12,6 +12,7 @@
  *   sterna cost --by team --since 7d [--json|--csv]
  *   sterna zones [--json]
  *   sterna plan examples/run.json
+ *   sterna deploy status [--json] | sterna deploy promote BUILD_ID
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -35,6 +36,7 @@ import { addCostCommand } from './cost';
 import { addTeamCommands } from './team';
 import { addZonesCommand } from './zones';
 import { addLogsCommand } from './logs';
+import { addDeployCommands } from './deploy';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -209,6 +211,7 @@ addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
 addCheckCommand(program, readSpec);
 addLogsCommand(program, connect);
+addDeployCommands(program, connect);
 
 program
   .parseAsync()

@@ -5,7 +5,7 @@ import { ensureTemporalServer } from '../config/temporal-server';
 
 async function setup(): Promise<void> {
   console.log(`sterna: Temporal CLI ready at ${await ensureTemporalCli()}`);
-  // Sterna's own Temporal server (temporal-server/): a current server, with JWT authorization for the tenancy tests.
+  // Sterna's own Temporal server (temporal-server/): the server the demo, `npm run server` and the tests run.
   console.log(`sterna: Temporal server ready at ${await ensureTemporalServer()}`);
   // The metrics test scrapes a worker with a real Prometheus server.
   console.log(`sterna: Prometheus ready at ${await ensurePrometheus()}`);

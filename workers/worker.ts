@@ -9,6 +9,7 @@ import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { sharedModules, workflowsPath } from './bundle';
+import type { WorkerVersion } from './deployment';
 import { cachedRunsFor } from './process-tuning';
 import { createFleetActivities, observerAsker, type ObserverOptions } from '../activities/fleet';
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
@@ -56,6 +57,11 @@ export interface SternaWorkerOptions {
   storage?: BucketLocator;
   /** Checks that each run's datasets exist before it creates a VM (activities/storage/datasets.ts); without it nothing is checked. */
   datasets?: DatasetChecker;
+  /**
+   * The Worker Deployment version this worker is (workers/deployment.ts): every workflow it
+   * starts is pinned to it. Absent: unversioned (tests, and a fleet that deploys by hand).
+   */
+  version?: WorkerVersion;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -95,5 +101,6 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     defaultHeartbeatThrottleInterval: '1 second',
     // Let a release in flight finish when the worker is asked to stop.
     shutdownGraceTime: '10 seconds',
+    ...(options.version ? { workerDeploymentOptions: { version: options.version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' as const } } : {}),
   });
 }

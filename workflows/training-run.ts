@@ -6,7 +6,7 @@
  *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
  *   finally, non-cancellable: release every resource this run created.
  */
-import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, executionProblem, isContinuedRun, type ContinuedRun, type Execution } from './continuation';
 import { failure, FailureType, namedFailureOf } from './failures';
 import { Inbox } from './inbox';
@@ -26,9 +26,8 @@ import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { MemoryLink } from './run/memory-link';
 import { PlacementActs } from './run/placement-acts';
-import { notRunnableExits, policyRules, runPatches } from './run/patches';
-import { hasChange } from './run/changes';
 import { Releases } from './run/releases';
+import { continueOnCurrentVersion, newVersionCurrent } from './versions';
 
 export type { ContinuedRun };
 
@@ -106,8 +105,7 @@ class Driver {
 
   private context(): Context {
     const info = workflowInfo();
-    const patches = runPatches();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...patches, policyRules: () => policyRules(patches.policyStats), notRunnableExits };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, newVersionCurrent: newVersionCurrent(), historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart };
   }
 
   installHandlers(): void {
@@ -160,9 +158,9 @@ class Driver {
         await Promise.all([this.notify.settled(), this.memories.settled()]);
         await condition(allHandlersFinished);
         // News that came while this execution settled is its own to absorb: the next would never hear of it.
-        if (this.inbox.pending() && hasChange('sterna-history-budget')) return this.inbox.next();
+        if (this.inbox.pending()) return this.inbox.next();
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
-        return continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
+        return continueOnCurrentVersion<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
         throw failure(command.failure, command.message, command.details);
     }
@@ -171,7 +169,7 @@ class Driver {
   /** While a resource is billed, wake at least every few minutes so the cost shown stays current. */
   private refreshingCost(untilMs: number | undefined): number | undefined {
     const billing = this.state.attempts.some((a) => a.startedAt && !a.stoppedAt);
-    return billing && hasChange('sterna-cost-refresh') ? costRefreshAt(untilMs, Date.now()) : untilMs;
+    return billing ? costRefreshAt(untilMs, Date.now()) : untilMs;
   }
 
   /** Releases, in parallel, every attempt not yet released (the run is ending); one already being released is waited for. */
@@ -188,6 +186,6 @@ class Driver {
   /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */
   async endRun(): Promise<void> {
     await this.team.ended();
-    if (hasChange('sterna-cost-refresh')) this.shown.costMemo();
+    this.shown.costMemo();
   }
 }

@@ -108,6 +108,8 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
           STERNA_LOCAL_BUCKETS: bucketsDir,
           STERNA_WORKFLOW_BUNDLE: bundlePath,
           STERNA_OBSERVER_PROGRESS_SECONDS: String(STACK_OBSERVER.settings.progressReadSeconds),
+          // Unversioned, as the stack's in-process worker is, unless a test deploys versions.
+          STERNA_WORKER_VERSIONING: 'off',
           ...extraEnv,
         },
       });

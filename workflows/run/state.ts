@@ -2,6 +2,7 @@
  * The durable state of one training run. JSON-plain so it survives continue-as-new
  * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
  */
+import type { AutoState } from '../auto-policy';
 import type { ZoneEvent } from '../placement';
 import type { StagingProgress } from './data-placement';
 import type { NotifyMemory } from './notify';
@@ -186,7 +187,7 @@ export interface RunState {
   deadline?: string;
   timeline: TimelineEvent[];
   /** State of the deadline-aware pricing policy (workflows/policy), JSON-plain. */
-  policyState?: unknown;
+  policyState?: AutoState;
   placement?: PlacementRound;
   /** Name of the attempt a preemption notice came for: it is draining, not lost. */
   notice?: string;
