@@ -18,7 +18,7 @@ export const IGNORE_FILES = ['.gitignore', '.sternaignore'] as const;
 
 /** Top-level names the agent uses in the directory the workdir is unpacked into (sterna-agent.sh). */
 export const RESERVED_NAMES: Readonly<Record<string, string>> = {
-  '.sterna': "the agent's own state",
+  '.sterna': 'its own state',
   checkpoints: 'the run\'s checkpoints (STERNA_CHECKPOINT_DIR)',
 };
 
