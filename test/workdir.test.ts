@@ -10,7 +10,7 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTrainingRun, type PreparedWorkdir } from '../client';
 import { runLogs } from '../client/logs';
@@ -148,6 +148,33 @@ describe('a run started with a workdir (GCE emulator)', function () {
       assert.equal(out[0], `attempt ${attempt} runs in ${recorded.attempts[attempt - 1].cwd}`);
       assert.ok(out.some((t) => /^step \d+ (alpha|beta|gamma|delta|epsilon|zeta|eta|theta)$/.test(t)), `attempt ${attempt} printed steps with the data file's words`);
     }
+  });
+
+  it('sterna validate lists a spec\'s workdir as a start would pack it; a workdir that cannot be packed starts nothing and says why (exit 2)', async () => {
+    const spec = exampleSpec({ command: ['python3', 'train.py', '10'], datasets: [] });
+    const good = join(stack.dir, 'validate-good.json');
+    writeFileSync(good, JSON.stringify({ ...spec, workdir: 'my-project' }));
+    const valid = await sterna(['validate', good], {});
+    assert.equal(valid.code, 0, valid.stderr);
+
+    const broken = join(stack.dir, 'broken-project');
+    mkdirSync(broken);
+    writeFileSync(join(broken, 'train.py'), 'print(1)\n');
+    symlinkSync('../../../etc/passwd', join(broken, 'passwd'));
+    const brokenSpec = join(stack.dir, 'validate-broken.json');
+    writeFileSync(brokenSpec, JSON.stringify({ ...spec, workdir: 'broken-project' }));
+    const invalid = await sterna(['validate', brokenSpec], {});
+    assert.equal(invalid.code, 2);
+    assert.match(invalid.stderr, /workdir: symlink passwd -> \.\.\/\.\.\/\.\.\/etc\/passwd leaves the workdir/);
+
+    const started = await sterna(['start', brokenSpec, '--task-queue', stack.taskQueue, '--id', `${stack.taskQueue}-never`], { STERNA_LOCAL_BUCKETS: stack.bucketsDir });
+    assert.equal(started.code, 2);
+    assert.match(started.stderr, /sterna start: workdir .*broken-project cannot be packed: symlink passwd/);
+    assert.match(started.stderr, /to fix: .*\.sternaignore/);
+    const tooBig = await sterna(['start', good, '--workdir-max-mb', '0.0001', '--task-queue', stack.taskQueue, '--id', `${stack.taskQueue}-never`], { STERNA_LOCAL_BUCKETS: stack.bucketsDir });
+    assert.equal(tooBig.code, 2);
+    assert.match(tooBig.stderr, /packs to more than the 100 bytes cap; its largest paths: /);
+    await assert.rejects(stack.env.client.workflow.getHandle(`${stack.taskQueue}-never`).describe(), 'no run was started');
   });
 
   it('a second start of the unchanged tree, through the client and the GCS JSON API, uploads nothing and runs the same workdir', async () => {
