@@ -1,7 +1,7 @@
 /**
  * The emulator's HTTP server: the GCE API under /compute/v1/, the Cloud Billing Catalog
  * under /v1/services (emulator/billing-catalog.ts), buckets' metadata under /storage/v1/
- * (emulator/storage-api.ts) and their objects, read-only (emulator/storage-objects.ts), the admin API under /emulator/v1/,
+ * (emulator/storage-api.ts) and their objects (emulator/storage-objects.ts: read, and media uploads), the admin API under /emulator/v1/,
  * GCE-style JSON errors everywhere else. `startEmulator` runs it
  * in-process (tests, the demo); `emulator/main.ts` is the command line.
  *
@@ -22,7 +22,7 @@ import { Clock } from './clock';
 import { handleCompute } from './compute-api';
 import { asGceError, GceError, Reason } from './errors';
 import { deadlineExceeded, faultError, Faults, serverTimeoutMs } from './faults';
-import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
+import { parseJson, pathSegments, readBody, readBodyBytes, sendError, sendJson } from './http';
 import { applyFieldMask, parseFieldMask } from './partial-response';
 import { PROJECT_NUMBER } from './ids';
 import { DEFAULT_TIMINGS, Instances, type LifecycleTimings } from './instances';
@@ -33,7 +33,7 @@ import { Scheduler } from './scheduler';
 import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
 import { StateStore } from './state-store';
 import { handleStorage, STORAGE_PREFIX, type BucketSettings } from './storage-api';
-import { handleObjects, isObjectsPath } from './storage-objects';
+import { handleObjects, handleUpload, isObjectsPath, isUploadPath, MAX_UPLOAD_BYTES } from './storage-objects';
 import { checkedConfig, DEFAULT_SYNTHETIC_GUEST, SyntheticGuests, type SyntheticGuestConfig } from './synthetic-guest';
 import { loadTrace, traceCatalog, type Trace } from './trace';
 import type { GuestKind, InstanceRecord } from './types';
@@ -320,6 +320,11 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       if (!('media' in result)) return sendJson(res, result.status, result.body);
       res.writeHead(result.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': result.media.length, ...result.headers });
       return void res.end(result.media);
+    }
+    if (isUploadPath(pathname)) {
+      const data = await readBodyBytes(req, MAX_UPLOAD_BYTES);
+      const result = handleUpload({ state, bucketsDir: options.bucketsDir, endpoint: () => endpoint }, method, pathname, query, data);
+      return sendJson(res, result.status, result.body);
     }
     if (pathname.startsWith(`${STORAGE_PREFIX}/`)) {
       req.resume();

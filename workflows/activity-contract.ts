@@ -5,7 +5,7 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
-import type { AgentSnapshot, Backend, CheckpointRef, Offer, ProvisioningModel, ResourceRef, RunningWindow } from './types';
+import type { AgentSnapshot, Backend, CheckpointRef, Offer, ProvisioningModel, ResourceRef, RunningWindow, WorkdirRef } from './types';
 import type { ZoneMemory } from './zones/memory';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
@@ -17,6 +17,8 @@ export interface AgentInputs {
   /** Secret references by environment name (workflows/secrets.ts); values are fetched in the VM or pod. */
   secrets?: Record<string, string>;
   datasets: { uri: string; path: string }[];
+  /** The packed working directory, unpacked into the work directory before the command runs there. */
+  workdir?: WorkdirRef;
   checkpointUri: string;
   resumeFrom?: CheckpointRef;
   pollSeconds: number;

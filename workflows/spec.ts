@@ -139,6 +139,27 @@ const envName = () =>
     .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, 'environment names: a letter or "_", then letters, digits, "_" (255 characters at most)')
     .refine((name) => !name.startsWith('STERNA_'), 'names starting with STERNA_ are set by Sterna');
 
+// --- the working directory ---------------------------------------------------------------
+
+/** Said when a spec's workdir is still a local path where a started run needs the uploaded object. */
+export const LOCAL_WORKDIR_PROBLEM =
+  'is a local directory: it is packed and uploaded when the run is started with `sterna start` (or the client\'s startTrainingRun), which give the run {"uri", "sha256"} instead; `temporal workflow start` cannot upload it';
+
+/**
+ * The packed working directory as a started run sees it (client/workdir packs and uploads
+ * it; the agent checks the sha256 and unpacks it on every attempt). A spec in a file may
+ * name a local directory instead: the CLI and the client replace it with this before
+ * the run starts, so the workflow never sees a path of the starting machine.
+ */
+const workdirRef = () =>
+  z.strictObject(
+    {
+      uri: textWhere((uri) => storageUriProblem(uri) ?? (uri.endsWith('.tar.gz') ? undefined : 'the packed working directory is a .tar.gz object')),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/, 'the sha256 of the packed working directory: 64 lowercase hex digits'),
+    },
+    { error: (issue) => (issue.code !== 'invalid_type' ? undefined : typeof issue.input === 'string' ? LOCAL_WORKDIR_PROBLEM : 'expected {"uri": "gs://…/workdirs/<sha256>.tar.gz", "sha256": "<64 hex digits>"}') },
+  );
+
 // --- the spec --------------------------------------------------------------------------
 
 /** Each secret is one environment variable of the trainer; a run needing more is unusual. */
@@ -212,6 +233,8 @@ const buildRunSpecSchema = () =>
         .max(1000)
         .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
         .default([]),
+      /** Where the command runs: a local directory packed and uploaded at start (workdirRef). Datasets land in it at their paths. */
+      workdir: workdirRef().optional(),
       checkpoint: z.strictObject({
         uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)),
         /** Pins the interval; without it the run chooses per zone (workflows/run/checkpoint-interval.ts). */

@@ -103,6 +103,14 @@ export interface CheckpointRef {
   step: number;
 }
 
+/** A packed working directory in the run's bucket (client/workdir): what the agent unpacks on every attempt. */
+export interface WorkdirRef {
+  /** gs://<bucket>/<prefix>/workdirs/<sha256>.tar.gz */
+  uri: string;
+  /** Of the .tar.gz's bytes: the agent checks it before unpacking. */
+  sha256: string;
+}
+
 /** When a resource started and stopped running, for the cost ledger (ISO 8601 times). */
 export interface RunningWindow {
   startedAt?: string;

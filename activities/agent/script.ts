@@ -48,6 +48,8 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
     return parsed?.scheme === SecretScheme.GcpSecretManager ? [name, secretManagerPath(parsed)] : [];
   });
   if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
+  // "<sha256> <uri>", as sterna-resume-from: the agent fetches, checks and unpacks it (fetch_workdir).
+  if (inputs.workdir) attributes['sterna-workdir'] = `${inputs.workdir.sha256} ${inputs.workdir.uri}`;
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
   if (inputs.dataCacheUri) attributes['sterna-data-cache'] = inputs.dataCacheUri;
   if (inputs.gang) {

@@ -266,6 +266,39 @@ if [ -n "$LOG_URI" ]; then
   trap stop_log_shipper EXIT
 fi
 
+# --- the working directory (spec.workdir) --------------------------------------------
+# "<sha256> <uri>" of a .tar.gz that `sterna start` or the client packed and uploaded
+# (client/workdir/): fetched, checked against its sha256 and unpacked into the work
+# directory on every attempt (each attempt is a new VM or pod), before the datasets,
+# which land in it at their paths, and before setup and the command, which run there.
+# Its files get the time they are unpacked (-m), not the pack's fixed one. A workdir that
+# cannot be fetched, does not match its sha256 or does not unpack ends the agent with 69.
+fetch_workdir() {
+  local input want uri got try pack="$STATE/workdir.tar.gz"
+  input="$(attr sterna-workdir)"
+  [ -n "$input" ] || return 0
+  want="${input%% *}" uri="${input#* }"
+  [[ "$want" =~ ^[0-9a-f]{64}$ ]] && [ -n "$uri" ] && [ "$uri" != "$input" ] || refuse_input "sterna-workdir (not \"<sha256> <uri>\")"
+  case "$uri/" in */../* | */./*) refuse_input "the workdir URI has . or .. segments" ;; esac
+  publish phase staging
+  for try in 1 2 3; do
+    rm -f -- "$pack"
+    copy "$uri" "$pack" && break
+    [ "$try" = 3 ] && workdir_failed "$uri could not be fetched"
+    sleep "$try"
+  done
+  got="$(sha256sum -- "$pack" | cut -d' ' -f1)"
+  [ "$got" = "$want" ] || workdir_failed "$uri has sha256 $got, not the $want the run was started with"
+  tar -xzmf "$pack" -C "$WORK" --no-same-owner || workdir_failed "$uri could not be unpacked into $WORK"
+  rm -f -- "$pack"
+  log "workdir $uri unpacked into $WORK"
+  publish workdir "$want"
+}
+workdir_failed() { # workdir_failed WHY
+  log "workdir: $1"; publish phase failed; publish exit 69; exit 69
+}
+fetch_workdir
+
 # --- stage the datasets -------------------------------------------------------------
 decode_list sterna-datasets || refuse_input sterna-datasets   # uri, path, uri, path, ...
 DATASETS=("${LIST[@]}")
