@@ -13,7 +13,7 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -269,6 +269,33 @@ describe('setup and the container image: the agent on an emulator VM (podman + r
     assert.equal(failed.guest['setup-step'], '1/1');
   });
 
+  it('a VM with neither docker nor podman: exit 73, the log says what to do', async () => {
+    // This machine's programs but the container runtimes, as a VM image without them: a
+    // second emulator whose guests get only this PATH.
+    const farm = join(scratch, 'no-runtime-bin');
+    mkdirSync(farm);
+    for (const dir of ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']) {
+      if (!existsSync(dir)) continue;
+      for (const name of readdirSync(dir)) {
+        if (name === 'docker' || name === 'podman' || existsSync(join(farm, name))) continue;
+        symlinkSync(join(dir, name), join(farm, name));
+      }
+    }
+    const bare = await startTestEmulator({ timeFactor: 20, guestEnv: { ...podman.env, PATH: farm } });
+    const saved = { emu, instances, operations };
+    try {
+      [emu, instances, operations] = [bare, new InstancesClient(bare.clientOptions), new ZoneOperationsClient(bare.clientOptions)];
+      const run = await runAgent({ runId: 'no-runtime', image, setup: ['echo never'] });
+      assert.equal(run.guest.phase, 'failed', run.serialLog);
+      assert.equal(run.guest.exit, String(AgentExit.NoContainerRuntime));
+      assert.ok(streamTexts(run.log, 'agent').some((t) => /neither docker \(with its daemon running\) nor podman/.test(t)), JSON.stringify(run.log));
+      assert.deepEqual(run.checkpoints, []);
+    } finally {
+      ({ emu, instances, operations } = saved);
+      await bare.stop();
+    }
+  });
+
   it('an image that does not exist: exit 72, the log says which and why, nothing ran', async () => {
     const run = await runAgent({ runId: 'no-image', image: 'localhost/sterna-no-such-image:1', setup: ['echo never'] });
     assert.equal(run.guest.phase, 'failed', run.serialLog);
@@ -313,6 +340,7 @@ describe('a run in a container image on the stack: setup, a preemption, a resume
       const s = await run.query(statusQuery);
       return s.attempt === 1 && s.phase === 'training' && (s.lastCheckpoint?.step ?? 0) >= 10 ? s : undefined;
     }, 120_000);
+    assert.equal((await containersOf(podman, run.workflowId)).length, 1, 'attempt 1 trains in one container');
     const [vm] = (await stack.provider.listRunResources(runKey(run.workflowId))).map((r) => r.name);
     await stack.emulator.preempt((await run.query(statusQuery)).zone!, vm);
     const result = await run.result();
