@@ -569,8 +569,17 @@ remove_container() {
 }
 
 container_runtime() { # -> CTR: docker when its daemon answers, else podman; fails when neither
-  if command -v docker >/dev/null 2>&1 && timeout 30 docker info >/dev/null 2>&1; then CTR=(docker); return 0; fi
-  if command -v podman >/dev/null 2>&1; then CTR=(podman); return 0; fi
+  local t
+  command -v docker >/dev/null 2>&1 || { command -v podman >/dev/null 2>&1 && CTR=(podman); return; }
+  # A VM with docker alone (a Deep Learning VM image) may run this script while its daemon
+  # is still starting: wait for it (2 minutes at most). Beside podman, docker without a
+  # daemon is only a client: use podman at once.
+  for ((t = 0; t < 120; t++)); do
+    if timeout 30 docker info >/dev/null 2>&1; then CTR=(docker); return 0; fi
+    if command -v podman >/dev/null 2>&1; then CTR=(podman); return 0; fi
+    [ "$t" != 0 ] || log "waiting for the docker daemon"
+    sleep 1
+  done
   return 1
 }
 
