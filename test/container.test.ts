@@ -296,6 +296,14 @@ describe('setup and the container image: the agent on an emulator VM (podman + r
     }
   });
 
+  it('refuses an env value on two lines in a container (no env file can carry it): exit 65, before anything runs', async () => {
+    const run = await runAgent({ runId: 'two-lines', image, env: { NEWLINES: 'x\nINJECTED=1' }, setup: ['echo never'] });
+    assert.equal(run.guest.phase, 'failed', run.serialLog);
+    assert.equal(run.guest.exit, '65');
+    assert.deepEqual(streamTexts(run.log, 'setup-out'), []);
+    assert.deepEqual(await containersOf(podman, 'two-lines'), []);
+  });
+
   it('an image that does not exist: exit 72, the log says which and why, nothing ran', async () => {
     const run = await runAgent({ runId: 'no-image', image: 'localhost/sterna-no-such-image:1', setup: ['echo never'] });
     assert.equal(run.guest.phase, 'failed', run.serialLog);

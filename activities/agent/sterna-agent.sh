@@ -7,7 +7,8 @@
 # into a bash array; a list that does not decode to exactly its count of NUL-free
 # items is refused (exit 65), never guessed at.
 #
-#   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
+#   stage datasets -> resume checkpoint -> [image: pull, create container] -> setup
+#     -> run trainer -> upload checkpoints -> exit
 #
 # A node of a gang (sterna-num-nodes > 1) knows its rank; only rank 0 publishes checkpoints.
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
@@ -590,7 +591,8 @@ log_tail_of() { # log_tail_of FILE -> its last lines into the log
 
 prepare_container() { # prepare_container IMAGE DIR -> CONTAINER, created from IMAGE (pulled if missing), DIR its cwd
   local image="$1" dir="$2" out="$STATE/container.out" envfile="$STATE/container.env" kv name args
-  case "$image" in -* | *[[:space:]]*) refuse_input "sterna-image is not an image reference" ;; esac
+  # Malformed inputs, as refuse_input says (65), but with the preemption watcher already running.
+  case "$image" in -* | *[[:space:]]*) container_failed 65 "malformed input: sterna-image is not an image reference" ;; esac
   case "$WORK$dir" in *:* | *,*) container_failed 74 "the work directory $WORK (or $dir) has a ':' or ',', which a container mount cannot name; set STERNA_WORK_DIR to a plain path" ;; esac
   container_runtime || container_failed 73 "the run gives the image $image, and this VM has no container runtime: neither docker (with its daemon running) nor podman; use a VM image with one (GCE's Deep Learning VM images have docker) or leave image out"
   publish phase pulling
@@ -604,7 +606,7 @@ prepare_container() { # prepare_container IMAGE DIR -> CONTAINER, created from I
   # Ordinary variables go in a file only root can read (no value on a command line),
   # deleted once the container holds them; a value on two lines would forge a variable.
   for kv in "${TRAINER_ENV[@]}"; do
-    case "$kv" in *$'\n'* | *$'\r'*) refuse_input "an env value spans lines" ;; esac
+    case "$kv" in *$'\n'* | *$'\r'*) container_failed 65 "malformed input: an env value spans lines, which no env file can carry" ;; esac
   done
   (umask 077 && printf '%s\n' "${TRAINER_ENV[@]}" > "$envfile") || container_failed 74 "could not write $envfile"
   args=(create --env-file "$envfile" --label "sterna.run-id=$RUN_ID" --label "sterna.attempt=$ATTEMPT"
