@@ -115,6 +115,32 @@ async function removeContainers(podman: PodmanSetup | undefined, label: string):
   if (ids.length > 0) await execFileP(podman.podman, ['rm', '--force', '--time', '0', ...ids], { env }).catch(() => undefined);
 }
 
+// A pure-Python wheel, by the format's own rules (PEP 427): a zip with the package, its
+// METADATA and WHEEL, and a RECORD of every file's sha256.
+const WHEEL_BUILDER = `
+import base64, hashlib, sys, zipfile
+name, version = "sterna_greeting", "1.0"
+info = f"{name}-{version}.dist-info"
+files = {
+    f"{name}/__init__.py": 'def hello():\\n    return "hello from a wheel"\\n',
+    f"{info}/METADATA": f"Metadata-Version: 2.1\\nName: sterna-greeting\\nVersion: {version}\\n",
+    f"{info}/WHEEL": "Wheel-Version: 1.0\\nGenerator: sterna-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = []
+with zipfile.ZipFile(f"{sys.argv[1]}/{name}-{version}-py3-none-any.whl", "w") as whl:
+    for path, text in files.items():
+        data = text.encode()
+        whl.writestr(path, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    whl.writestr(f"{info}/RECORD", "\\n".join(record) + "\\n")
+`;
+
+async function buildWheel(dir: string): Promise<void> {
+  await execFileP('python3', ['-c', WHEEL_BUILDER, dir]);
+}
+
 interface AgentRun {
   guest: Record<string, string>;
   serialLog: string;
@@ -242,6 +268,27 @@ describe('setup and the container image: the agent on an emulator VM (podman + r
     assert.ok(!run.contents.includes('hf_$(touch pwned)'), 'no file of the VM holds the secret (the env file held only ordinary variables, and is gone)');
     assert.ok(!run.serialLog.includes('hf_'));
     assert.ok(!existsSync(join(run.dir, 'sterna-work', '.sterna', 'container.env')));
+  });
+
+  it('installs a requirement with pip in setup (from a wheel built here: no network), which the command then imports', async () => {
+    const python = await testImage(podman, { python: true });
+    const project = join(scratch, 'py-project');
+    mkdirSync(join(project, 'wheels'), { recursive: true });
+    writeFileSync(join(project, 'requirements.txt'), 'sterna-greeting==1.0\n');
+    await buildWheel(join(project, 'wheels'));
+    const run = await runAgent({
+      runId: 'pip-in-image',
+      image: python,
+      datasets: [
+        { uri: `file://${project}/requirements.txt`, path: 'requirements.txt' },
+        { uri: `file://${project}/wheels`, path: 'wheels' },
+      ],
+      setup: ['python3 -m pip install --no-index --find-links wheels -r requirements.txt'],
+      argv: ['python3', '-c', 'import sterna_greeting, sys; print(sterna_greeting.hello(), sys.prefix)'],
+    });
+    assert.equal(run.guest.exit, '0', run.serialLog);
+    assert.ok(streamTexts(run.log, 'setup-out').some((t) => t.includes('Successfully installed sterna-greeting-1.0')), JSON.stringify(run.log));
+    assert.deepEqual(streamTexts(run.log, 'out'), ['hello from a wheel /usr']);
   });
 
   it('a setup command that fails ends the agent with exit 71 and its own code: later commands and the trainer never run, the log has its output', async () => {

@@ -8,10 +8,11 @@
  *
  *   const { podman } = await ensurePodman();
  *   const image = await testImage(podman);   // localhost/sterna-test-image:<hash>
+ *   const withPython = await testImage(podman, { python: true });   // and Debian's python3 with pip
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { sternaCacheDir } from '../../config/temporal-cli';
@@ -46,18 +47,53 @@ function place(root: string, path: string, mode = 0o755): void {
   chmodSync(target, mode);
 }
 
+/**
+ * Debian's own Python (not a pyenv one on PATH): its interpreter, standard library (less
+ * its tests and the EXTERNALLY-MANAGED marker, so pip installs as in a python image) and
+ * pip, with the libraries its extension modules load.
+ */
+const PYTHON = { binary: '/usr/bin/python3.11', trees: ['/usr/lib/python3.11', '/usr/lib/python3/dist-packages/pip', '/usr/lib/python3/dist-packages/pip-23.0.1.dist-info'], links: ['/usr/bin/python3', '/usr/bin/python'] };
+
+export interface TestImageOptions {
+  programs?: readonly string[];
+  /** Python 3.11 and pip from this machine's Debian packages (python3, python3-pip). */
+  python?: boolean;
+}
+
+/** Every regular file under `dir`, skipping what `skip` names. */
+function filesUnder(dir: string, skip: (path: string) => boolean): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (skip(path)) return [];
+    return e.isDirectory() ? filesUnder(path, skip) : e.isFile() ? [path] : [];
+  });
+}
+
+const skipInPython = (path: string) => path === '/usr/lib/python3.11/test' || path.endsWith('/EXTERNALLY-MANAGED') || path.endsWith('/__pycache__');
+
 /** The image's tag; built and imported into podman when it is not there yet. */
-export async function testImage(podman: PodmanSetup, programs: readonly string[] = TEST_IMAGE_PROGRAMS): Promise<string> {
+export async function testImage(podman: PodmanSetup, options: TestImageOptions = {}): Promise<string> {
   const binaries = new Map<string, string>();
-  for (const program of programs) {
+  for (const program of options.programs ?? TEST_IMAGE_PROGRAMS) {
     const path = await which(program);
     // /bin/sh is where every image's shell is looked for, whatever this machine calls it.
     binaries.set(program === 'sh' ? '/bin/sh' : path, path);
   }
+  const trees: string[] = [];
+  if (options.python) {
+    for (const path of [PYTHON.binary, ...PYTHON.trees]) if (!existsSync(path)) throw new Error(`the Python test image needs ${path} (Debian: apt-get install python3 python3-pip)`);
+    binaries.set(PYTHON.binary, PYTHON.binary);
+    for (const tree of PYTHON.trees) trees.push(...filesUnder(tree, skipInPython));
+  }
   const libraries = new Set<string>();
-  for (const path of binaries.values()) for (const lib of await librariesOf(path)) libraries.add(lib);
+  for (const path of [...binaries.values(), ...trees.filter((f) => f.endsWith('.so'))]) for (const lib of await librariesOf(path)) libraries.add(lib);
   const hash = createHash('sha256');
   for (const [at, path] of [...binaries, ...[...libraries].map((l) => [l, l] as const)].sort()) hash.update(`${at}\0`).update(readFileSync(realpathSync(path)));
+  // The trees by name, size and time: hashing 50 MB of Python on every run would cost more than it saves.
+  for (const file of trees.sort()) {
+    const { size, mtimeMs } = statSync(file);
+    hash.update(`${file}\0${size}\0${mtimeMs}\0`);
+  }
   const key = hash.digest('hex').slice(0, 16);
   const tag = `localhost/sterna-test-image:${key}`;
   const env = { ...process.env, ...podman.env };
@@ -76,6 +112,8 @@ export async function testImage(podman: PodmanSetup, programs: readonly string[]
         chmodSync(join(root, at), 0o755);
       }
       for (const lib of libraries) place(root, lib);
+      for (const file of trees) place(root, file, statSync(file).mode & 0o777);
+      if (options.python) for (const link of PYTHON.links) symlinkSync('python3.11', join(root, link));
       mkdirSync(join(root, 'etc'), { recursive: true });
       writeFileSync(join(root, 'etc', 'os-release'), `ID=${TEST_IMAGE_ID}\nNAME="Sterna test image"\nVERSION_ID=${key}\n`);
       for (const d of ['tmp', 'root', 'opt']) mkdirSync(join(root, d), { recursive: true });
