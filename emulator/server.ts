@@ -75,6 +75,12 @@ export interface EmulatorOptions {
   guest?: GuestKind;
   /** Completed operations kept, oldest dropped first (default 5,000); a long benchmark reading them afterwards wants more. */
   operationsKept?: number;
+  /**
+   * Variables every VM's guest gets besides the emulator's own few: the host machine's
+   * settings a real VM would have from its image, e.g. CONTAINERS_CONF for its podman
+   * (config/podman.ts). Never the emulator's whole environment.
+   */
+  guestEnv?: Record<string, string>;
   /** Synthetic guests' run: steps, stepSeconds, checkpointEvery, ... (see synthetic-guest.ts). */
   synthetic?: Partial<SyntheticGuestConfig>;
   /** Real milliseconds between synthetic guest ticks (default 200). */
@@ -215,7 +221,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const secrets = new SecretStore();
   let endpoint = '';
   // VMs reach Secret Manager here, through the override gcloud itself honours.
-  const guestEnv = () => ({ CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER: `${endpoint}/` });
+  const guestEnv = () => ({ ...options.guestEnv, CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER: `${endpoint}/` });
   const projectQuotas = { gpusAllRegions: options.gpusAllRegions ?? 0 };
   const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic, tokens, guestEnv, projectQuotas });
   guestEvents.changed = (i) => instances.guestChanged(i);

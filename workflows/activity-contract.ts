@@ -26,6 +26,8 @@ export interface AgentInputs {
   dataCacheUri?: string;
   /** A node of a gang (resources.nodes > 1): its rank and where rank 0 listens (run/gang.ts). */
   gang?: GangInputs;
+  /** The spec's setup commands, run once before the command (absent: none). */
+  setup?: string[];
 }
 
 /** Where a gang's nodes meet: rank 0's internal address (absent on rank 0 itself, which reads its own) and port. */
@@ -73,7 +75,7 @@ export interface ProvisionRequest {
   labels: Record<string, string>;
   agent: AgentInputs;
   diskSizeGb: number;
-  /** Container image for GKE (and container-optimised VMs); absent means run on the host. */
+  /** Container image: the Job's on GKE; on GCE the agent runs setup and the command in it. Absent: on the host. */
   image?: string;
   /**
    * ISO time after which the resource stops by itself even if nothing releases it

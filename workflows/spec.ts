@@ -122,15 +122,24 @@ export function encodedListBytes(items: readonly string[]): number {
  */
 export const MAX_ENCODED_LIST_BYTES = 96 * 1024;
 
-function fitsAgent(items: readonly string[], what: string, ctx: z.RefinementCtx): void {
+function fitsAgent(items: readonly string[], what: string, ctx: z.RefinementCtx, limit = MAX_ENCODED_LIST_BYTES): void {
   const bytes = encodedListBytes(items);
-  if (bytes > MAX_ENCODED_LIST_BYTES) {
+  if (bytes > limit) {
     ctx.addIssue({
       code: 'custom',
-      message: `${what} takes ${bytes} bytes as sent to the VM, more than the ${MAX_ENCODED_LIST_BYTES} allowed (GCE metadata and Linux exec limits); put large inputs in a file and stage it with datasets`,
+      message: `${what} takes ${bytes} bytes as sent to the VM, more than the ${limit} allowed (GCE metadata and Linux exec limits); put large inputs in a file and stage it with datasets`,
     });
   }
 }
+
+/**
+ * Setup: at most 32 commands of at most 4096 characters, and 32 KiB as sent to the VM. A
+ * longer setup belongs in a script in the working directory (["bash setup.sh"]); the bound
+ * keeps all of a VM's metadata under GCE's 512 KB with the other lists at their largest.
+ */
+export const MAX_SETUP_COMMANDS = 32;
+export const MAX_SETUP_COMMAND_LENGTH = 4096;
+export const MAX_SETUP_ENCODED_BYTES = 32 * 1024;
 
 /** The trainer's environment: Sterna sets STERNA_* itself (run id, checkpoint dir...). */
 const envName = () =>
@@ -197,8 +206,25 @@ const buildRunSpecSchema = () =>
       /** A short human name, shown in the UI; the run id is the workflow id. */
       name: text().max(80).optional(),
       backend: z.enum(['gce', 'gke']).default('gce'),
-      /** Container image (GKE, or a container VM); the command runs on the host otherwise. */
+      /**
+       * Container image. On GKE the Job's image (the agent runs in it); on GCE the agent runs
+       * setup and the command inside it with the VM's container runtime (docker, else podman),
+       * the work directory, datasets and checkpoints mounted and the VM's GPUs passed. Absent:
+       * on GCE they run on the VM itself.
+       */
       image: text().min(1).max(512).regex(/^\S+$/, 'an image reference has no spaces').optional(),
+      /**
+       * Shell commands run once on each VM (or pod) before the command, in order, in the
+       * working directory (inside `image` when one is given), with the command's environment
+       * and secrets: e.g. ["pip install -r requirements.txt"]. Each is one line, run by bash
+       * where the machine has it, else sh; the first that fails ends the run with SetupFailed
+       * (no retry: the same commands fail the same way on any VM).
+       */
+      setup: z
+        .array(text().min(1, 'a setup command cannot be empty').max(MAX_SETUP_COMMAND_LENGTH))
+        .max(MAX_SETUP_COMMANDS, `at most ${MAX_SETUP_COMMANDS} setup commands; put a longer setup in a script in the working directory, e.g. ["bash setup.sh"]`)
+        .superRefine((commands, ctx) => fitsAgent(commands, 'setup', ctx, MAX_SETUP_ENCODED_BYTES))
+        .optional(),
       command: z
         .array(text())
         .min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]')

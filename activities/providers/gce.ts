@@ -28,7 +28,7 @@ import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { regionOf } from '../../workflows/region';
-import { agentAttributes, agentScript, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
+import { agentAttributes, agentScript, IMAGE_ATTRIBUTE, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
 import { noteRateLimited, rateLimitedSince } from './rate-limits';
@@ -354,6 +354,8 @@ export class GceProvider implements ComputeProvider {
       'startup-script': agentScript(),
       'enable-guest-attributes': 'TRUE',
       ...agentAttributes(agent),
+      // The agent runs setup and the command in this image with the VM's container runtime.
+      ...(request.image ? { [IMAGE_ATTRIBUTE]: request.image } : {}),
       'sterna-poweroff-after-seconds': String(this.options.powerOffAfterSeconds ?? DEFAULT_POWER_OFF_AFTER_SECONDS),
     };
     const spot = offer.provisioningModel === 'SPOT';

@@ -53,14 +53,15 @@ let counter = 0;
  */
 const STACK_OBSERVER = observerOptions({ settings: { progressReadSeconds: 2 } });
 
-export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string } = {}): Promise<Stack> {
+/** `guestEnv`: added to every VM's environment (emulator/server.ts EmulatorOptions.guestEnv). */
+export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string; guestEnv?: Record<string, string> } = {}): Promise<Stack> {
   const env = await testEnv();
   const dir = mkdtempSync(join(tmpdir(), 'sterna-stack-'));
   const bucketsDir = join(dir, 'buckets');
   publishExampleLocally(bucketsDir);
   const trace = options.trace ? loadTrace(options.trace) : undefined;
   // The emulator serves the buckets' metadata (their location) from the same directory.
-  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick, bucketsDir });
+  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick, bucketsDir, guestEnv: options.guestEnv });
   const gce: GceConfig = { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir };
   // A replayed trace brings its own zones and prices; the provider prices offers from them.
   const provider = buildGceProvider(gce, catalogPriceBook(trace ? traceCatalog(trace) : undefined), 200);

@@ -55,6 +55,8 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
       resumeFrom: state.lastCheckpoint,
       pollSeconds: spec.recovery.pollSeconds,
       ...(spec.placement.dataCache ? { dataCacheUri: dataCacheUri(spec.placement.dataCache, attempt.offer.region, state.runId) } : {}),
+      // Only when given: a run without setup asks for exactly what it always did.
+      ...(spec.setup && spec.setup.length > 0 ? { setup: spec.setup } : {}),
     },
   };
 }
