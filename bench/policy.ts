@@ -50,6 +50,7 @@ const program = new Command('bench:policy')
   .option('--seed <n>', 'seed for window start ticks', (v) => Number.parseInt(v, 10), 1)
   .option('--grid-seconds <s>', 'resample to this tick length (default: the trace gap)', positive)
   .option('--instance-type <name>', 'instance group in traces with several (default: the first)')
+  .option('--nodes <n>', 'a gang of n nodes: a zone has capacity only when availableNodes >= n there (traces that count nodes), at n x the price', count, 1)
   .addOption(new Option('--view <view>', 'what the online policies see: every zone each tick, what a live run learns, or that plus the fleet observer').choices(Object.values(View)).default(View.Live))
   .addOption(new Option('--memory <memory>', 'zone statistics from before the window (warm) or none (cold)').choices(Object.values(Memory)).default(Memory.Cold))
   .option('--memory-hours <h>', 'warm memory: hours of trace before the window', positive, DEFAULT_MEMORY_HOURS)
@@ -63,9 +64,11 @@ const program = new Command('bench:policy')
   .option('--out <file>', 'write the full results as JSON');
 
 function main(): void {
-  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; hindsight?: boolean; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; out?: string }>();
+  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; nodes: number; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; hindsight?: boolean; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; out?: string }>();
+  // The workflow refuses flex-start for GCE gangs (workflows/spec.ts): the bench does not offer what no gang can use.
+  if (o.flex === true && o.nodes > 1) throw new Error('--flex with --nodes above 1: flex-start is not offered to gangs (a GCE gang cannot use it); drop one of them');
   const started = performance.now();
-  const loaded = loadTrace(o.trace, o.instanceType);
+  const loaded = loadTrace(o.trace, o.instanceType, o.nodes);
   const trace = scaleOnDemand(resample(loaded, o.gridSeconds ?? loaded.gapSeconds), o.onDemandPriceFactor);
   const flex = o.flex === true ? { meanWaitHours: o.flexWaitHours, maxWaitHours: o.flexMaxWaitHours } : undefined;
   const result = runBench(trace, { ...o, flex }, { view: o.view, memory: o.memory });
