@@ -10,7 +10,7 @@
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { readTraceFile, type TraceFile } from '../config/spot-trace';
-import { decideAuto, observation, type AutoInputs } from '../workflows/auto-policy';
+import { decideAuto, observation, type AutoInputs, type AutoState } from '../workflows/auto-policy';
 import { type ZoneEvent } from '../workflows/placement';
 import { type Action, type Observation, type OnlinePolicy, type PolicyState, sternaPolicy } from '../workflows/policy';
 import { ENDINGS } from '../workflows/run/endings';
@@ -112,7 +112,7 @@ describe('gang placement: the workflow\'s gang inputs get the benchmark\'s decis
         // What the trace counted: how many of the pool's nodes could run, per zone and tick.
         const counted = (zone: string, t: number) => file.entries.find((e) => e.zone === zone)!.availableNodes![start + t];
         const events: ZoneEvent[] = [];
-        let saved: unknown;
+        let saved: AutoState | undefined;
         let running: Action = { kind: 'idle' };
         let lastTick = -1;
         for (const { obs, action, before, after } of log) {
@@ -144,7 +144,7 @@ describe('gang placement: the workflow\'s gang inputs get the benchmark\'s decis
             stepSeconds: p.tickHours * 3600,
             current: running,
           };
-          const seen = (saved as { eventsSeen?: number } | undefined)?.eventsSeen ?? 0;
+          const seen = saved?.eventsSeen ?? 0;
           const mine = observation(inputs, seen);
           assert.ok(sameButTheClock(mine, obs), `gang ${nodes} window ${start} tick ${t}: observation`);
           const decision = decideAuto(saved, inputs);

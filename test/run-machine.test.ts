@@ -408,7 +408,7 @@ describe('the run machine (pure, no server)', () => {
         .filter(([, rule]) => rule.releaseBeside)
         .map(([ending]) => ending)
         .sort();
-      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.NotRunnable, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired].sort());
+      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.ImageUnavailable, AttemptOutcome.NotRunnable, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.SetupFailed, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired, AttemptOutcome.WorkdirUnavailable].sort());
     });
   });
 

@@ -20,6 +20,7 @@ import { promoteWhenPolling, versionOf } from './deployment';
 import { createSternaWorker } from './worker';
 import { installSdkMetrics, startMetricsServer } from './metrics';
 import { sternaMetrics } from '../activities/metrics/registry';
+import { logStoreSettingsFor } from '../activities/logs';
 
 async function main(): Promise<void> {
   const config = loadWorkerConfig();
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     storage: buildBucketLocator(config.storage),
     datasets: buildDatasetChecker(config.storage, config.gce?.localBucketsDir),
     version,
+    logs: logStoreSettingsFor(config),
   });
   const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
   if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);

@@ -25,6 +25,7 @@ import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
 import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
+import { createLogActivities, type LogStoreSettings } from '../activities/logs';
 import type { DatasetChecker } from '../activities/storage/datasets';
 
 export interface SternaWorkerOptions {
@@ -62,6 +63,8 @@ export interface SternaWorkerOptions {
    * starts is pinned to it. Absent: unversioned (tests, and a fleet that deploys by hand).
    */
   version?: WorkerVersion;
+  /** Where the runs' logs are read back (a failed run's last lines); without it none are. */
+  logs?: LogStoreSettings;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -90,6 +93,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createThroughputActivities({ client }),
       ...createMemoryActivities({ providers, client }),
       ...createStorageActivities(options.storage, options.datasets),
+      ...createLogActivities(options.logs),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

@@ -201,3 +201,17 @@ export interface StorageActivities {
   /** Whether each dataset URI names an object or a prefix the VMs can stage (activities/storage/datasets.ts); never throws for one URI's error. */
   checkDatasets(input: { uris: string[] }): Promise<DatasetAnswer[]>;
 }
+
+/** The last lines an attempt's agent shipped to the run's log (activities/logs). */
+export interface LogTailRequest {
+  /** The spec's `checkpoint.uri`: the run's log lives under it. */
+  checkpointUri: string;
+  workflowId: string;
+  attempt: number;
+  lines: number;
+}
+
+export interface LogActivities {
+  /** `stream text` lines, oldest first; none when the attempt shipped none or the log cannot be read. */
+  attemptLogTail(input: LogTailRequest): Promise<string[]>;
+}

@@ -31,6 +31,9 @@ import { continueOnCurrentVersion, newVersionCurrent } from './versions';
 
 export type { ContinuedRun };
 
+/** How many of a failed attempt's last log lines its run's failure carries. */
+const LOG_TAIL_LINES = 20;
+
 /** How long an ending run waits for its last notifications to be answered. */
 const FINAL_DELIVERY_WAIT_MS = 5 * 60 * 1000;
 
@@ -162,8 +165,22 @@ class Driver {
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
         return continueOnCurrentVersion<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
-        throw failure(command.failure, command.message, command.details);
+        throw await this.failureOf(command);
     }
+  }
+
+  /**
+   * The run's failure; where an attempt's agent or command failed, with the last lines of
+   * its log in the details (a payload, so encrypted like the rest: the message is not).
+   */
+  private async failureOf(command: Extract<Command, { kind: 'fail' }>) {
+    if (command.logTailOf === undefined) return failure(command.failure, command.message, command.details);
+    const logTail = await this.acts.logs
+      .attemptLogTail({ checkpointUri: this.spec.checkpoint.uri, workflowId: workflowInfo().workflowId, attempt: command.logTailOf, lines: LOG_TAIL_LINES })
+      .catch(() => [] as string[]);
+    const details = { ...(typeof command.details === 'object' && command.details !== null ? command.details : {}), attempt: command.logTailOf, logTail };
+    const where = logTail.length > 0 ? `; its log's last ${logTail.length} lines are in this failure's details` : '';
+    return failure(command.failure, `${command.message}${where} (all of it: sterna logs ${workflowInfo().workflowId} --attempt ${command.logTailOf})`, details);
   }
 
   /** While a resource is billed, wake at least every few minutes so the cost shown stays current. */

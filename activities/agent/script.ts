@@ -39,7 +39,7 @@ export const IMAGE_ATTRIBUTE = 'sterna-image';
 
 /**
  * The agent's exits for setup and the container (sterna-agent.sh), beside 64-68 and 70
- * (workflows/run/endings.ts AGENT_FAILURES). Each comes with phase `failed`; only
+ * (workflows/run/endings.ts AGENT_EXITS, which says how each ends the run). Each comes with phase `failed`; only
  * SetupFailed also publishes `sterna/setup-exit` (the command's own exit code).
  */
 export const AgentExit = {

@@ -87,7 +87,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
     },
     async startWorker() {
-      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER });
+      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER, logs: { localBucketsDir: bucketsDir } });
       running = worker.run();
     },
     async stopWorker() {

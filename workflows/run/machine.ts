@@ -24,7 +24,7 @@ import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { ZoneMemory } from '../zones/memory';
 import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
-import { AGENT_FAILURES, ENDINGS, exitReason, Next, NOT_RUNNABLE_EXITS, PROVISION_FAILURES } from './endings';
+import { AGENT_EXITS, ENDINGS, exitReason, Next, NOT_RUNNABLE_EXITS, PROVISION_FAILURES } from './endings';
 import { movedOff, movePlanFor, runEndMs } from './flex-cut';
 import { cutAtMs, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
@@ -97,7 +97,8 @@ export type Command =
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
   | { kind: 'complete' }
-  | { kind: 'fail'; failure: FailureType; message: string; details?: unknown };
+  /** `logTailOf`: the attempt whose log's last lines the failure carries (its agent or command failed). */
+  | { kind: 'fail'; failure: FailureType; message: string; details?: unknown; logTailOf?: number };
 
 export interface Context {
   nowMs: number;
@@ -379,15 +380,25 @@ export function endingOf(s: AgentSnapshot, staging: boolean): { outcome: Ending;
   // The agent publishes its exit only after uploading the final checkpoint.
   if (s.phase === 'exited' && s.exitCode !== undefined && !s.preempted) {
     if (s.exitCode === 0) return { outcome: AttemptOutcome.Completed, exitCode: 0 };
+    const prepared = staging && agentEnding(s);
+    if (prepared) return prepared;
     if (NOT_RUNNABLE_EXITS[s.exitCode] !== undefined) return { outcome: AttemptOutcome.NotRunnable, exitCode: s.exitCode, reason: `exit code ${s.exitCode}` };
     // Before training starts, a non-zero exit is the agent's own failure, named by its code.
-    const agentFailure = staging && AGENT_FAILURES[s.exitCode] !== undefined;
+    const agentFailure = staging && AGENT_EXITS[s.exitCode] !== undefined;
     return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode, reason: agentFailure ? exitReason(s.exitCode) : `exit code ${s.exitCode}` };
   }
-  if (s.phase === 'failed') return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode ?? 70, reason: exitReason(s.exitCode ?? 70) };
+  if (s.phase === 'failed') return agentEnding(s) ?? { outcome: AttemptOutcome.Failed, exitCode: s.exitCode ?? 70, reason: exitReason(s.exitCode ?? 70) };
   if (s.lifecycle === 'terminated' || s.lifecycle === 'gone') return { outcome: AttemptOutcome.Preempted };
   if (s.preempted && s.phase === 'exited') return { outcome: AttemptOutcome.Preempted };
   return undefined;
+}
+
+/** An agent exit that ends the run rather than the attempt (endings.ts AGENT_EXITS), with what failed. */
+function agentEnding(s: AgentSnapshot): { outcome: Ending; exitCode: number; reason: string } | undefined {
+  const row = s.exitCode === undefined ? undefined : AGENT_EXITS[s.exitCode];
+  if (!row?.ending) return undefined;
+  const setup = row.ending === AttemptOutcome.SetupFailed && s.setupStep ? `setup command ${s.setupStep.step} of ${s.setupStep.of} exited with code ${s.setupExitCode ?? '?'}` : undefined;
+  return { outcome: row.ending, exitCode: s.exitCode!, reason: setup ? `${row.reason}: ${setup}` : row.reason };
 }
 
 /** Ends an attempt: the ending's zone event, counters and recovery, from the tables. */
@@ -433,7 +444,7 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
       state.phase = Phase.Recovering;
       state.placement = undefined;
       const decision = afterFailure(state, spec, attempt);
-      if (!decision.retry) return { kind: 'fail', failure: decision.failure, message: decision.message, details: decision.details };
+      if (!decision.retry) return { kind: 'fail', failure: decision.failure, message: decision.message, details: decision.details, logTailOf: attempt.attempt };
       state.restarts++;
       record(state, now, {
         ...where,
@@ -452,9 +463,11 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
     case Next.Fail: {
       const program = JSON.stringify(spec.command[0] ?? '').slice(0, 200);
       const why = attempt.exitCode !== undefined ? NOT_RUNNABLE_EXITS[attempt.exitCode]?.(program) : undefined;
-      const message = `${why ?? `training failed with ${detail ?? outcome}`}; not retried: a new VM would fail the same way`;
+      // The agent's own endings say what failed; anything else is the training command's.
+      const agents = outcome !== AttemptOutcome.NotRunnable && detail !== undefined;
+      const message = `${why ?? (agents ? detail : `training failed with ${detail ?? outcome}`)}; not retried: a new VM would fail the same way`;
       record(state, now, { ...where, kind: rule.timeline, event: `${outcome} in ${zone}: ${message}` });
-      return { kind: 'fail', failure: rule.failure ?? FailureType.UserCodeFailed, message, details: { exitCode: attempt.exitCode } };
+      return { kind: 'fail', failure: rule.failure ?? FailureType.UserCodeFailed, message, details: { exitCode: attempt.exitCode }, logTailOf: attempt.attempt };
     }
   }
 }

@@ -54,6 +54,12 @@ export const AttemptOutcome = {
    * executable: exit 127 or 126, endings.ts NOT_RUNNABLE_EXITS): no other VM can change that.
    */
   NotRunnable: 'not-runnable',
+  /** A setup command failed (agent exit 71): the same on every VM. */
+  SetupFailed: 'setup-failed',
+  /** The image could not be pulled, or the VM has no container runtime (agent exits 72, 73). */
+  ImageUnavailable: 'image-unavailable',
+  /** The workdir could not be fetched, checked or unpacked (agent exit 69). */
+  WorkdirUnavailable: 'workdir-unavailable',
 } as const;
 export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
 /** Every outcome but `running`: how an attempt can end. */
