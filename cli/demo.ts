@@ -22,7 +22,7 @@ import { catalogPriceBook } from '../config/price-book';
 import { startEmulator } from '../emulator/server';
 import { EmulatorAdminClient } from '../emulator/admin-client';
 import { publishExampleLocally } from '../examples/publish';
-import { buildGceProvider } from '../workers/providers';
+import { buildCheckTargets, buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
 import { BucketLocator } from '../activities/storage';
 import { runKey } from '../workflows/naming';
@@ -78,7 +78,10 @@ async function main(opts: DemoOptions): Promise<void> {
     const provider = buildGceProvider({ project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, catalogPriceBook(), 250);
 
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider }, storage: BucketLocator.forEmulator(emulator.endpoint) });
+    // The run checks its quotas and buckets first, and a failed attempt's run carries its log's last lines, as with `npm run worker`.
+    const checks = await buildCheckTargets({ gce: { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, storage: { endpoint: emulator.endpoint } }, undefined);
+    cleanups.push(() => checks.close());
+    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider }, storage: BucketLocator.forEmulator(emulator.endpoint), checks: checks.targets, logs: { localBucketsDir: bucketsDir } });
     const running = worker.run();
     cleanups.push(async () => {
       worker.shutdown();

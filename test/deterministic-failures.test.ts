@@ -86,3 +86,29 @@ describe('deterministic failures end the run at once, named', function () {
     assert.deepEqual(timeline.filter((e) => e.kind === 'attempt-failed').map((e) => [e.attempt, e.outcome]), [[1, 'setup-failed']]);
   });
 });
+
+describe('a run that cannot succeed fails its checks before anything is created', function () {
+  this.timeout(300_000);
+  let stack: Stack;
+
+  before(async () => {
+    // A new GCP project: GPUS_ALL_REGIONS is 0 until a quota is granted.
+    stack = await startStack({ timeFactor: 10, gpusAllRegions: 0 });
+    await stack.startWorker();
+  });
+
+  after(async () => {
+    await stack?.stop();
+  });
+
+  it('fails with ChecksFailed naming the quota to request, with no VM and no admission asked', async () => {
+    const handle = await stack.start(exampleSpec());
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, 'ChecksFailed');
+    assert.match(failure.message, /^the run cannot succeed as things stand, so nothing was created: quota:GPUS_ALL_REGIONS: the project's GPUS_ALL_REGIONS quota is 0.*\(to fix: request a GPUS_ALL_REGIONS quota of at least 1/);
+    assert.equal(await scheduled(stack, handle.workflowId, 'findCapacity'), 0);
+    assert.equal(await scheduled(stack, handle.workflowId, 'provision'), 0);
+    assert.equal(await scheduled(stack, handle.workflowId, 'askAdmission'), 0);
+    assert.deepEqual(await stack.emulator.instances(), []);
+  });
+});

@@ -45,6 +45,35 @@ class Harness extends RunHarness {
 
 describe('the run machine (pure, no server)', () => {
   describe('placement', () => {
+    it('checks before anything else, once, and fails at once, naming each problem and its fix, when the run cannot succeed', () => {
+      const run = new Harness();
+      run.state.checked = undefined;
+      run.state.admission = undefined;
+      assert.deepEqual(run.send({ kind: 'start' }), { kind: 'check' });
+      const findings = [
+        { check: 'codec-key', ok: true },
+        { check: 'quota:GPUS_ALL_REGIONS', ok: false, problem: "the project's GPUS_ALL_REGIONS quota is 0", fix: 'request a GPUS_ALL_REGIONS quota of at least 1' },
+        { check: 'quota:us-east1:PREEMPTIBLE_NVIDIA_L4_GPUS', ok: true, problem: 'no spot quota in us-east1 (placement skips it)' },
+      ];
+      const stop = run.send({ kind: 'checked', findings });
+      assert.equal(stop.kind, 'fail');
+      assert.equal((stop as { failure: string }).failure, FailureType.ChecksFailed);
+      assert.equal((stop as { message: string }).message, "the run cannot succeed as things stand, so nothing was created: quota:GPUS_ALL_REGIONS: the project's GPUS_ALL_REGIONS quota is 0 (to fix: request a GPUS_ALL_REGIONS quota of at least 1)");
+      assert.equal(run.state.attempts.length, 0);
+
+      const ok = new Harness();
+      ok.state.checked = undefined;
+      assert.deepEqual(ok.send({ kind: 'start' }), { kind: 'check' });
+      assert.deepEqual(ok.send({ kind: 'checked', findings: findings.filter((f) => f.ok) }), { kind: 'find-capacity' });
+      assert.match(ok.state.timeline.find((e) => e.kind === TimelineKind.Checked)!.event, /^checks before the run: 2 of 2 passed; quota:us-east1:PREEMPTIBLE_NVIDIA_L4_GPUS: no spot quota/);
+      assert.deepEqual(ok.send({ kind: 'start' }), { kind: 'find-capacity' }, 'a continued execution does not check again');
+
+      const unchecked = new Harness();
+      unchecked.state.checked = undefined;
+      unchecked.send({ kind: 'start' });
+      assert.deepEqual(unchecked.send({ kind: 'checked' }), { kind: 'find-capacity' }, 'a worker that cannot check lets the run go on');
+    });
+
     it('fails before any attempt when the storage says a dataset is missing; an unknown answer places as before', () => {
       const datasets = [
         { uri: 'gs://my-data/train.csv', path: 'train.csv' },

@@ -32,7 +32,7 @@ class Run {
   now = T0;
   constructor(overrides: Partial<RunSpecInput> = {}) {
     this.spec = parseSpec({ command: ['train'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-l4', count: 2 }] }, pricing: { mode: 'spot' }, ...overrides });
-    this.state = initialState('run-7', T0, this.spec.pricing.budgetUsd, undefined);
+    this.state = { ...initialState('run-7', T0, this.spec.pricing.budgetUsd, undefined), checked: true };
   }
   send(event: RunEvent, atSeconds = 0): Command {
     this.now = T0 + atSeconds * 1000;

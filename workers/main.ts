@@ -14,7 +14,7 @@ import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig } from '../config/worker-config';
 import { buildBillingCatalog, priceBookSettings } from './pricing';
-import { buildBucketLocator, buildDatasetChecker, buildProviders } from './providers';
+import { buildBucketLocator, buildCheckTargets, buildDatasetChecker, buildProviders } from './providers';
 import { WORKFLOW_BUNDLE } from './bundle';
 import { promoteWhenPolling, versionOf } from './deployment';
 import { createSternaWorker } from './worker';
@@ -33,6 +33,8 @@ async function main(): Promise<void> {
   const { connectionOptions, namespace } = loadClientConnectConfig();
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
+  // What each run's checks read before it creates anything (search attributes through this worker's own connection).
+  const checks = await buildCheckTargets(config, { connect: async () => ({ operatorService: connection.operatorService, namespace: namespace ?? 'default' }) });
   const dataConverter = sternaDataConverter();
   const client = new Client({ connection, namespace: namespace ?? 'default', dataConverter });
   const version = config.versioning && versionOf(config.versioning, readFileSync(codePath));
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
     datasets: buildDatasetChecker(config.storage, config.gce?.localBucketsDir),
     version,
     logs: logStoreSettingsFor(config),
+    checks: checks.targets,
   });
   const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
   if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);
@@ -89,6 +92,7 @@ async function main(): Promise<void> {
   await running;
   await metricsServer?.close();
   for (const provider of Object.values(providers)) provider?.close?.();
+  await checks.close();
   await connection.close();
 }
 

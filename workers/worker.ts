@@ -26,6 +26,7 @@ import { createThroughputActivities } from '../activities/plan';
 import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
 import { createLogActivities, type LogStoreSettings } from '../activities/logs';
+import { createCheckActivities, type CheckTargets } from '../activities/check';
 import type { DatasetChecker } from '../activities/storage/datasets';
 
 export interface SternaWorkerOptions {
@@ -65,6 +66,8 @@ export interface SternaWorkerOptions {
   version?: WorkerVersion;
   /** Where the runs' logs are read back (a failed run's last lines); without it none are. */
   logs?: LogStoreSettings;
+  /** What the checks before each run read (workers/providers.ts buildCheckTargets); without them runs are not checked. */
+  checks?: CheckTargets;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -94,6 +97,7 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createMemoryActivities({ providers, client }),
       ...createStorageActivities(options.storage, options.datasets),
       ...createLogActivities(options.logs),
+      ...createCheckActivities(options.checks),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,

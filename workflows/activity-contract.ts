@@ -7,6 +7,8 @@ import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
 import type { AgentSnapshot, Backend, CheckpointRef, Offer, ProvisioningModel, ResourceRef, RunningWindow, WorkdirRef } from './types';
 import type { ZoneMemory } from './zones/memory';
+import type { Finding } from './checks';
+import type { RunSpec } from './spec';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
 export interface AgentInputs {
@@ -200,6 +202,12 @@ export interface StorageActivities {
   locateBuckets(input: { buckets: string[] }): Promise<BucketAnswer[]>;
   /** Whether each dataset URI names an object or a prefix the VMs can stage (activities/storage/datasets.ts); never throws for one URI's error. */
   checkDatasets(input: { uris: string[] }): Promise<DatasetAnswer[]>;
+}
+
+/** The checks before a run (activities/check): one finding per thing checked (workflows/checks.ts). */
+export interface CheckActivities {
+  /** Undefined: this worker checks nothing (it was given nothing to check with). */
+  checkBeforeRun(input: { spec: RunSpec }): Promise<Finding[] | undefined>;
 }
 
 /** The last lines an attempt's agent shipped to the run's log (activities/logs). */

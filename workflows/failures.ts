@@ -44,6 +44,11 @@ export const FailureType = {
   ImageUnavailable: 'ImageUnavailable',
   /** The run's working directory could not be fetched, did not match its sha256, or did not unpack. */
   WorkdirUnavailable: 'WorkdirUnavailable',
+  /**
+   * The checks before the run (activities/check, `sterna check`) found what makes it fail
+   * whatever it tries (a zero GPU quota, a missing bucket...): nothing was created.
+   */
+  ChecksFailed: 'ChecksFailed',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

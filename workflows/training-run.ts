@@ -136,6 +136,8 @@ class Driver {
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
+      case 'check':
+        return this.placement.check();
       case 'find-capacity':
         return this.placement.findCapacity();
       case 'read-zone-memory':

@@ -37,10 +37,12 @@ export function specOf(overrides: Partial<RunSpecInput> = {}): RunSpec {
 }
 
 /**
- * The run's team admitted it at once (a team without limits does): the tests of placing,
- * training and ending start past admission (team-run-admission.test.ts covers it).
+ * The run passed its checks and its team admitted it at once (a team without limits does):
+ * the tests of placing, training and ending start past both (run-machine.test.ts covers the
+ * checks, team-run-admission.test.ts admission).
  */
 export function admitted(state: RunState, spec: RunSpec, atMs = T0): RunState {
+  state.checked = true;
   state.admission = { team: teamOf(spec), status: 'admitted', askedAt: atMs, firstAskedAt: atMs };
   return state;
 }

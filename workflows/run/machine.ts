@@ -40,6 +40,7 @@ import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type AppliedInterval, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
 import type { AdmissionDecision } from '../teams/rules';
+import { blockingFindings, checksFailureMessage, type Finding } from '../checks';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
@@ -68,6 +69,8 @@ export type RunEvent =
   | { kind: 'observer-asked' }
   /** A timer fired or a limit moved: re-evaluate. */
   | { kind: 'tick' }
+  /** What the checks before the run found; undefined: this worker could not check (the run goes on). */
+  | { kind: 'checked'; findings?: Finding[] }
   /** The team's answer to the run's admission request (workflows/teams). */
   | { kind: 'admission'; decision: AdmissionDecision }
   /** The admission request reached the team. */
@@ -77,6 +80,8 @@ export type RunEvent =
 
 /** What to do next. */
 export type Command =
+  /** The checks before the run (credentials, quotas, buckets, image): answered by `checked`. */
+  | { kind: 'check' }
   | { kind: 'find-capacity' }
   | { kind: 'provision'; attempt: number }
   /** `beside`: the run goes on while it runs, and hears `releasing` now and `released` when it is done. */
@@ -181,6 +186,8 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       record(state, now, { kind: TimelineKind.Released, event: `release of ${attempt.ref.name} failed (${event.message}); asking again`, attempt: attempt.attempt, zone: attempt.offer.zone });
       return undefined;
     }
+    case 'checked':
+      return absorbChecks(state, event.findings, now);
     case 'admission-asked':
       if (event.teamWebhooks !== undefined && state.admission) state.admission.teamWebhooks = event.teamWebhooks;
       return undefined;
@@ -500,8 +507,24 @@ function decide(state: RunState, spec: RunSpec, context: Context): Command {
   // A release in flight is this execution's to finish: the next one would not hear of it.
   if (!releasing && shouldContinueAsNew(state, context)) return { kind: 'continue-as-new' };
   if (live) return follow(state, spec, live, context);
+  // Before anything costs money or a place in the team's queue: the checks, once.
+  if (state.checked === undefined && state.attempts.length === 0) return { kind: 'check' };
   if (awaitingAdmission(state)) return admission(state, spec, now);
   return place(state, spec, context);
+}
+
+/** The checks' answer: a run that cannot succeed fails now, before any VM exists, naming each problem and its fix. */
+function absorbChecks(state: RunState, findings: Finding[] | undefined, now: number): Command | undefined {
+  state.checked = true;
+  if (findings === undefined) {
+    record(state, now, { kind: TimelineKind.Checked, event: 'checks before the run: not run (this worker cannot check); going on' });
+    return undefined;
+  }
+  const blocking = blockingFindings(findings);
+  const warnings = findings.filter((f) => f.ok && f.problem);
+  record(state, now, { kind: TimelineKind.Checked, event: `checks before the run: ${findings.length - blocking.length} of ${findings.length} passed${warnings.length ? `; ${warnings.map((w) => `${w.check}: ${w.problem}`).join('; ')}` : ''}` });
+  if (blocking.length === 0) return undefined;
+  return { kind: 'fail', failure: FailureType.ChecksFailed, message: `the run cannot succeed as things stand, so nothing was created: ${checksFailureMessage(findings)}` };
 }
 
 /** Before the first placement: ask the team, then wait for its answer (asking again if it stays silent). */

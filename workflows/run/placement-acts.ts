@@ -23,6 +23,16 @@ export class PlacementActs {
     private readonly memories: MemoryLink,
   ) {}
 
+  /** The checks before the run; a worker that cannot check (given nothing to check with, or the activity failed) answers nothing. */
+  async check(): Promise<Extract<RunEvent, { kind: 'checked' }>> {
+    try {
+      return { kind: 'checked', findings: await this.acts.checks.checkBeforeRun({ spec: this.spec }) };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { kind: 'checked' };
+    }
+  }
+
   async findCapacity(): Promise<Extract<RunEvent, { kind: 'offers' }>> {
     const [found, bucketLocations, datasets] = await Promise.all([
       this.acts.quick.findCapacity({ ...capacityRequest(this.spec), zoneMemoryFor: this.memories.zones.readWithCapacity() }),

@@ -116,6 +116,8 @@ export interface AppliedInterval {
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
 export const TimelineKind = {
   RunStarted: 'run-started',
+  /** What the checks before the run found (run/machine.ts `checked`). */
+  Checked: 'checked',
   Queued: 'queued',
   Admitted: 'admitted',
   /** Valid but probably a mistake (a secret-looking env name...): spec.ts `specWarnings`. */
@@ -213,6 +215,8 @@ export interface RunState {
   prices?: RunPrices;
   /** The run's team admission (absent in runs from before teams, and until it asks). */
   admission?: RunAdmission;
+  /** Set once the checks before the run answered (or could not): they are asked once, before anything else. */
+  checked?: boolean;
   /** Regions whose data cache holds the run's datasets (run/data-placement.ts). */
   dataCachedRegions?: string[];
   /** The latest attempt's staging progress (run/data-placement.ts). */
