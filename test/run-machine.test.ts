@@ -68,6 +68,14 @@ describe('the run machine (pure, no server)', () => {
       assert.match(ok.state.timeline.find((e) => e.kind === TimelineKind.Checked)!.event, /^checks before the run: 2 of 2 passed; quota:us-east1:PREEMPTIBLE_NVIDIA_L4_GPUS: no spot quota/);
       assert.deepEqual(ok.send({ kind: 'start' }), { kind: 'find-capacity' }, 'a continued execution does not check again');
 
+      // A check the API could not answer for now (a 503, a timeout) is no answer about the run: it goes on.
+      const outage = new Harness();
+      outage.state.checked = undefined;
+      outage.send({ kind: 'start' });
+      const unanswered = [{ check: 'gce:project', ok: false, transient: true, problem: 'the Compute API failed (503)', fix: 'retry' }];
+      assert.deepEqual(outage.send({ kind: 'checked', findings: unanswered }), { kind: 'find-capacity' });
+      assert.match(outage.state.timeline.find((e) => e.kind === TimelineKind.Checked)!.event, /gce:project: the Compute API failed \(503\)/);
+
       const unchecked = new Harness();
       unchecked.state.checked = undefined;
       unchecked.send({ kind: 'start' });

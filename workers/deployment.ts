@@ -10,6 +10,7 @@ import { temporal } from '@temporalio/proto';
 import type { VersioningConfig } from '../config/worker-config';
 
 const Status = temporal.api.enums.v1.WorkerDeploymentVersionStatus;
+const RoutingState = temporal.api.enums.v1.RoutingConfigUpdateState;
 
 export interface WorkerVersion {
   deploymentName: string;
@@ -46,6 +47,21 @@ export function shouldPromote(promote: VersioningConfig['promote'], standing: Ve
 export type PromotionOutcome = 'promoted' | 'already-current' | 'left-as-is';
 
 /**
+ * The new routing reaches the task queues in the background; only once the deployment says
+ * it has does a pinned workflow's next task learn that its target changed. The worker waits
+ * for that before it signals the fleet workflows (observer, price book), so the signal that
+ * wakes them also moves them.
+ */
+async function routedTo(client: Client, namespace: string, version: WorkerVersion, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace, deploymentName: version.deploymentName });
+    const done = info?.routingConfig?.currentDeploymentVersion?.buildId === version.buildId && info.routingConfigUpdateState === RoutingState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED;
+    if (done) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+/**
  * Once the worker polls (the server knows a version only then), makes it current if
  * `shouldPromote` says so. Tries for `timeoutMs`; a failure is the operator's to see, not
  * the worker's end: its version keeps serving what is pinned to it.
@@ -61,6 +77,7 @@ export async function promoteWhenPolling(client: Client, namespace: string, vers
       const standing = { status: info.status ?? Status.WORKER_DEPLOYMENT_VERSION_STATUS_UNSPECIFIED, everActive: Boolean(info.firstActivationTime ?? info.lastCurrentTime ?? info.currentSinceTime) };
       if (!shouldPromote(promote, standing)) return 'left-as-is';
       await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity: `sterna worker ${version.buildId}` });
+      await routedTo(client, namespace, version, deadline);
       return 'promoted';
     } catch (err) {
       // NotFound until the worker's first poll reaches the server.

@@ -56,7 +56,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 export async function runChecks(spec: RunSpec | undefined, targets: CheckTargets): Promise<Finding[]> {
   const timeoutMs = targets.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const bounded = (check: string, run: () => Promise<Finding[]>): Promise<Finding[]> =>
-    withDeadline(run(), timeoutMs, check).catch((err: unknown) => [{ check, ok: false, problem: `the check did not finish (${(err as Error)?.message ?? String(err)})`, fix: 'retry; if it persists, the service behind it is slow or unreachable from here' }]);
+    withDeadline(run(), timeoutMs, check).catch((err: unknown) => [{ check, ok: false, transient: true, problem: `the check did not finish (${(err as Error)?.message ?? String(err)})`, fix: 'retry; if it persists, the service behind it is slow or unreachable from here' }]);
   const backends = spec ? [spec.backend] : (['gce', 'gke'] as const).filter((b) => targets[b]);
   const groups: Promise<Finding[]>[] = [Promise.resolve([checkCodecKey(targets.env)])];
   if (targets.temporal) {

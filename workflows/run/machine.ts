@@ -40,7 +40,7 @@ import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type AppliedInterval, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
 import type { AdmissionDecision } from '../teams/rules';
-import { blockingFindings, checksFailureMessage, type Finding } from '../checks';
+import { checksFailureMessage, findingsThatStopARun, type Finding } from '../checks';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
@@ -520,11 +520,11 @@ function absorbChecks(state: RunState, findings: Finding[] | undefined, now: num
     record(state, now, { kind: TimelineKind.Checked, event: 'checks before the run: not run (this worker cannot check); going on' });
     return undefined;
   }
-  const blocking = blockingFindings(findings);
-  const warnings = findings.filter((f) => f.ok && f.problem);
+  const blocking = findingsThatStopARun(findings);
+  const warnings = findings.filter((f) => f.problem && !blocking.includes(f));
   record(state, now, { kind: TimelineKind.Checked, event: `checks before the run: ${findings.length - blocking.length} of ${findings.length} passed${warnings.length ? `; ${warnings.map((w) => `${w.check}: ${w.problem}`).join('; ')}` : ''}` });
   if (blocking.length === 0) return undefined;
-  return { kind: 'fail', failure: FailureType.ChecksFailed, message: `the run cannot succeed as things stand, so nothing was created: ${checksFailureMessage(findings)}` };
+  return { kind: 'fail', failure: FailureType.ChecksFailed, message: `the run cannot succeed as things stand, so nothing was created: ${checksFailureMessage(findings, blocking)}` };
 }
 
 /** Before the first placement: ask the team, then wait for its answer (asking again if it stays silent). */
