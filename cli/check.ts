@@ -60,7 +60,7 @@ export async function checkFindings(specInput: RunSpecInput | undefined, env: No
     config = loadWorkerConfig(env);
   } catch (err) {
     if (!(err instanceof WorkerConfigError)) throw err;
-    findings.push({ check: 'backend', ok: false, problem: err.message.replace(/\n\s*/g, ' '), fix: 'set the variables it names, as for a worker (README: "Worker configuration")' });
+    findings.push({ check: 'backend', ok: false, problem: err.message.replace(/\n\s*/g, ' '), fix: 'set the variables it names, as for a worker (docs/workers.md)' });
   }
   const built = config ? await buildCheckTargets(config, temporal, env) : undefined;
   try {

@@ -60,7 +60,7 @@ async function main(opts: DemoOptions): Promise<void> {
     const uiPort = (await freePort(8233)) ?? (await freePort(0))!;
     // Payloads are encrypted (a key of the demo's own when none is configured), and the UI
     // shows them decoded through the codec server.
-    if (useEphemeralKeyIfNone()) say('payloads are encrypted with a key made for this demo (none configured; see "Encrypted payloads" in the README)');
+    if (useEphemeralKeyIfNone()) say('payloads are encrypted with a key made for this demo (none configured; see docs/security.md, "Encrypted payloads")');
     const codec = await startCodecServer({ codec: sternaPayloadCodec(), port: (await freePort(8234)) ?? 0, corsOrigins: [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`] });
     cleanups.push(() => codec.close());
     const server = await startTemporalServer({ port: (await freePort(7233)) ?? (await freePort(0))!, uiPort, logFile: join(stateDir, 'temporal.log'), uiCodecEndpoint: codec.url });

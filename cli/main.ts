@@ -218,7 +218,7 @@ program
 
 program
   .command('codec-key')
-  .description('payload encryption keys (see "Encrypted payloads" in the README)')
+  .description('payload encryption keys (see docs/security.md, "Encrypted payloads")')
   .command('new')
   .description('add a new key, first (it encrypts from now on; the others still decrypt), creating the file with mode 600')
   .option('--file <path>', 'the key file', process.env.STERNA_CODEC_KEYS_FILE ?? defaultKeyFile())

@@ -19,7 +19,7 @@ const stateDir = join(__dirname, '..', '..', '.state');
 async function main(): Promise<void> {
   if (!loadCodecKeys()) {
     const id = addKeyToFile(defaultKeyFile());
-    console.log(`created payload key ${id} in ${defaultKeyFile()} (mode 600; see "Encrypted payloads" in the README)`);
+    console.log(`created payload key ${id} in ${defaultKeyFile()} (mode 600; see docs/security.md, "Encrypted payloads")`);
   }
   const codec = await startCodecServer({ codec: sternaPayloadCodec(), ...codecServerConfig() });
   const server = await startTemporalServer({
