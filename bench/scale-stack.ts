@@ -99,9 +99,14 @@ export interface EmulatorSettings {
   timeFactor?: number;
 }
 
+/** The bucket the benchmarks' runs checkpoint to (gs://sterna-bench/...). */
+export const BENCH_BUCKET = 'sterna-bench';
+
 /** The emulator as `npm run emulator` runs it, with synthetic guests; resolves with its endpoint. */
 export async function startEmulatorProcess(workDir: string, settings: EmulatorSettings): Promise<{ child: Child; endpoint: string }> {
   mkdirSync(settings.stateDir, { recursive: true });
+  // The benchmarks' checkpoint bucket exists, as a real project's would: each run checks its buckets first.
+  mkdirSync(join(settings.bucketsDir, BENCH_BUCKET), { recursive: true });
   const args = [
     join(BUILD, 'emulator', 'main.js'),
     '--port', '0',
