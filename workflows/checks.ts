@@ -25,6 +25,12 @@ export interface Finding {
    * 5xx, a rate limit, a timeout): not an answer about the run, so it does not stop one.
    */
   transient?: boolean;
+  /**
+   * The answer is about the credentials that checked, not the training VMs' own (a bucket
+   * permission: the VMs act as their service account): `sterna check` fails on it, a run
+   * goes on and meets the VMs' answer.
+   */
+  checkersOwn?: boolean;
 }
 
 /** The findings `sterna check` fails on: every one not ok. */
@@ -34,11 +40,12 @@ export function blockingFindings(findings: readonly Finding[]): Finding[] {
 
 /**
  * The findings that stop a run before it creates anything: every one not ok that is an
- * answer. A check the service could not answer for now does not (an API outage delays a
- * run, never fails it); the run meets the real answer later, as it would have unchecked.
+ * answer about the run. A check the service could not answer for now does not (an API
+ * outage delays a run, never fails it), nor one about the checker's own credentials rather
+ * than the VMs': the run meets the real answer later, as it would have unchecked.
  */
 export function findingsThatStopARun(findings: readonly Finding[]): Finding[] {
-  return findings.filter((f) => !f.ok && f.transient !== true);
+  return findings.filter((f) => !f.ok && f.transient !== true && f.checkersOwn !== true);
 }
 
 /**

@@ -81,6 +81,7 @@ async function checkBucket(target: StorageTarget, use: BucketUse): Promise<Findi
   return {
     check,
     ok: false,
+    checkersOwn: true,
     problem: `these credentials lack ${missing.join(', ')} on gs://${use.bucket}: the run ${use.write ? 'reads and writes' : 'reads'} its ${role} there`,
     fix: `\`gcloud storage buckets add-iam-policy-binding gs://${use.bucket} --member=${member} --role=${grant}\``,
   };
