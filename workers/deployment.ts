@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { VersioningConfig } from '../config/worker-config';
+import { promoteVersion } from '../client/deployments';
 
 const Status = temporal.api.enums.v1.WorkerDeploymentVersionStatus;
 const RoutingState = temporal.api.enums.v1.RoutingConfigUpdateState;
@@ -52,7 +53,8 @@ export type PromotionOutcome = 'promoted' | 'already-current' | 'left-as-is';
  * for that before it signals the fleet workflows (observer, price book), so the signal that
  * wakes them also moves them.
  */
-async function routedTo(client: Client, namespace: string, version: WorkerVersion, deadline: number): Promise<void> {
+async function routedTo(client: Client, version: WorkerVersion, deadline: number): Promise<void> {
+  const { namespace } = client.options;
   while (Date.now() < deadline) {
     const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace, deploymentName: version.deploymentName });
     const done = info?.routingConfig?.currentDeploymentVersion?.buildId === version.buildId && info.routingConfigUpdateState === RoutingState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED;
@@ -62,11 +64,12 @@ async function routedTo(client: Client, namespace: string, version: WorkerVersio
 }
 
 /**
- * Once the worker polls (the server knows a version only then), makes it current if
- * `shouldPromote` says so. Tries for `timeoutMs`; a failure is the operator's to see, not
+ * Once the worker polls (the server knows a version only then), makes it current in the
+ * client's namespace if `shouldPromote` says so. Tries for `timeoutMs`; a failure is the operator's to see, not
  * the worker's end: its version keeps serving what is pinned to it.
  */
-export async function promoteWhenPolling(client: Client, namespace: string, version: WorkerVersion, promote: VersioningConfig['promote'], timeoutMs = 60_000): Promise<PromotionOutcome> {
+export async function promoteWhenPolling(client: Client, version: WorkerVersion, promote: VersioningConfig['promote'], timeoutMs = 60_000): Promise<PromotionOutcome> {
+  const { namespace } = client.options;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -76,8 +79,8 @@ export async function promoteWhenPolling(client: Client, namespace: string, vers
       if (info.status === Status.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT) return 'already-current';
       const standing = { status: info.status ?? Status.WORKER_DEPLOYMENT_VERSION_STATUS_UNSPECIFIED, everActive: Boolean(info.firstActivationTime ?? info.lastCurrentTime ?? info.currentSinceTime) };
       if (!shouldPromote(promote, standing)) return 'left-as-is';
-      await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity: `sterna worker ${version.buildId}` });
-      await routedTo(client, namespace, version, deadline);
+      await promoteVersion(client, version.deploymentName, version.buildId, `sterna worker ${version.buildId}`);
+      await routedTo(client, version, deadline);
       return 'promoted';
     } catch (err) {
       // NotFound until the worker's first poll reaches the server.

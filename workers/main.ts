@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   running.catch(() => undefined);
   if (version) {
     // The version exists once this worker polls; new runs reach it once it is current.
-    const outcome = await promoteWhenPolling(client, namespace ?? 'default', version, config.versioning!.promote).catch((err: Error) => (console.error(err.message), undefined));
+    const outcome = await promoteWhenPolling(client, version, config.versioning!.promote).catch((err: Error) => (console.error(err.message), undefined));
     const said = { promoted: 'made current', 'already-current': 'current', 'left-as-is': 'not current: new runs go to the current version (`sterna deploy promote` to change that)' } as const;
     if (outcome) console.log(`version ${version.buildId}: ${said[outcome]}`);
   }

@@ -470,9 +470,9 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
     case Next.Fail: {
       const program = JSON.stringify(spec.command[0] ?? '').slice(0, 200);
       const why = attempt.exitCode !== undefined ? NOT_RUNNABLE_EXITS[attempt.exitCode]?.(program) : undefined;
-      // The agent's own endings say what failed; anything else is the training command's.
-      const agents = outcome !== AttemptOutcome.NotRunnable && detail !== undefined;
-      const message = `${why ?? (agents ? detail : `training failed with ${detail ?? outcome}`)}; not retried: a new VM would fail the same way`;
+      // The agent's own endings (AGENT_EXITS) say what failed; anything else is the training command's.
+      const agents = Object.values(AGENT_EXITS).some((row) => row.ending === outcome);
+      const message = `${why ?? (agents ? (detail ?? outcome) : `training failed with ${detail ?? outcome}`)}; not retried: a new VM would fail the same way`;
       record(state, now, { ...where, kind: rule.timeline, event: `${outcome} in ${zone}: ${message}` });
       return { kind: 'fail', failure: rule.failure ?? FailureType.UserCodeFailed, message, details: { exitCode: attempt.exitCode }, logTailOf: attempt.attempt };
     }
