@@ -18,7 +18,7 @@ import type { RunResult, RunStatus } from '../workflows/run/views';
 import { SternaTeam } from '../workflows/search-attributes';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import { budgetProblem, deadlineProblem } from './arguments';
-import { priorityOf, teamOf } from '../workflows/teams/run-admission';
+import { priorityOf, teamOf } from '../workflows/teams/rules';
 import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
 import { requireEncryption } from './encryption';
 import { prepareWorkdir, type PreparedWorkdir, type WorkdirStorage } from './workdir';

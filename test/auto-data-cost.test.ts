@@ -6,11 +6,11 @@
  * and the pure run machine.
  */
 import { strict as assert } from 'node:assert';
-import { admitted } from './helpers/run-harness';
+import { admitted, stepOn } from './helpers/run-harness';
 import { decideAuto, zoneQuotes, type AutoInputs } from '../workflows/auto-policy';
 import { dataCost } from '../workflows/data-cost';
 import { executionToken } from '../workflows/naming';
-import { next, type Command, type RunEvent } from '../workflows/run/machine';
+import type { Action as Command, RunEvent } from '../workflows/run/protocol';
 import { initialState, type RunState } from '../workflows/run/state';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
@@ -29,7 +29,7 @@ const dataset = (sizeGb: number) => [{ uri: 'gs://data-sg/train', path: 'data', 
 
 class Run {
   readonly spec: RunSpec;
-  readonly state: RunState;
+  state: RunState;
 
   constructor(datasets: RunSpecInput['datasets']) {
     this.spec = parseSpec({
@@ -44,7 +44,7 @@ class Run {
   }
 
   send(event: RunEvent): Command {
-    return next(this.state, this.spec, event, { nowMs: T0, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
+    return stepOn(this, this.spec, event, { nowMs: T0, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
   }
 
   /** Where and how the machine provisions first. */

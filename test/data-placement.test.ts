@@ -4,10 +4,10 @@
  * staging progress the status shows.
  */
 import { strict as assert } from 'node:assert';
-import { admitted } from './helpers/run-harness';
+import { admitted, stepOn } from './helpers/run-harness';
 import { continentOf, dataCost, DEFAULT_DATA_TRANSFER } from '../workflows/data-cost';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
-import { next, type Command, type RunEvent } from '../workflows/run/machine';
+import type { Action as Command, RunEvent } from '../workflows/run/protocol';
 import { initialState, type RunState } from '../workflows/run/state';
 import { statusOf } from '../workflows/run/views';
 import { checkSpec, parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
@@ -26,7 +26,7 @@ const OFFERS = [offer('us-central1-a', 0.2), offer('asia-southeast1-b', 0.24)];
 
 class Run {
   readonly spec: RunSpec;
-  readonly state: RunState;
+  state: RunState;
   now = T0;
 
   constructor(datasets: RunSpecInput['datasets'], extra: Partial<RunSpecInput> = {}) {
@@ -43,7 +43,7 @@ class Run {
   }
 
   send(event: RunEvent): Command {
-    return next(this.state, this.spec, event, { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
+    return stepOn(this, this.spec, event, { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
   }
 
   /** The zone the machine provisions first. */

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { FailureType, nonRetryableFailureTypes } from '../workflows/failures';
 import { ZoneEventKind } from '../workflows/placement';
 import { AGENT_EXITS, ENDING_NAMES, ENDINGS, Next, PROVISION_FAILURES, type EndingRow } from '../workflows/run/endings';
-import { endingOf } from '../workflows/run/machine';
+import { endingOf } from '../workflows/run/attempt';
 import { AgentExit } from '../activities/agent/script';
 import { AttemptOutcome, TimelineKind, type Attempt, type Ending } from '../workflows/run/state';
 import { outcomeOf } from '../workflows/zones/from-run';

@@ -3,7 +3,7 @@
  * nodes' snapshots, its release, and the run machine following a gang node by node.
  */
 import { strict as assert } from 'node:assert';
-import { admitted } from './helpers/run-harness';
+import { admitted, stepOn } from './helpers/run-harness';
 import { agentAttributes } from '../activities/agent/script';
 import { internalAddress } from '../emulator/render';
 import { addGradients, dataParallelStep, gradientSum, shardOf, step, type Checkpoint } from '../examples/trainer';
@@ -11,11 +11,11 @@ import type { ProvisionRequest } from '../workflows/activity-contract';
 import { acceptContinuation } from '../workflows/continuation';
 import { executionToken, isOwnedBy, resourceName, runKey } from '../workflows/naming';
 import { gangObservation, gangRef, gangRelease, gangSnapshot, gangSize, namesPartOf, nodeRefs, nodeRequest, nodeSays, rankIn } from '../workflows/run/gang';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import type { Action as Command, Context, RunEvent } from '../workflows/run/protocol';
 import { capacityRequest } from '../workflows/run/requests';
 import { AttemptOutcome, initialState, type RunState } from '../workflows/run/state';
 import { ledger, statusOf } from '../workflows/run/views';
-import { admissionRequestOf } from '../workflows/teams/run-admission';
+import { admissionRequestOf } from '../workflows/run/admission';
 import { checkSpec, parseSpec, type RunSpec, type RunSpecInput, type SpecProblem } from '../workflows/spec';
 import type { AgentSnapshot, Offer, ResourceRef } from '../workflows/types';
 
@@ -187,13 +187,13 @@ describe('gang runs (pure, no server)', () => {
   describe('the run machine, following a gang', () => {
     class Gang {
       readonly spec: RunSpec = parseSpec(specInput());
-      readonly state: RunState = admitted(initialState(WORKFLOW, T0, undefined, undefined), this.spec);
+      state: RunState = admitted(initialState(WORKFLOW, T0, undefined, undefined), this.spec);
       now = T0;
       context(): Context {
         return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 };
       }
       send(event: RunEvent): Command {
-        return next(this.state, this.spec, event, this.context());
+        return stepOn(this, this.spec, event, this.context());
       }
       node(attempt: number, rank: number, snapshot: AgentSnapshot): Command {
         const name = `${resourceName(WORKFLOW, EXEC, attempt, 2)}-n${rank}`;
@@ -214,12 +214,12 @@ describe('gang runs (pure, no server)', () => {
       run.node(1, 1, running({ phase: 'training', step: 7 }));
       assert.equal(run.state.step, 42, 'rank 0 speaks for the gang\'s progress');
       assert.equal(run.state.lastCheckpoint?.step, 40);
-      assert.equal(attempt.outcome, AttemptOutcome.Running);
+      assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Running);
       const status = statusOf(run.state, run.now, run.spec);
       assert.deepEqual(status.nodes?.map((n) => n.name), [0, 1].map((r) => `${attempt.ref.name}-n${r}`));
       run.now += 5_000;
       const command = run.node(1, 1, { lifecycle: 'terminated', preempted: true });
-      assert.equal(attempt.outcome, AttemptOutcome.Preempted);
+      assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Preempted);
       assert.deepEqual(command, { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.equal(run.state.zoneEvents.at(-1)?.zone, 'us-central1-a', 'the zone is remembered as for a single node');
       // Released, the run places again from rank 0's checkpoint, in another zone.

@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { parseAgentValues, parseGpu } from '../activities/agent/script';
 import { FailureType } from '../workflows/failures';
-import { type Command } from '../workflows/run/machine';
+import type { Action as Command } from '../workflows/run/protocol';
 import { progressOf } from '../workflows/run/progress';
 import { TimelineKind, type RunState } from '../workflows/run/state';
 import { currentDetailsOf, searchAttributesOf, statusOf } from '../workflows/run/views';

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { parseAgentValues } from '../activities/agent/script';
 import { checkpointInterval } from '../workflows/run/checkpoint-interval';
 import { HYSTERESIS, intervalMoved, RECHECK_MAX_SECONDS, RECHECK_MIN_SECONDS, recheckSeconds } from '../workflows/run/live-interval';
-import type { Command } from '../workflows/run/machine';
+import type { Action as Command } from '../workflows/run/protocol';
 import { provisionRequest } from '../workflows/run/requests';
 import { statusOf } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';

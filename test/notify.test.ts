@@ -5,8 +5,8 @@
 import { strict as assert } from 'node:assert';
 import { payloadFor, uiLink } from '../activities/notify/payload';
 import { loadWorkerConfig } from '../config/worker-config';
-import { type Command, type RunEvent } from '../workflows/run/machine';
-import { mayNotify, notificationsDue, notifyWakeAtMs, remember, type NotifyEvent, type NotifyMoment } from '../workflows/run/notify';
+import type { Action as Command, Effect, RunEvent } from '../workflows/run/protocol';
+import { mayNotify, notificationsDue, notifyWakeAtMs, type NotifyEvent } from '../workflows/run/notify';
 import { Phase } from '../workflows/run/state';
 import { checkSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
@@ -15,7 +15,7 @@ import { offerIn, RunHarness, specOf, T0 } from './helpers/run-harness';
 const WORKFLOW = 'run-7';
 const OFFERS: Offer[] = ['us-central1-a', 'us-east1-b', 'europe-west4-a'].map((zone) => offerIn(zone, 0.36));
 
-/** The machine and the notification decision, stepped as the workflow steps them. */
+/** The reducer, stepped as the workflow steps it, and the notifications its steps hand to delivery. */
 class Run extends RunHarness {
   /** Every notification handed to delivery, in order. */
   readonly told: NotifyEvent[] = [];
@@ -24,16 +24,20 @@ class Run extends RunHarness {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h', maxRestartsOnError: 2 }, labels: { team: 'ml' }, ...overrides }));
   }
 
-  /** One driver step: the machine, then what is due (and remembered, as the driver does). */
+  /** One step of the loop; what it notified is told. */
   override send(event: RunEvent): Command {
     super.send(event);
-    this.tell({ kind: 'step' });
+    this.collect(this.effects);
     return this.last;
   }
 
-  tell(moment: NotifyMoment): NotifyEvent[] {
-    const due = notificationsDue(this.state, this.spec, moment, this.now, this.state.notify);
-    this.state.notify = remember(this.state.notify, due);
+  /** The run ends so (after its releases): what its end notifies. */
+  end(ended: Extract<RunEvent, { kind: 'ended' }>): NotifyEvent[] {
+    return this.collect(this.apply(ended));
+  }
+
+  private collect(effects: readonly Effect[]): NotifyEvent[] {
+    const due = effects.flatMap((e) => (e.kind === 'notify' ? e.events : []));
     this.told.push(...due);
     return due;
   }
@@ -70,7 +74,7 @@ describe('notifications (pure, no server)', () => {
     attempt = run.at(50).provisioned();
     run.at(60).observe(attempt, { phase: 'exited', exitCode: 0 });
     assert.equal(run.released(attempt).kind, 'complete');
-    run.tell({ kind: 'ended', phase: Phase.Completed });
+    run.end({ kind: 'ended', phase: Phase.Completed });
     assert.deepEqual(run.kinds(), ['run-7/started/1', 'run-7/preempted/1', 'run-7/restarted/1', 'run-7/completed/1']);
     const [started, preempted, restarted, completed] = run.told.slice() as NotifyEvent[];
     assert.deepEqual([started.team, started.zone, started.attempt, started.phase], ['ml', run.state.attempts[0].offer.zone, 1, 'staging']);
@@ -122,7 +126,7 @@ describe('notifications (pure, no server)', () => {
     run.at(80).send({ kind: 'tick' });
     assert.deepEqual(run.kinds().slice(1), ['run-7/budget-80/1']);
     assert.equal(notifyWakeAtMs(run.state, run.spec, run.now, run.state.notify), T0 + 100_000);
-    run.state.budgetUsd = 0.02;
+    run.apply({ kind: 'budget-set', usd: 0.02 });
     run.at(100).send({ kind: 'tick' });
     assert.deepEqual(run.kinds().slice(2), [], 'the raised budget is at 50%');
     run.at(160).send({ kind: 'tick' });
@@ -130,7 +134,7 @@ describe('notifications (pure, no server)', () => {
     const cmd = run.at(200).send({ kind: 'tick' });
     assert.deepEqual(run.kinds().slice(3), ['run-7/budget-100/2']);
     assert.equal(cmd.kind, 'fail', 'the limit stops the run at the same step');
-    run.tell({ kind: 'ended', phase: Phase.Failed, failure: 'BudgetExceeded', message: 'spent $0.02' });
+    run.end({ kind: 'ended', phase: Phase.Failed, failure: 'BudgetExceeded', message: 'spent $0.02' });
     assert.deepEqual(run.told.at(-1)!.failure, { type: 'BudgetExceeded', message: 'spent $0.02' });
   });
 
@@ -156,9 +160,9 @@ describe('notifications (pure, no server)', () => {
   it('tells failed with the named failure, once', () => {
     const run = new Run();
     run.send({ kind: 'start' });
-    const moment: NotifyMoment = { kind: 'ended', phase: Phase.Failed, failure: 'NoCapacity', message: 'no zone offers nvidia-l4' };
-    assert.deepEqual(run.tell(moment).map((e) => [e.key, e.failure?.type]), [['run-7/failed/1', 'NoCapacity']]);
-    assert.deepEqual(run.tell(moment), []);
+    const ended = { kind: 'ended', phase: Phase.Failed, failure: 'NoCapacity', message: 'no zone offers nvidia-l4' } as const;
+    assert.deepEqual(run.end(ended).map((e) => [e.key, e.failure?.type]), [['run-7/failed/1', 'NoCapacity']]);
+    assert.deepEqual(run.end(ended), []);
   });
 
   describe('where notifications go', () => {

@@ -15,7 +15,7 @@ import { type ZoneEvent } from '../workflows/placement';
 import { type Action, type Observation, type OnlinePolicy, type PolicyState, sternaPolicy } from '../workflows/policy';
 import { ENDINGS } from '../workflows/run/endings';
 import { gangSnapshot, gangSize } from '../workflows/run/gang';
-import { endingOf } from '../workflows/run/machine';
+import { endingOf } from '../workflows/run/attempt';
 import { AttemptOutcome, type Ending } from '../workflows/run/state';
 import type { AgentSnapshot, Offer } from '../workflows/types';
 import { type Problem, windowOf } from '../bench/problem';

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GceProvider } from '../activities/providers/gce';
 import { catalogPriceBook } from '../config/price-book';
 import { ReleaseOutcome, type ProvisionRequest } from '../workflows/activity-contract';
-import { absorbRelease } from '../workflows/run/machine';
+import { absorbRelease } from '../workflows/run/ending';
 import { AttemptOutcome, initialState } from '../workflows/run/state';
 import { ownerLabels, type Owner } from '../workflows/naming';
 import type { Offer } from '../workflows/types';

@@ -5,9 +5,11 @@
 import { strict as assert } from 'node:assert';
 import { FailureType } from '../workflows/failures';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
+import { COST_REFRESH_SECONDS } from '../workflows/run/cost-refresh';
 import { ENDINGS } from '../workflows/run/endings';
 import { limitAtMs } from '../workflows/run/limits';
-import { HISTORY_EVENTS_PER_EXECUTION, type Context } from '../workflows/run/machine';
+import { HISTORY_EVENTS_PER_EXECUTION } from '../workflows/run/machine';
+import type { Context } from '../workflows/run/protocol';
 import { AttemptOutcome, TimelineKind } from '../workflows/run/state';
 import { budgetProblem, newDeadlineProblem } from '../workflows/run/validators';
 import { ledger, resultOf } from '../workflows/run/views';
@@ -198,7 +200,8 @@ describe('the run machine (pure, no server)', () => {
       const run = Object.assign(new Harness({ checkpoint: { uri: 'gs://ckpt/run', interval: '10m' } }), { answersObserverAsks: false });
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: OFFERS });
-      run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false });
+      // No start time heard: nothing billed yet, so no cost-refresh wake among the waits below.
+      run.send({ kind: 'provisioned', attempt: 1, adopted: false });
       const mine = { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 };
       assert.deepEqual(run.last, { kind: 'ensure-observer' }, 'a provisioned run asks for the observer');
       assert.deepEqual(run.send({ kind: 'observer-asked' }), { kind: 'wait', untilMs: T0 + 5000 }, 'not heard yet: it looks at the poll interval');
@@ -416,7 +419,7 @@ describe('the run machine (pure, no server)', () => {
       run.send({ kind: 'offers', offers: OFFERS });
       run.send({ kind: 'provisioned', attempt: 2, adopted: false, observerAsked: true });
       assert.deepEqual(run.observe(2, { phase: 'exited', exitCode: 0, step: 300 }), { kind: 'release', attempt: 2, createMayBeInFlight: false }, 'the last attempt is released in the run\'s own time');
-      assert.deepEqual(run.released(2), { kind: 'wait' }, 'attempt 1 is still being released');
+      assert.deepEqual(run.released(2), { kind: 'wait', untilMs: run.now + COST_REFRESH_SECONDS * 1000 }, 'attempt 1 is still being released (and billed, so the wait keeps its cost current)');
       assert.deepEqual(run.released(1), { kind: 'complete' });
     });
 

@@ -6,11 +6,12 @@
 import { strict as assert } from 'node:assert';
 import { executionToken } from '../workflows/naming';
 import { COST_REFRESH_SECONDS, costMemoOf, costRefreshAt } from '../workflows/run/cost-refresh';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import type { Action as Command, Context, RunEvent } from '../workflows/run/protocol';
+import { stepOn } from './helpers/run-harness';
 import { initialState, Phase, type RunState } from '../workflows/run/state';
 import { ledger } from '../workflows/run/views';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import { ADMISSION_REASK_MS, admissionRequestOf } from '../workflows/teams/run-admission';
+import { ADMISSION_REASK_MS, admissionRequestOf } from '../workflows/run/admission';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 
@@ -28,7 +29,7 @@ const attempt = (n: number, start: string, stop: string | undefined, outcome: 'p
 
 class Run {
   readonly spec: RunSpec;
-  readonly state: RunState;
+  state: RunState;
   now = T0;
   constructor(overrides: Partial<RunSpecInput> = {}) {
     this.spec = parseSpec({ command: ['train'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-l4', count: 2 }] }, pricing: { mode: 'spot' }, ...overrides });
@@ -37,7 +38,7 @@ class Run {
   send(event: RunEvent, atSeconds = 0): Command {
     this.now = T0 + atSeconds * 1000;
     const context: Context = { nowMs: this.now, workflowId: 'run-7', execution: executionToken('r'), continueAsNewSuggested: false, attemptsAtStart: 0 };
-    return next(this.state, this.spec, event, context);
+    return stepOn(this, this.spec, event, context);
   }
 }
 

@@ -4,9 +4,9 @@
  * the run and `sterna zones` call).
  */
 import { strict as assert } from 'node:assert';
-import { admitted } from './helpers/run-harness';
+import { admitted, stepOn } from './helpers/run-harness';
 import { executionToken } from '../workflows/naming';
-import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
+import type { Action as Command, Context, RunEvent } from '../workflows/run/protocol';
 import { AttemptOutcome, initialState, type Attempt } from '../workflows/run/state';
 import { parseSpec } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
@@ -217,11 +217,11 @@ describe('a run and the zone memory', () => {
     const context = (nowMs: number): Context => ({ nowMs, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
 
     function firstTry(zoneMemory: ZoneMemory | undefined, nowMs: number): { zone: string; command: Command } {
-      const state = admitted(initialState(WORKFLOW, nowMs, undefined, undefined), spec, nowMs);
-      next(state, spec, { kind: 'start' }, context(nowMs));
+      const run = { state: admitted(initialState(WORKFLOW, nowMs, undefined, undefined), spec, nowMs) };
+      stepOn(run, spec, { kind: 'start' }, context(nowMs));
       const event: RunEvent = { kind: 'offers', offers: OFFERS, ...(zoneMemory ? { zoneMemory } : {}) };
-      const command = next(state, spec, event, context(nowMs));
-      return { zone: state.attempts[0]?.offer.zone, command };
+      const command = stepOn(run, spec, event, context(nowMs));
+      return { zone: run.state.attempts[0]?.offer.zone, command };
     }
 
     const stockedOut = tell([outcome('stockout', T0, { resource: 'other-run-vm' }), T0]);

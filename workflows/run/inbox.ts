@@ -3,7 +3,7 @@
  * to become the machine's next events. Waiting on it holds no activity slot.
  */
 import { condition } from '@temporalio/workflow';
-import type { RunEvent } from './run/machine';
+import type { RunEvent } from './protocol';
 
 export class Inbox {
   private readonly events: RunEvent[] = [];
