@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { listWorkdir } from '../client/workdir';
 import { ensurePodman, type PodmanSetup } from '../config/podman';
+import { loadWorkerConfig } from '../config/worker-config';
 import { statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
 import type { RunResult } from '../workflows/run/views';
@@ -201,5 +202,12 @@ describe('a user\'s directory end to end: sterna start --workdir examples/python
       assert.ok(agent.some((t) => t.startsWith(`container `) && t.includes(`of ${image} (podman)`)), `attempt ${n} ran in the image: ${JSON.stringify(agent)}`);
       assert.ok(agent.some((t) => t.includes('the image runs as user 1000:1000')), `attempt ${n} shared the work directory with the image's user`);
     }
+  });
+});
+
+describe('the README\'s local setup: a relative STERNA_LOCAL_BUCKETS', () => {
+  it('is resolved where the worker starts: its VMs run elsewhere and are given file:// URIs under it', () => {
+    const config = loadWorkerConfig({ STERNA_GCE_ENDPOINT: 'http://127.0.0.1:9090', STERNA_LOCAL_BUCKETS: '.state/buckets' });
+    assert.equal(config.gce?.localBucketsDir, join(process.cwd(), '.state', 'buckets'));
   });
 });
