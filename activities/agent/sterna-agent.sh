@@ -641,7 +641,8 @@ share_work_dir() { # share_work_dir IMAGE -> CTR_SHARE: the container's extra gr
     && find "$WORK" -path "$STATE" -prune -o -exec chgrp -h -- "$SHARE_GID" {} + \
     && find "$WORK" -path "$STATE" -prune -o -type d -exec chmod -- g+rwxs {} + -o -type f -exec chmod -- g+rw {} + \
     && chgrp -- "$SHARE_GID" "$STATE/progress" "$ENTRY_STEP" ${RESUME_FROM:+"$RESUME_FROM"} \
-    && chmod -- g+rw "$STATE/progress" "$ENTRY_STEP" ${RESUME_FROM:+"$RESUME_FROM"} \
+    && chmod -- g+rw "$STATE/progress" "$ENTRY_STEP" \
+    && { [ -z "$RESUME_FROM" ] || chmod -- g+r "$RESUME_FROM"; } \
     || container_failed 74 "the image $1 runs as user $user, and the work directory $WORK could not be shared with it (group $SHARE_GID)"
   CTR_SHARE=(--group-add "$SHARE_GID")
   log "the image runs as user $user: the work directory is shared with it through group $SHARE_GID"
