@@ -238,7 +238,10 @@ addTeamCommands(program, connect, timeoutMs);
 addCostCommand(program, connect);
 addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
-addCheckCommand(program, readSpec);
+addCheckCommand(program, readSpec, (path) => {
+  const { workdir } = readStartSpec(path);
+  return typeof workdir === 'string' ? resolve(dirname(path), workdir) : undefined;
+});
 addLogsCommand(program, connect);
 addDeployCommands(program, connect);
 

@@ -35,7 +35,7 @@
  * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
  * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
@@ -277,7 +277,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     gce = {
       project: e.STERNA_GCE_PROJECT ?? 'sterna-local',
       emulatorEndpoint: endpointOf(e.STERNA_GCE_ENDPOINT),
-      localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
+      // Absolute: the VMs are given file:// URIs under it, and run in their own directories.
+      localBucketsDir: e.STERNA_LOCAL_BUCKETS ? resolve(e.STERNA_LOCAL_BUCKETS) : defaultLocalBucketsDir(repoRoot),
       vmAccess,
       powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS,
     };

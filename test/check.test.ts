@@ -3,13 +3,14 @@
  * the real Temporal dev server and the GCE emulator, its `--json` findings read as data.
  * A new project (GPUS_ALL_REGIONS 0) is named with the quota to request and no VM is
  * created; with quota every check passes; a missing bucket, a read-only checkpoint
- * bucket, a namespace without Sterna's search attributes, no codec key, an unreachable
+ * bucket, an uploaded workdir that is not in its bucket, a namespace without Sterna's search attributes, no codec key, an unreachable
  * Kubernetes API and a malformed image are each named with their fix. The same checks run
  * in-process on a worker's NativeConnection, as the run's first step will.
  */
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
@@ -276,6 +277,46 @@ describe('sterna check: what a run needs, before paying (dev server, emulator, t
       assert.equal(find(mixed.findings, 'gce:accelerator:nvidia-l5').ok, true);
     } finally {
       await emu.admin.setBucket('ro-bucket', {}).catch(() => undefined);
+      await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', undefined);
+    }
+  });
+
+  it('names an uploaded workdir that is not in the bucket with how to upload it; one that is passes; a local one is checked as a start would pack it', async () => {
+    await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', 8);
+    try {
+      const sha256 = createHash('sha256').update('a packed tree').digest('hex');
+      const uri = `gs://ckpt-bucket/runs/workdirs/${sha256}.tar.gz`;
+      const missing = await sterna(spec({ workdir: { uri, sha256 } }));
+      assert.equal(missing.code, 1);
+      const gone = find(missing.findings, `workdir:${uri}`);
+      assert.equal(gone.ok, false);
+      assert.match(gone.problem ?? '', /the run's workdir gs:\/\/ckpt-bucket\/runs\/workdirs\/[0-9a-f]{64}\.tar\.gz is not in the bucket: every attempt would stop before its command \(WorkdirUnavailable\)/);
+      assert.match(gone.fix ?? '', /upload it with `sterna start <spec> --workdir <dir>`/);
+      assert.deepEqual(blockingFindings(missing.findings).map((f) => f.check), [`workdir:${uri}`]);
+
+      mkdirSync(join(buckets, 'ckpt-bucket', 'runs', 'workdirs'), { recursive: true });
+      writeFileSync(join(buckets, 'ckpt-bucket', 'runs', 'workdirs', `${sha256}.tar.gz`), 'a packed tree');
+      const present = await sterna(spec({ workdir: { uri, sha256 } }));
+      assert.equal(present.code, 0, present.stdout);
+      assert.deepEqual(find(present.findings, `workdir:${uri}`), { check: `workdir:${uri}`, ok: true });
+
+      // A spec whose workdir is a local directory (relative to the spec file; here absolute), or --workdir.
+      const good = join(dir, 'my-project');
+      mkdirSync(good, { recursive: true });
+      writeFileSync(join(good, 'train.py'), 'print(1)\n');
+      const local = await sterna({ ...spec(), workdir: good } as unknown as RunSpecInput);
+      assert.equal(local.code, 0, local.stdout);
+      assert.deepEqual(find(local.findings, `workdir:${good}`), { check: `workdir:${good}`, ok: true });
+      const broken = join(dir, 'broken-project');
+      mkdirSync(broken, { recursive: true });
+      symlinkSync('/etc/passwd', join(broken, 'passwd'));
+      const refused = await sterna(spec(), {}, ['--json', '--workdir', broken]);
+      assert.equal(refused.code, 1);
+      const bad = find(refused.findings, `workdir:${broken}`);
+      assert.equal(bad.ok, false);
+      assert.match(bad.problem ?? '', /cannot be packed: symlink passwd points to the absolute path \/etc\/passwd/);
+      assert.match(bad.fix ?? '', /\.sternaignore/);
+    } finally {
       await emu.setProjectQuota(PROJECT, 'GPUS_ALL_REGIONS', undefined);
     }
   });

@@ -13,7 +13,7 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -289,6 +289,23 @@ describe('setup and the container image: the agent on an emulator VM (podman + r
     assert.equal(run.guest.exit, '0', run.serialLog);
     assert.ok(streamTexts(run.log, 'setup-out').some((t) => t.includes('Successfully installed sterna-greeting-1.0')), JSON.stringify(run.log));
     assert.deepEqual(streamTexts(run.log, 'out'), ['hello from a wheel /usr']);
+  });
+
+  it('an image whose user is not root writes the work directory: setup and the command run as that user; the agent\'s own state stays root\'s', async () => {
+    const asUser = await testImage(podman, { user: '1000:1000' });
+    const run = await runAgent({ runId: 'non-root', image: asUser, setup: ['echo "uid $(id -u) groups $(id -G)"', 'echo made > made-by-setup.txt && mkdir -p .deps && echo lib > .deps/lib.txt'] });
+    assert.equal(run.guest.exit, '0', run.serialLog);
+    const [said] = streamTexts(run.log, 'setup-out');
+    assert.match(said, /^uid 1000 groups 1000( \d+)* 2000\b/, 'setup ran as the image\'s user, with the work directory\'s group');
+    assert.equal(run.checkpoints.at(-1)?.step, 12, 'the command wrote its checkpoints');
+    assert.equal(streamTexts(run.log, 'out').at(-1), 'done');
+    assert.equal(run.guest.step, '12', 'and its progress file');
+    const work = join(run.dir, 'sterna-work');
+    for (const made of ['made-by-setup.txt', '.deps/lib.txt']) assert.equal(statSync(join(work, made)).uid, 1000, `${made} was made by the image's user`);
+    const state = statSync(join(work, '.sterna'));
+    assert.deepEqual([state.uid, state.gid, state.mode & 0o022], [0, 0, 0], 'the agent\'s state directory is root\'s alone');
+    const spool = statSync(join(work, '.sterna', 'log-spool'));
+    assert.deepEqual([spool.uid, spool.mode & 0o022], [0, 0], 'the log spool cannot be written by the command');
   });
 
   it('a setup command that fails ends the agent with exit 71 and its own code: later commands and the trainer never run, the log has its output', async () => {

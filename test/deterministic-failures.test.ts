@@ -3,8 +3,9 @@
  * costing a VM per restart. A command whose program does not exist exits 127 on the
  * first VM and the run fails there (UserCodeFailed, saying what to fix); a dataset whose
  * object does not exist is found before any VM is created (InvalidSpec), the emulator's
- * instance list staying empty. Through the real path: runs started with the SDK, real VM
- * processes in the emulator running the agent, the datasets checked where the VMs stage them.
+ * instance list staying empty; so is a workdir that is not in its bucket (ChecksFailed).
+ * Through the real path: runs started with the SDK, real VM processes in the emulator
+ * running the agent, the datasets checked where the VMs stage them.
  */
 import { strict as assert } from 'node:assert';
 import { statusQuery } from '../workflows/messages';
@@ -48,6 +49,16 @@ describe('deterministic failures end the run at once, named', function () {
     // A prefix the agent stages whole is there: the check does not refuse it.
     const prefixed = await stack.start({ ...spec, datasets: [spec.datasets![0], { uri: 'gs://sterna-examples/logreg/', path: 'data/all' }], command: ['node', 'trainer.js', '--data', 'data/all/train.csv', '--steps', '40', '--step-ms', '25'] });
     assert.equal((await prefixed.result()).status, 'completed');
+  });
+
+  it('a workdir the spec names that is not in the bucket fails the run\'s checks (ChecksFailed), saying how to upload it, before any VM', async () => {
+    const sha256 = 'f'.repeat(64);
+    const handle = await stack.start(exampleSpec({ workdir: { uri: `gs://sterna-examples/checkpoints/workdirs/${sha256}.tar.gz`, sha256 } }));
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, 'ChecksFailed');
+    assert.match(failure.message, /workdir:gs:\/\/sterna-examples\/checkpoints\/workdirs\/f{64}\.tar\.gz: the run's workdir .* is not in the bucket.*\(to fix: upload it with `sterna start <spec> --workdir <dir>`/);
+    assert.equal(await scheduled(stack, handle.workflowId, 'provision'), 0, 'nothing was provisioned');
+    assert.deepEqual(await stack.provider.listRunResources(runKey(handle.workflowId)), []);
   });
 
   it('a command whose program does not exist (exit 127) ends the run after one VM, saying what to fix', async () => {

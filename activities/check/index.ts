@@ -16,6 +16,7 @@
  *   bucket:gs://<b>                    the checkpoint and dataset buckets exist and can be
  *                                      read (and, for checkpoints, written)
  *   image                              the image reference is well formed
+ *   workdir:gs://<b>/…/<sha256>.tar.gz the spec's uploaded workdir is in the bucket (./workdir.ts)
  *
  * Without a spec: the environment's checks only (keys, Temporal, every configured backend,
  * one GPU of GPUS_ALL_REGIONS). Each group has a deadline; nothing is created or written.
@@ -35,6 +36,7 @@ import { checkGce, type GceTarget, type GpuNeed } from './gce';
 import { checkKube, type KubeTarget } from './kube';
 import { bucketUses, checkBuckets, type StorageTarget } from './storage';
 import { checkTemporal, type TemporalTarget } from './temporal';
+import { checkWorkdirObject } from './workdir';
 
 export type { GceTarget, KubeTarget, StorageTarget, TemporalTarget };
 
@@ -76,6 +78,14 @@ export async function runChecks(spec: RunSpec | undefined, targets: CheckTargets
         ? bounded('bucket', () => checkBuckets(storage, buckets))
         : Promise.resolve(buckets.map((b) => ({ check: `bucket:gs://${b.bucket}`, ok: true, problem: 'not checked: no storage API is configured here (STERNA_STORAGE_LOCATIONS=off)' }))),
     );
+    const workdir = spec.workdir;
+    if (workdir !== undefined) {
+      groups.push(
+        storage
+          ? bounded(`workdir:${workdir.uri}`, async () => [await checkWorkdirObject(storage, workdir)])
+          : Promise.resolve([{ check: `workdir:${workdir.uri}`, ok: true, problem: 'not checked: no storage API is configured here (STERNA_STORAGE_LOCATIONS=off)' }]),
+      );
+    }
     if (spec.image !== undefined) {
       const problem = imageReferenceProblem(spec.image);
       groups.push(Promise.resolve([problem ? { check: 'image', ok: false, problem, fix: 'correct the spec\'s image' } : { check: 'image', ok: true }]));
@@ -89,7 +99,7 @@ export const CHECK_CACHE_MS = 60_000;
 
 /**
  * The activity a run's first step calls (see the module comment). Runs that need the same
- * (backend, GPUs, regions, buckets, image) within CHECK_CACHE_MS share one answer, so a
+ * (backend, GPUs, regions, buckets, image, workdir) within CHECK_CACHE_MS share one answer, so a
  * thousand runs started together cost the project's read quota a handful of reads.
  */
 export function createCheckActivities(targets: CheckTargets | undefined): CheckActivities {
@@ -97,7 +107,7 @@ export function createCheckActivities(targets: CheckTargets | undefined): CheckA
   const answers = new LRUCache<string, Promise<Finding[]>>({ max: 256, ttl: CHECK_CACHE_MS });
   return {
     checkBeforeRun({ spec }) {
-      const key = JSON.stringify([spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null]);
+      const key = JSON.stringify([spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null, spec.workdir?.uri ?? null]);
       let answer = answers.get(key);
       if (!answer) {
         answer = runChecks(spec, targets);
