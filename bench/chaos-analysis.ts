@@ -5,7 +5,7 @@
  */
 import type { FaultSpec } from '../emulator/faults';
 import type { BillingSummary } from '../emulator/billing';
-import type { TraceFile } from '../config/spot-trace';
+import type { TraceFile } from '../emulator/spot-trace';
 import { OwnerLabel } from '../workflows/naming';
 import { seededRandom } from '../workflows/random';
 import { percentile } from './scale-analysis';

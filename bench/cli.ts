@@ -1,6 +1,6 @@
 /**
  * How a benchmark's command line ends. Its children are process groups that a guard ends
- * when this process dies (config/process-guard.ts), so a signal only has to exit; a bad
+ * when this process dies (processes/process-guard.ts), so a signal only has to exit; a bad
  * flag is reported in one line, anything else with its stack, and both exit 2.
  */
 import { ScaleOptionError } from './scale-options';

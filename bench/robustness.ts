@@ -15,7 +15,7 @@ import type { ThresholdPair } from './hindsight';
 import { ticksFor } from './problem';
 import { type BenchOptions, type BenchResult, type FlexSummary, Memory, type Variant, flexSummary, runBenchVariants } from './run';
 import { View } from './simulate';
-import { readTraceFile } from '../config/spot-trace';
+import { readTraceFile } from '../emulator/spot-trace';
 import { type Trace, countsNodes, drySpells, groupLabel, narrowTrace, resample } from './trace';
 
 export interface RobustnessCase {

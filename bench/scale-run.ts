@@ -12,7 +12,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { quotaMetric, zonesWith } from '../config/catalog';
 import { regionOf } from '../workflows/region';
-import type { TemporalServer } from '../config/temporal-server-process';
+import type { TemporalServer } from '../processes/temporal-server-process';
 import { EmulatorAdminClient, type ApiUsageView } from '../emulator/admin-client';
 import { gceClientOptions } from '../workers/providers';
 import { mapLimited } from '../activities/map-limited';
@@ -41,11 +41,11 @@ import type { ScaleOptions } from './scale-options';
 import { PreemptionInjector } from './scale-preemptions';
 import { ProcessSampler, type ProcessUsage } from './scale-proc';
 import { SlotSampler, type ActivitySlots } from './scale-slots';
-import { freePort } from '../config/ports';
+import { freePort } from '../processes/ports';
 import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from './scale-stack';
 import { DEFAULT_OPERATIONS_KEPT } from '../emulator/operations';
-import { useEphemeralKeyIfNone } from '../config/codec-keys';
-import { sternaDataConverter, sternaPayloadCodec } from '../config/data-converter';
+import { useEphemeralKeyIfNone } from '../codec/keys';
+import { sternaDataConverter, sternaPayloadCodec } from '../codec/data-converter';
 
 export const PROJECT = 'sterna-bench';
 export const ACCELERATOR = 'nvidia-l4';
@@ -459,7 +459,7 @@ async function chainFacts(client: Client, run: Tracked): Promise<RunFacts> {
   return runFacts(run.workflowId, chain);
 }
 
-/** A history's payloads are encrypted (config/data-converter.ts): the releases' inputs are decoded so their resource names can be read. */
+/** A history's payloads are encrypted (codec/data-converter.ts): the releases' inputs are decoded so their resource names can be read. */
 async function decodeReleaseInputs(events: HistoryEvent[]): Promise<void> {
   const codec = sternaPayloadCodec();
   for (const e of events) {

@@ -7,8 +7,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTemporalServer, type TemporalServer } from '../config/temporal-server-process';
-import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
+import { startTemporalServer, type TemporalServer } from '../processes/temporal-server-process';
+import { guardProcessGroup, stopGuard, stopProcessGroup } from '../processes/process-guard';
 import { bundleWorkflows } from '../workers/bundle';
 import { workerProcess } from '../workers/process-tuning';
 import { WORKFLOW_BUNDLE } from '../workers/bundle';

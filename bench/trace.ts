@@ -1,9 +1,9 @@
 /**
  * Spot availability traces (format: ../shared/traces/README.md, parsed by
- * config/spot-trace.ts), narrowed to one group of interchangeable instances, and
+ * emulator/spot-trace.ts), narrowed to one group of interchangeable instances, and
  * optionally resampled to a coarser grid.
  */
-import { readTraceFile, type TraceFile, type TraceZoneEntry } from '../config/spot-trace';
+import { readTraceFile, type TraceFile, type TraceZoneEntry } from '../emulator/spot-trace';
 
 /** One zone's spot series on the trace grid. */
 export interface ZoneSeries {

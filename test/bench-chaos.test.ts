@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPct, Outcome, tally, traceFlips } from '../bench/chaos-analysis';
 import { parseChaosOptions } from '../bench/chaos';
-import type { TraceFile } from '../config/spot-trace';
+import type { TraceFile } from '../emulator/spot-trace';
 
 const labels = (run: string, exec: string, attempt: number) => ({ 'sterna-run': run, 'sterna-exec': exec, 'sterna-attempt': String(attempt) });
 

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { findTemporalCli } from '../config/temporal-cli';
+import { findTemporalCli } from '../processes/temporal-cli';
 import { runKey } from '../workflows/naming';
 import type { RunResult } from '../workflows/run/views';
 import { startStack, type Stack } from './helpers/stack';

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import type { Payload } from '@temporalio/common';
-import { loadCodecKeys } from '../config/codec-keys';
-import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from '../config/payload-codec';
+import { loadCodecKeys } from '../codec/keys';
+import { ENCRYPTED_ENCODING, KEY_ID_METADATA } from '../codec/payload-codec';
 import { allEvents } from './helpers/histories';
 import { installConsumer, packClient, PACKAGE_DIR, readJson, REPO_ROOT, typecheck, type Packed } from './helpers/packed-client';
 import { exampleSpec, startStack, type Stack } from './helpers/stack';
@@ -102,11 +102,11 @@ describe('the client package, packed and installed by a service outside the repo
   it('holds the client and the plain modules it reaches, with declarations, and requires only its declared dependencies, pinned as the repository pins them', () => {
     // Nothing of the worker, the providers, the emulator, the CLI, the benchmarks or the tests.
     const top = new Set(packed.files.filter((f) => f.startsWith('dist/')).map((f) => f.split('/')[1]));
-    assert.deepEqual([...top].sort(), ['activities', 'client', 'config', 'workflows']);
+    assert.deepEqual([...top].sort(), ['activities', 'client', 'codec', 'workflows']);
     // activities/ holds the worker's side effects: only the log reader comes along (runLogs).
     assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/activities/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/activities/logs/layout', 'dist/activities/logs/reader', 'dist/activities/logs/store']);
-    // config/ holds node-only worker settings too: only the payload codec comes along.
-    assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/config/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/config/codec-keys', 'dist/config/data-converter', 'dist/config/payload-codec']);
+    // codec/ holds the codec server too: only the payload codec and its keys come along.
+    assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/codec/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/codec/data-converter', 'dist/codec/keys', 'dist/codec/payload-codec']);
     for (const entry of ['client/index', 'client/plan']) {
       assert.ok(packed.files.includes(`dist/${entry}.js`) && packed.files.includes(`dist/${entry}.d.ts`), `${entry}: code and declarations`);
     }

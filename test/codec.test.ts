@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { addKeyToFile, CodecKeyError, loadCodecKeys, newKeyEntry, parseCodecKeys } from '../config/codec-keys';
-import { startCodecServer, type CodecServer } from '../config/codec-server';
-import { sternaPayloadCodec } from '../config/data-converter';
-import { AesGcmCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, PayloadDecryptionError } from '../config/payload-codec';
+import { addKeyToFile, CodecKeyError, loadCodecKeys, newKeyEntry, parseCodecKeys } from '../codec/keys';
+import { startCodecServer, type CodecServer } from '../codec/server';
+import { sternaPayloadCodec } from '../codec/data-converter';
+import { AesGcmCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, PayloadDecryptionError } from '../codec/payload-codec';
 
 const SECRET_TEXT = 'hf_live_token_9f8e7d6c';
 const text = (bytes?: Uint8Array | null) => Buffer.from(bytes ?? new Uint8Array()).toString('utf8');

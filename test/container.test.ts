@@ -1,6 +1,6 @@
 /**
  * Setup and the container image (issue 38), with a real OCI runtime: podman and runc
- * (config/podman.ts) run an image built here from this machine's own programs
+ * (processes/podman.ts) run an image built here from this machine's own programs
  * (helpers/container-image.ts). First the agent as it really runs, the startup script of
  * an emulator VM; then whole runs on the stack, preempted in the middle.
  *
@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { agentAttributes, agentScript, AgentExit, IMAGE_ATTRIBUTE, type AgentInputs } from '../activities/agent/script';
 import { parseLogLine, type LogLine } from '../activities/logs/layout';
-import { ensurePodman, type PodmanSetup } from '../config/podman';
+import { ensurePodman, type PodmanSetup } from '../processes/podman';
 import { runLogs } from '../client/logs';
 import { statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { AcceleratorTypesClient, InstancesClient, ZoneOperationsClient, ZonesClient, type protos } from '@google-cloud/compute';
 import { hasBuiltInAccelerators, machineTypeFor, pricePerHour, quotaMetric, zonesWith } from '../config/catalog';
 import { compileFilter } from '../emulator/filter';
-import { SPOT_PRICE_DIVISOR } from '../config/spot-trace';
+import { SPOT_PRICE_DIVISOR } from '../emulator/spot-trace';
 import { gceZoneName } from '../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 

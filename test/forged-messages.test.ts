@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { cancel, getTeam, setTeamLimits } from '../client';
-import { findTemporalCli } from '../config/temporal-cli';
+import { findTemporalCli } from '../processes/temporal-cli';
 import { acceptContinuation, type ContinuedRun } from '../workflows/continuation';
 import { observerWorkflowId } from '../workflows/fleet/contract';
 import { statusQuery } from '../workflows/messages';

@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
 import { Worker } from '@temporalio/worker';
-import { parseCliVersion } from '../config/temporal-cli';
+import { parseCliVersion } from '../processes/temporal-cli';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { searchAttributeCreateCommands, sternaSearchAttributes } from '../workflows/search-attributes';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
-import { sternaDataConverter } from '../config/data-converter';
+import { sternaDataConverter } from '../codec/data-converter';
 
 describe('foundation', () => {
   it('runs a workflow with one activity to completion on a real dev server', async () => {

@@ -14,7 +14,7 @@ import { eventually } from './helpers/processes';
 import { whereRunIs } from './helpers/runs';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { workflowBundle } from './helpers/temporal';
-import { sternaDataConverter } from '../config/data-converter';
+import { sternaDataConverter } from '../codec/data-converter';
 
 type Run = WorkflowHandle<typeof trainingRun>;
 

@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensurePrometheus } from '../config/prometheus';
+import { ensurePrometheus } from '../processes/prometheus';
 import { loadWorkerConfig } from '../config/worker-config';
 import { DEFAULT_WORKER_HEAP_MB } from '../workers/process-tuning';
 import type { RunResult } from '../workflows/run/views';

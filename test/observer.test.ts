@@ -33,7 +33,7 @@ import { eventually } from './helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from './helpers/stack';
 import { ScriptedProvider } from './helpers/scripted-provider';
 import { testEnv, uniqueTaskQueue, workflowBundle } from './helpers/temporal';
-import { sternaDataConverter } from '../config/data-converter';
+import { sternaDataConverter } from '../codec/data-converter';
 import { allEvents, executionHistories, payloadValue } from './helpers/histories';
 
 /** What ensureObserver answered; these workers always run an observer. */

@@ -9,7 +9,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
-import { readTraceFile, type TraceFile } from '../config/spot-trace';
+import { readTraceFile, type TraceFile } from '../emulator/spot-trace';
 import { decideAuto, observation, type AutoInputs, type AutoState } from '../workflows/auto-policy';
 import { type ZoneEvent } from '../workflows/placement';
 import { type Action, type Observation, type OnlinePolicy, type PolicyState, sternaPolicy } from '../workflows/policy';

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { InstancesClient } from '@google-cloud/compute';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { findTemporalCli } from '../config/temporal-cli';
+import { findTemporalCli } from '../processes/temporal-cli';
 import { acceptContinuation } from '../workflows/continuation';
 import { statusQuery } from '../workflows/messages';
 import { executionToken, resourceName, runKey } from '../workflows/naming';

@@ -1,11 +1,11 @@
 /**
- * The trace file format is parsed once (config/spot-trace.ts): the emulator and the
+ * The trace file format is parsed once (emulator/spot-trace.ts): the emulator and the
  * policy benchmark read the same entries from the same file and apply the same rules.
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { drySpells, narrowTrace } from '../bench/trace';
-import { parseTraceFile, readTraceFile, SPOT_PRICE_DIVISOR } from '../config/spot-trace';
+import { parseTraceFile, readTraceFile, SPOT_PRICE_DIVISOR } from '../emulator/spot-trace';
 import { traceFromFile } from '../emulator/trace';
 
 const TRACES = join(__dirname, '..', '..', '..', 'shared', 'traces');

@@ -9,7 +9,7 @@ import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import { startTemporalServer, type TemporalServer } from '../config/temporal-server-process';
+import { startTemporalServer, type TemporalServer } from '../processes/temporal-server-process';
 import { uniqueTaskQueue } from './helpers/temporal';
 
 /** gRPC's status code for a caller without the permission (grpc-js is not a direct dependency here). */

@@ -10,7 +10,7 @@ import { strict as assert } from 'node:assert';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
-import { startTemporalServer, type TemporalServer } from '../config/temporal-server-process';
+import { startTemporalServer, type TemporalServer } from '../processes/temporal-server-process';
 import { uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 import { proceed, type LinkResult } from './workflows/versioned';
 

@@ -7,7 +7,7 @@
  * would put every run's inputs in the server's history in the clear.
  */
 import type { DataConverter } from '@temporalio/common';
-import { CodecKeyError, defaultKeyFile, loadCodecKeys } from './codec-keys';
+import { CodecKeyError, defaultKeyFile, loadCodecKeys } from './keys';
 import { AesGcmCodec } from './payload-codec';
 
 export function sternaPayloadCodec(env: NodeJS.ProcessEnv = process.env): AesGcmCodec {

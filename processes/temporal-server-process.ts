@@ -1,6 +1,6 @@
 /**
  * Starts and stops Sterna's own Temporal server (temporal-server/, built by
- * config/temporal-server.ts): a current server on SQLite with Sterna's search attributes
+ * processes/temporal-server.ts): a current server on SQLite with Sterna's search attributes
  * in every namespace, optionally with Temporal's JWT authorization switched on. One
  * launcher for `npm run server`, the demo, the benchmarks and the test suite, so all of
  * them run the server the same way. Its flags follow `temporal server start-dev`.

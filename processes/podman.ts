@@ -2,7 +2,7 @@
  * The OCI runtime that runs a run's container image on this machine, for the tests and for
  * the emulator's VMs (which are local processes): Debian's `podman` and `runc` packages
  * (podman 4.3, runc 1.1 on bookworm), installed with apt-get when missing, as Prometheus
- * is (config/prometheus.ts; CI runs as root).
+ * is (processes/prometheus.ts; CI runs as root).
  *
  * Podman is given Sterna's own containers.conf through CONTAINERS_CONF, never the
  * machine's /etc/containers, which stays the machine owner's: runc rather than crun
@@ -24,7 +24,7 @@ export class PodmanMissingError extends Error {
   override name = 'PodmanMissingError';
 }
 
-export const CONTAINERS_CONF = `# Written by Sterna (config/podman.ts) for podman on this machine: see that file for why.
+export const CONTAINERS_CONF = `# Written by Sterna (processes/podman.ts) for podman on this machine: see that file for why.
 [containers]
 default_ulimits = []
 
