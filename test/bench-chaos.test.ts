@@ -7,8 +7,8 @@
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPct, Outcome, tally, traceFlips } from '../bench/chaos-analysis';
-import { parseChaosOptions } from '../bench/chaos';
+import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPct, Outcome, tally, traceFlips } from '../bench/chaos/analysis';
+import { parseChaosOptions } from '../bench/chaos/main';
 import type { TraceFile } from '../emulator/spot-trace';
 
 const labels = (run: string, exec: string, attempt: number) => ({ 'sterna-run': run, 'sterna-exec': exec, 'sterna-attempt': String(attempt) });
@@ -87,7 +87,7 @@ describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', functi
   this.timeout(900_000);
 
   it('ends with no stuck run, nothing leaked after the reaper and no duplicate VM, and reports the figures as the JSON last line', async () => {
-    const script = join(__dirname, '..', 'bench', 'chaos.js');
+    const script = join(__dirname, '..', 'bench', 'chaos', 'main.js');
     const args = ['--runs', '50', '--minutes', '2', '--seed', '5', '--outage', '20s', '--train', '45s', '--reaper-interval', '15s', '--reaper-grace', '20s', '--json'];
     const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

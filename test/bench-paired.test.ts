@@ -1,6 +1,6 @@
 /** The robustness table's paired comparison: a loss the windows show, and a tie they cannot break. */
 import { strict as assert } from 'node:assert';
-import { PairedVerdict, pairedDifference, pairedVerdict } from '../bench/paired';
+import { PairedVerdict, pairedDifference, pairedVerdict } from '../bench/policy/paired';
 import { seededRandom } from '../workflows/random';
 
 describe('paired comparison of two policies over the same windows', () => {

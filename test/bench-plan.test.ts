@@ -1,9 +1,9 @@
 /**
- * bench:plan's arithmetic (bench/plan-analysis.ts): relative errors of a run's plan
+ * bench:plan's arithmetic (bench/plan/analysis.ts): relative errors of a run's plan
  * against what it did, and the median / p90 summaries the README reports. Pure.
  */
 import { strict as assert } from 'node:assert';
-import { errorsOf, errorSummary, quantile, relativeError, type PlannedPick, type RunOutcome } from '../bench/plan-analysis';
+import { errorsOf, errorSummary, quantile, relativeError, type PlannedPick, type RunOutcome } from '../bench/plan/analysis';
 
 const pick: PlannedPick = {
   zone: 'us-east-2-b',

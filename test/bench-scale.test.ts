@@ -8,9 +8,9 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ApiUsageView } from '../emulator/admin-client';
-import { apiFigures, executionFacts, peakOverlap, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale-analysis';
-import { parseScaleOptions, ScaleOptionError } from '../bench/scale-options';
-import { activitySlotsOf } from '../bench/scale-slots';
+import { apiFigures, executionFacts, peakOverlap, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../bench/scale/analysis';
+import { parseScaleOptions, ScaleOptionError } from '../bench/scale/options';
+import { activitySlotsOf } from '../bench/scale/slots';
 
 const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
 
@@ -192,7 +192,7 @@ describe('bench:scale on the real stack (5 runs)', function () {
   this.timeout(300_000);
 
   it('runs every run to completion on one worker and reports the figures as the JSON last line', async () => {
-    const script = join(__dirname, '..', 'bench', 'scale.js');
+    const script = join(__dirname, '..', 'bench', 'scale', 'main.js');
     const child = spawn(process.execPath, [script, '--runs', '5', '--duration', '20s', '--preemption-rate', '120', '--seed', '3', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';

@@ -14,15 +14,15 @@ import { flexUsd, grantChance, onDemandUsd, withFlexTier } from '../workflows/po
 import type { Offer } from '../workflows/types';
 import { seededRandom } from '../workflows/random';
 import { bruteForce } from './helpers/brute-force';
-import { DEFAULT_FLEX, catalogFlexRatio, flexTierFor, withFlex } from '../bench/flex';
-import { optimal } from '../bench/optimal';
-import { OPTIMAL_NO_FLEX, STERNA_NO_FLEX, onlinePolicies } from '../bench/policies';
-import { type Problem, windowOf } from '../bench/problem';
-import { Memory, runBench } from '../bench/run';
-import { evaluateSchedule } from '../bench/schedule';
-import { View, simulate } from '../bench/simulate';
-import { loadTrace } from '../bench/trace';
-import { windowStarts } from '../bench/windows';
+import { DEFAULT_FLEX, catalogFlexRatio, flexTierFor, withFlex } from '../bench/policy/flex';
+import { optimal } from '../bench/policy/optimal';
+import { OPTIMAL_NO_FLEX, STERNA_NO_FLEX, onlinePolicies } from '../bench/policy/policies';
+import { type Problem, windowOf } from '../bench/policy/problem';
+import { Memory, runBench } from '../bench/policy/run';
+import { evaluateSchedule } from '../bench/policy/schedule';
+import { View, simulate } from '../bench/policy/simulate';
+import { loadTrace } from '../bench/common/trace';
+import { windowStarts } from '../bench/policy/windows';
 
 const TRACE = `${__dirname}/../../../shared/traces/aws-gpu-2zone-2022-10.json`;
 const HOUR_MS = 3_600_000;

@@ -1,6 +1,6 @@
 /**
  * Gangs: the benchmark's rule (a gang of N has capacity in a zone only while
- * availableNodes >= N there, at N times the node's price; bench/trace.ts) and the
+ * availableNodes >= N there, at N times the node's price; bench/common/trace.ts) and the
  * workflow's gang placement (auto mode over gang offers, whose endings come from its nodes'
  * snapshots, workflows/run/gang.ts) are the same problem. Windows of the 16-node trace are
  * replayed through the workflow's inputs, built from the nodes the trace counts, and must
@@ -18,10 +18,10 @@ import { gangSnapshot, gangSize } from '../workflows/run/gang';
 import { endingOf } from '../workflows/run/machine';
 import { AttemptOutcome, type Ending } from '../workflows/run/state';
 import type { AgentSnapshot, Offer } from '../workflows/types';
-import { type Problem, windowOf } from '../bench/problem';
-import { View, simulate } from '../bench/simulate';
-import { narrowTrace } from '../bench/trace';
-import { windowStarts } from '../bench/windows';
+import { type Problem, windowOf } from '../bench/policy/problem';
+import { View, simulate } from '../bench/policy/simulate';
+import { narrowTrace } from '../bench/common/trace';
+import { windowStarts } from '../bench/policy/windows';
 
 const TRACE = join(__dirname, '..', '..', '..', 'shared', 'traces', 'aws-v100-3zone-16node-2023-08.json');
 const T0 = Date.parse('2026-01-01T00:00:00Z');

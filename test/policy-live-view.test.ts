@@ -5,10 +5,10 @@ import { type Action, type Observation, type OnlinePolicy, type PolicyState, liv
 import { eagerNextRegionPolicy } from '../workflows/policy/baselines/eager-next-region';
 import { emptyStats, observe } from '../workflows/policy/zone-stats';
 import type { Offer } from '../workflows/types';
-import { type Problem, windowOf } from '../bench/problem';
-import { View, simulate } from '../bench/simulate';
-import { loadTrace } from '../bench/trace';
-import { windowStarts } from '../bench/windows';
+import { type Problem, windowOf } from '../bench/policy/problem';
+import { View, simulate } from '../bench/policy/simulate';
+import { loadTrace } from '../bench/common/trace';
+import { windowStarts } from '../bench/policy/windows';
 
 const TRACE = `${__dirname}/../../../shared/traces/aws-gpu-2zone-2022-10.json`;
 const HOUR_MS = 3_600_000;

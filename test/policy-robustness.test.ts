@@ -1,15 +1,15 @@
 /**
- * A slice of the robustness table in bench/README.md (bench/robustness.ts), so a change
+ * A slice of the robustness table in bench/README.md (bench/policy/robustness.ts), so a change
  * that loses what the table shows fails here: the 2-zone trace's V100 x1 group on its
  * native grid, R = 52 h, d = 0.05 h, seeds 1-3 with 8 windows each, as in the table; and one
  * gang row of the 16-node trace (below).
  */
 import { strict as assert } from 'node:assert';
-import { PairedVerdict } from '../bench/paired';
-import { robustnessRows } from '../bench/robustness';
-import { Memory } from '../bench/run';
-import { View } from '../bench/simulate';
-import { loadTrace } from '../bench/trace';
+import { PairedVerdict } from '../bench/policy/paired';
+import { robustnessRows } from '../bench/policy/robustness';
+import { Memory } from '../bench/policy/run';
+import { View } from '../bench/policy/simulate';
+import { loadTrace } from '../bench/common/trace';
 
 const TRACE = `${__dirname}/../../../shared/traces/aws-gpu-2zone-2022-10.json`;
 

@@ -4,7 +4,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
-import { drySpells, narrowTrace } from '../bench/trace';
+import { drySpells, narrowTrace } from '../bench/common/trace';
 import { parseTraceFile, readTraceFile, SPOT_PRICE_DIVISOR } from '../emulator/spot-trace';
 import { traceFromFile } from '../emulator/trace';
 
