@@ -32,6 +32,8 @@ process.env.STERNA_CODEC_KEYS = newKeyEntry().entry;
  */
 export async function mochaGlobalSetup(this: { isParallelMode?: () => boolean }): Promise<void> {
   if (!this.isParallelMode?.()) return;
+  // The pure and emulator tiers (.mocharc.js) start no Temporal server and no Kubernetes: nothing to install.
+  if (process.env.STERNA_TEST_TIER === 'pure' || process.env.STERNA_TEST_TIER === 'emulator') return;
   await ensureTemporalCli().catch((err: Error) => console.error(err.message));
   await ensureTemporalServer().catch((err: Error) => console.error(err.message));
   await Promise.all([ensureControlPlane(), ensureEtcd()]).catch((err: Error) => console.error(err.message));
