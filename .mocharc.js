@@ -22,6 +22,12 @@ if (tier !== undefined && !TIERS.includes(tier)) {
   throw new Error(`STERNA_TEST_TIER=${tier} is not a test tier: use one of ${TIERS.join(', ')}, or unset it to run every tier`);
 }
 
+// A test file outside the tier folders would never run: refuse it rather than skip it.
+const untiered = readdirSync('test').filter((f) => f.endsWith('.test.ts'));
+if (untiered.length > 0) {
+  throw new Error(`${untiered.map((f) => `test/${f}`).join(', ')}: a test file belongs in the folder of its tier, test/${TIERS.join(', test/')} (docs/testing.md)`);
+}
+
 const longestFirst = ['safety', 'bench-scale', 'lifecycle', 'observer', 'workflow-logic', 'gke', 'observer-gke', 'cli', 'auto-policy'].map((name) => `${name}.test.js`);
 let all = [];
 for (const t of tier ? [tier] : TIERS) {
