@@ -27,7 +27,7 @@ import { sizeText } from '../client/workdir/pack';
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { searchAttributeCreateCommands } from '../workflows/search-attributes';
-import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
+import { addKeyToFile, defaultKeyFile } from '../codec/keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
 import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';

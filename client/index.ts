@@ -181,7 +181,7 @@ export { specWarnings } from '../workflows/spec';
 export { causeChain, causeMessages, findCause } from '../workflows/causes';
 export { connectFromEnvironment, sizeAwareRetry, type ConnectOptions } from './connect';
 /** For a Client built by hand (`new Client({ connection, dataConverter: sternaDataConverter() })`): Sterna's payload encryption. */
-export { sternaDataConverter } from '../config/data-converter';
+export { sternaDataConverter } from '../codec/data-converter';
 /** The spec a run is started with, what `getStatus` and `result` answer, and the run as a typed Temporal workflow. */
 export { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
 /** A run's working directory, packed and uploaded by startTrainingRun (or by hand, before it). */

@@ -7,7 +7,7 @@ import type { ResourceObservation } from './types';
 /**
  * The trainingRun workflow as a client starts it: a spec in, the result out (its
  * continue-as-new input is the workflow's own). A plain type, so the client package carries
- * no workflow code; test/client.test.ts checks it against the workflow.
+ * no workflow code; test/stack/client.test.ts checks it against the workflow.
  */
 export type TrainingRunWorkflow = (spec: RunSpecInput) => Promise<RunResult>;
 

@@ -3,7 +3,7 @@
  * known before any VM exists, each answered with a finding (workflows/checks.ts) that
  * names the problem and the fix a user would run.
  *
- *   codec-key                          a payload encryption key is configured (config/codec-keys.ts)
+ *   codec-key                          a payload encryption key is configured (codec/keys.ts)
  *   temporal:server / :namespace / :search-attributes
  *                                      the server answers, the namespace exists, Sterna's
  *                                      search attributes are registered with their types
@@ -24,7 +24,7 @@
  *   const findings = await runChecks(spec, targets);   // targets: workers/providers.ts buildCheckTargets
  *   activities: { ...createCheckActivities(targets) }  // checkBeforeRun({ spec }) -> Finding[]
  */
-import { CodecKeyError, loadCodecKeys } from '../../config/codec-keys';
+import { CodecKeyError, loadCodecKeys } from '../../codec/keys';
 import { LRUCache } from 'lru-cache';
 import type { CheckActivities } from '../../workflows/activity-contract';
 import type { Finding } from '../../workflows/checks';
@@ -47,7 +47,7 @@ export interface CheckTargets {
   storage?: StorageTarget;
   /** Opens the Temporal connection to check (its failure is a finding); absent: not checked. */
   temporal?: { connect: () => Promise<TemporalTarget>; address?: string };
-  /** Where the codec keys are read from (config/codec-keys.ts). */
+  /** Where the codec keys are read from (codec/keys.ts). */
   env: NodeJS.ProcessEnv;
   /** The longest one group of checks may take (default 30 s). */
   timeoutMs?: number;

@@ -23,7 +23,7 @@ export const AGENT_STREAM = 'agent';
 
 /**
  * The run's checkpoint prefix, as the run gives it to its agent (workflows/run/requests.ts
- * `provisionRequest`: agent.checkpointUri; test/logs-layout.test.ts holds the two equal).
+ * `provisionRequest`: agent.checkpointUri; test/stack/logs.test.ts holds the two equal).
  */
 export function runStoragePrefix(checkpointUri: string, workflowId: string): string {
   return `${checkpointUri.replace(/\/+$/, '')}/${runKey(workflowId)}`;

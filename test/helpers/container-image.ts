@@ -16,8 +16,8 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { sternaCacheDir } from '../../config/temporal-cli';
-import type { PodmanSetup } from '../../config/podman';
+import { sternaCacheDir } from '../../processes/temporal-cli';
+import type { PodmanSetup } from '../../processes/podman';
 
 const run = promisify(execFile);
 
