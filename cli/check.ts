@@ -19,8 +19,7 @@ import { runChecks } from '../activities/check';
 import { listWorkdir, WorkdirProblemError } from '../client/workdir';
 import { addressFromEnvironment, connectionFromEnvironment } from '../client/connect';
 import { loadWorkerConfig, WorkerConfigError, type WorkerConfig } from '../config/worker-config';
-import { blockingFindings, type Finding } from '../workflows/checks';
-import { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+import { blockingFindings, checkSpec, type Finding, type RunSpec, type RunSpecInput } from '../workflows/api';
 import { buildCheckTargets } from '../workers/providers';
 import { ExitCode } from './report';
 

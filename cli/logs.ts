@@ -13,7 +13,7 @@ import type { Client } from '@temporalio/client';
 import { InvalidArgumentError, type Command } from 'commander';
 import { getStatus } from '../client';
 import { runLogs, type LogEvent } from '../client/logs';
-import type { RunStatus } from '../workflows/run/views';
+import type { RunStatus } from '../workflows/api';
 import { runIdArgument } from './args';
 import { timeArgument } from './cost';
 

@@ -26,9 +26,8 @@ import { DEFAULT_MAX_WORKDIR_BYTES, listWorkdir, WorkdirProblemError } from '../
 import { sizeText } from '../client/workdir/pack';
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
-import { searchAttributeCreateCommands } from '../workflows/search-attributes';
+import { checkSpec, type RunSpec, type RunSpecInput, searchAttributeCreateCommands, specWarnings } from '../workflows/api';
 import { addKeyToFile, defaultKeyFile } from '../codec/keys';
-import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
 import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
 import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';

@@ -37,9 +37,8 @@
  */
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
+import { DEFAULT_FLEET_SETTINGS, type TeamWebhooks, teamWebhooksSchema } from '../workflows/api';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
-import { DEFAULT_FLEET_SETTINGS } from '../workflows/fleet/contract';
 
 /** Activity slots of a worker when STERNA_MAX_CONCURRENT_ACTIVITIES is not set. */
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 1000;

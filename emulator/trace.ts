@@ -12,7 +12,7 @@
  * The file format itself is parsed by emulator/spot-trace.ts, shared with bench/.
  */
 import { defaultCatalog, instanceKey, machineTypeFor, type Catalog, type Region, type Zone } from '../config/catalog';
-import { regionOf } from '../workflows/region';
+import { regionOf } from '../workflows/api';
 import { parseTraceFile, readTraceFile, type TraceFile } from './spot-trace';
 
 const ACCELERATOR_NAMES: Record<string, string> = {

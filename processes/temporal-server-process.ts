@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/search-attributes';
+import { searchAttributeFlags, sternaSearchAttributes } from '../workflows/api';
 import { spawnGuarded, stopGuard, stopProcessGroup } from './process-guard';
 import { freePort } from './ports';
 import { ensureTemporalServer } from './temporal-server';

@@ -12,7 +12,7 @@ import { codecServerConfig } from '../config/codec-server-config';
 import { startCodecServer } from '../codec/server';
 import { sternaPayloadCodec } from '../codec/data-converter';
 import { startTemporalServer } from '../processes/temporal-server-process';
-import { sternaSearchAttributes } from '../workflows/search-attributes';
+import { sternaSearchAttributes } from '../workflows/api';
 
 const stateDir = join(__dirname, '..', '..', '.state');
 

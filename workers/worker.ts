@@ -13,7 +13,7 @@ import type { WorkerVersion } from './deployment';
 import { cachedRunsFor } from './process-tuning';
 import { createFleetActivities, observerAsker, type ObserverOptions } from '../activities/fleet';
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
-import type { PriceBookSettings } from '../workflows/pricing-book/contract';
+import type { PriceBookSettings } from '../workflows/api';
 import { sternaDataConverter } from '../codec/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';

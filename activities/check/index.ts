@@ -26,11 +26,7 @@
  */
 import { CodecKeyError, loadCodecKeys } from '../../codec/keys';
 import { LRUCache } from 'lru-cache';
-import type { CheckActivities } from '../../workflows/activity-contract';
-import type { Finding } from '../../workflows/checks';
-import { imageReferenceProblem } from '../../workflows/image-reference';
-import { modelsOf } from '../../workflows/pricing';
-import type { RunSpec } from '../../workflows/spec';
+import { type CheckActivities, type Finding, imageReferenceProblem, modelsOf, type RunSpec } from '../../workflows/api';
 import { withDeadline } from '../providers/transient';
 import { checkGce, type GceTarget, type GpuNeed } from './gce';
 import { checkKube, type KubeTarget } from './kube';

@@ -8,8 +8,7 @@
  * emulator answers it from its local buckets (emulator/storage-objects.ts). The sha256 is
  * the agent's to check: GCS keeps no sha256 of an object.
  */
-import type { Finding } from '../../workflows/checks';
-import type { WorkdirRef } from '../../workflows/types';
+import type { Finding, WorkdirRef } from '../../workflows/api';
 import type { StorageTarget } from './storage';
 
 const DEFAULT_TIMEOUT_MS = 15_000;

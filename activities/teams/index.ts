@@ -8,8 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { mapLimited } from '../map-limited';
-import type { TeamWebhooks } from '../../workflows/run/notify-spec';
-import { admissionOfQuery, admissionRequestSignal, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
+import { admissionOfQuery, admissionRequestSignal, type TeamActivities, type TeamInput, type TeamWebhooks, teamWorkflowId } from '../../workflows/api';
 
 /** Describe calls in flight at once during a sweep. */
 const DESCRIBES_IN_FLIGHT = 16;

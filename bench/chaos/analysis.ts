@@ -6,8 +6,7 @@
 import type { FaultSpec } from '../../emulator/faults';
 import type { BillingSummary } from '../../emulator/billing';
 import type { TraceFile } from '../../emulator/spot-trace';
-import { OwnerLabel } from '../../workflows/naming';
-import { seededRandom } from '../../workflows/random';
+import { OwnerLabel, seededRandom } from '../../workflows/api';
 import { percentile } from '../scale/analysis';
 
 /** How a run (a workflow id: its latest execution) ended, as the benchmark counts it. */

@@ -13,7 +13,7 @@
  * (preemptions over uptime, with the same prior as the run: online, no lookahead), and with
  * the rate of the whole trace (hindsight, for reference).
  */
-import { checkpointInterval, PRIOR_PREEMPTIONS_PER_HOUR, PRIOR_WEIGHT_HOURS } from '../../workflows/run/checkpoint-interval';
+import { checkpointInterval, PRIOR_PREEMPTIONS_PER_HOUR, PRIOR_WEIGHT_HOURS } from '../../workflows/api';
 import type { Trace, ZoneSeries } from '../common/trace';
 
 export interface Segment {

@@ -24,10 +24,8 @@ import { useEphemeralKeyIfNone } from '../../codec/keys';
 import { sternaDataConverter } from '../../codec/data-converter';
 import type { TemporalServer } from '../../processes/temporal-server-process';
 import { EmulatorAdminClient } from '../../emulator/admin-client';
-import { statusQuery } from '../../workflows/messages';
-import { runKey } from '../../workflows/naming';
-import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import { runKey, type RunSpecInput, statusQuery } from '../../workflows/api';
+import type { trainingRun } from '../../workflows';
 import { startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from '../common/stack';
 
 const PROJECT = 'sterna-bench';

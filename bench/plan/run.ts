@@ -27,11 +27,7 @@ import { startEmulator, type EmulatorHandle } from '../../emulator/server';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
 import { buildGceProvider } from '../../workers/providers';
 import { createSternaWorker } from '../../workers/worker';
-import { seededRandom } from '../../workflows/random';
-import { OwnerLabel, runKey } from '../../workflows/naming';
-import type { RunResult } from '../../workflows/run/views';
-import type { RunSpecInput } from '../../workflows/spec';
-import { causeMessages } from '../../workflows/causes';
+import { causeMessages, OwnerLabel, runKey, type RunResult, type RunSpecInput, seededRandom } from '../../workflows/api';
 import { errorsOf, summarize, type PlanBenchRun, type PlanBenchSummary, type PlannedPick, type RunOutcome } from './analysis';
 import { startTemporal, workflowBundlePath } from '../common/stack';
 

@@ -15,7 +15,7 @@
  *   the window and the 7-day cap; never the grants.
  */
 import { FLEX_START_EXPECTED_WAIT_SECONDS, FLEX_START_MAX_RUN_SECONDS, FLEX_START_MAX_WAIT_SECONDS, pricePerHour } from '../../config/catalog';
-import { seededRandom } from '../../workflows/random';
+import { seededRandom } from '../../workflows/api';
 import type { FlexTier, Problem } from './problem';
 
 export interface FlexOptions {

@@ -16,8 +16,7 @@
  *   (`Infinity`: never);
  * - the shared deadline safety net.
  */
-import { isAvailable, onDemandAction, withSafetyNet } from '../../workflows/policy/deadline';
-import { type Action, ActionKind, type OnlinePolicy, idle } from '../../workflows/policy/types';
+import { type Action, ActionKind, idle, isAvailable, onDemandAction, type OnlinePolicy, withSafetyNet } from '../../workflows/policy';
 import { type Problem } from './problem';
 import { simulate } from './simulate';
 

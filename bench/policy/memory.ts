@@ -3,7 +3,7 @@
  * before the window's start, in the shape the policy keeps (workflows/policy/zone-stats.ts),
  * as if every zone had been watched (by the project's earlier runs and its fleet observer).
  */
-import { type StatsTable, emptyStats, observe } from '../../workflows/policy/zone-stats';
+import { type StatsTable, emptyStats, observe } from '../../workflows/policy';
 import type { Trace } from '../common/trace';
 
 export function zoneMemory(trace: Trace, startTick: number, hours: number): StatsTable {

@@ -8,7 +8,7 @@
  * starts in), whole clusters are resampled (a block bootstrap), and a market event many
  * windows share counts once, not once per window.
  */
-import { seededRandom } from '../../workflows/random';
+import { seededRandom } from '../../workflows/api';
 
 export interface PairedDifference {
   /** Mean of a[i] - b[i]. */

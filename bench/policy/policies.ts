@@ -1,9 +1,5 @@
 /** The online policies the benchmark compares, all driven through the same API. */
-import { eagerNextRegionPolicy } from '../../workflows/policy/baselines/eager-next-region';
-import { onDemandPolicy } from '../../workflows/policy/baselines/on-demand';
-import { uniformProgressPolicy } from '../../workflows/policy/baselines/uniform-progress';
-import { sternaPolicy } from '../../workflows/policy';
-import type { OnlinePolicy } from '../../workflows/policy/types';
+import { eagerNextRegionPolicy, onDemandPolicy, type OnlinePolicy, sternaPolicy, uniformProgressPolicy } from '../../workflows/policy';
 
 export const OPTIMAL = 'optimal';
 /** Not online: the two-threshold family of hindsight.ts with thresholds chosen per window in hindsight. */

@@ -6,10 +6,8 @@
  *   preemptions - through the same rule the workflow uses (workflows/policy/live-view.ts);
  * - `fleet`: the live view plus a random share of the zones seen each tick by other runs.
  */
-import { type Sighting, liveZones } from '../../workflows/policy/live-view';
-import { type Action, ActionKind, type Observation, type OnlinePolicy, type ZoneObservation } from '../../workflows/policy/types';
-import type { StatsTable } from '../../workflows/policy/zone-stats';
-import { seededRandom } from '../../workflows/random';
+import { type Action, ActionKind, liveZones, type Observation, type OnlinePolicy, type Sighting, type StatsTable, type ZoneObservation } from '../../workflows/policy';
+import { seededRandom } from '../../workflows/api';
 import { IDLE, type Problem, canEnter, isFlexMode, isSpotMode, priceAt, zoneOfMode } from './problem';
 import { modeChar } from './schedule';
 

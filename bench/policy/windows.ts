@@ -1,5 +1,5 @@
 /** Seeded window placement, so every policy and the optimum see the same windows. */
-import { seededRandom } from '../../workflows/random';
+import { seededRandom } from '../../workflows/api';
 
 /** `count` start ticks, uniform over those where start + deadline fits in the trace. */
 export function windowStarts(traceTicks: number, deadlineTicks: number, count: number, seed: number): number[] {

@@ -2,7 +2,7 @@
  * The scale benchmark's settings, validated once so a typo fails naming the flag and
  * how to fix it, before any process starts.
  */
-import { formatDuration, isDurationString, parseDurationSeconds } from '../../workflows/duration';
+import { formatDuration, isDurationString, parseDurationSeconds } from '../../workflows/api';
 
 /** Which watching design to measure: the fleet observer, or each run looking at its own VM. */
 export const ObserverChoice = { On: 'on', Off: 'off', Auto: 'auto' } as const;

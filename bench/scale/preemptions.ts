@@ -8,10 +8,8 @@
  * probability (VMs training now / runs) and hits one of them uniformly. Exact, seeded,
  * and it asks the emulator for its instances only when a candidate event is due.
  */
-import { ProvisioningModel } from '../../workflows/types';
+import { OwnerLabel, ProvisioningModel, seededRandom } from '../../workflows/api';
 import type { AdminInstanceView, EmulatorAdminClient } from '../../emulator/admin-client';
-import { OwnerLabel } from '../../workflows/naming';
-import { seededRandom } from '../../workflows/random';
 
 export interface InjectedPreemption {
   name: string;

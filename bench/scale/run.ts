@@ -11,13 +11,11 @@ import { ZoneOperationsClient } from '@google-cloud/compute';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { quotaMetric, zonesWith } from '../../config/catalog';
-import { regionOf } from '../../workflows/region';
+import { checkSpec, regionOf, type RunSpecInput, seededRandom } from '../../workflows/api';
 import type { TemporalServer } from '../../processes/temporal-server-process';
 import { EmulatorAdminClient, type ApiUsageView } from '../../emulator/admin-client';
 import { gceClientOptions } from '../../workers/providers';
 import { mapLimited } from '../../activities/map-limited';
-import { checkSpec, type RunSpecInput } from '../../workflows/spec';
-import { seededRandom } from '../../workflows/random';
 import {
   apiFigures,
   executionFacts,
