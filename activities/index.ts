@@ -3,7 +3,7 @@
  * emulator-backed clients and production passes real ones. Each activity is one step
  * the web UI shows; the long ones (provision, release) heartbeat on a timer.
  */
-import { Context, CancelledFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import type { PriceBook } from '../config/price-book';
 import { type Backend, INTERVAL_ATTRIBUTE, type SternaActivities, type ZoneMemory } from '../workflows/api';
 import type { ComputeProvider } from './providers/provider';
@@ -102,6 +102,13 @@ export function createActivities(providers: Providers, options: ActivityOptions 
       const provider = providerFor(ref.backend);
       if (!provider.setAgentInput) return { outcome: 'unsupported' };
       return { outcome: await provider.setAgentInput(ref, owner, INTERVAL_ATTRIBUTE, String(seconds)) };
+    },
+
+    async keep(request) {
+      const provider = providerFor(request.ref.backend);
+      // The spec refuses keepOnFailure where a backend cannot keep (GKE): this says so if one slips by.
+      if (!provider.keep) throw ApplicationFailure.nonRetryable(`the ${request.ref.backend} backend cannot keep a failed attempt; it is released instead`, 'KeepUnsupported');
+      return provider.keep(request);
     },
   };
 }

@@ -44,6 +44,7 @@ function methodName(httpMethod: string, segments: string[]): { method: string; z
       if (sub === undefined) return read ? zonal('compute.instances.get') : httpMethod === 'DELETE' ? zonal('compute.instances.delete') : undefined;
       if (sub === 'getGuestAttributes' && read) return zonal('compute.instances.getGuestAttributes');
       if (sub === 'setMetadata' && httpMethod === 'POST') return zonal('compute.instances.setMetadata');
+      if (sub === 'setLabels' && httpMethod === 'POST') return zonal('compute.instances.setLabels');
       if (sub === 'serialPort' && read) return zonal('compute.instances.getSerialPortOutput');
       return undefined;
     case 'operations':

@@ -8,6 +8,7 @@
  *   GET|POST projects/{p}/zones/{z}/instances          GET|DELETE .../instances/{name}
  *   GET  .../instances/{name}/getGuestAttributes        GET .../instances/{name}/serialPort
  *   POST .../instances/{name}/setMetadata               (with the current metadata fingerprint)
+ *   POST .../instances/{name}/setLabels                 (with the current label fingerprint)
  *   GET  projects/{p}/zones/{z}/operations[/{op}]       POST .../operations/{op}/wait
  *
  * Any project id works. List methods take `filter`, `maxResults`, `pageToken`;
@@ -260,6 +261,11 @@ async function handleInstances(ctx: ComputeContext, req: ComputeRequest, project
   if (sub === 'setMetadata') {
     if (method !== 'POST') throw methodNotAllowed(method, `${instancePath}/${sub}`);
     const op = idempotent(ctx, requestIdOf(query), () => ctx.instances.setMetadata(project, zone, byName, req.body));
+    return { status: 200, body: renderOperation(op) };
+  }
+  if (sub === 'setLabels') {
+    if (method !== 'POST') throw methodNotAllowed(method, `${instancePath}/${sub}`);
+    const op = idempotent(ctx, requestIdOf(query), () => ctx.instances.setLabels(project, zone, byName, req.body));
     return { status: 200, body: renderOperation(op) };
   }
   if (method !== 'GET') throw methodNotAllowed(method, `${instancePath}/${sub}`);

@@ -194,6 +194,26 @@ export function metadataOf(items: readonly { key: string; value?: string }[], fi
   return metadata;
 }
 
+/** Labels as GCE checks them (count, key and value format), for an insert or a setLabels; `field` names them in errors. */
+function checkLabels(labels: Record<string, string>, field: string): Record<string, string> {
+  if (Object.keys(labels).length > MAX_LABELS) throw invalidField(field, Object.keys(labels).length, `At most ${MAX_LABELS} labels are allowed.`);
+  for (const [k, v] of Object.entries(labels)) {
+    if (!LABEL_KEY.test(k)) throw invalidField(field, k, `Label key '${k}' violates format constraints. The key must start with a lowercase character, can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
+    if (!LABEL_VALUE.test(v)) throw invalidField(field, v, `Label value '${v}' violates format constraints. The value can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
+  }
+  return labels;
+}
+
+/** A setLabels body: the full new label set, and the fingerprint of the labels it replaces. */
+const SetLabelsBody = z.looseObject({ labels: z.record(z.string(), z.string()).optional(), labelFingerprint: z.string().optional() });
+
+/** Parses a setLabels body; GCE requires the fingerprint (a missing one fails the precondition like a stale one). */
+export function validateSetLabels(body: unknown): { labels: Record<string, string>; fingerprint?: string } {
+  const parsed = SetLabelsBody.safeParse(body ?? {});
+  if (!parsed.success) throw badRequest(`Invalid labels: ${parsed.error.issues[0]?.message ?? 'malformed body'}`);
+  return { labels: { ...checkLabels(parsed.data.labels ?? {}, 'labels') }, fingerprint: parsed.data.labelFingerprint };
+}
+
 /** A setMetadata body: the full new item list, and the fingerprint of the metadata it replaces. */
 const SetMetadataBody = z.looseObject({
   items: z.array(z.looseObject({ key: z.string(), value: z.string().optional() })).optional(),
@@ -291,12 +311,7 @@ export function validateInsert(body: unknown, zone: string, catalog: Catalog, cl
     throw badRequest('Time limits (maxRunDuration, terminationTime) are not supported for legacy preemptible VMs; use provisioningModel SPOT.');
   }
 
-  const labels = b.labels ?? {};
-  if (Object.keys(labels).length > MAX_LABELS) throw invalidField('resource.labels', Object.keys(labels).length, `At most ${MAX_LABELS} labels are allowed.`);
-  for (const [k, v] of Object.entries(labels)) {
-    if (!LABEL_KEY.test(k)) throw invalidField('resource.labels', k, `Label key '${k}' violates format constraints. The key must start with a lowercase character, can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
-    if (!LABEL_VALUE.test(v)) throw invalidField('resource.labels', v, `Label value '${v}' violates format constraints. The value can only contain lowercase letters, numeric characters, underscores and dashes, and be at most 63 characters long.`);
-  }
+  const labels = checkLabels(b.labels ?? {}, 'resource.labels');
 
   const metadata = metadataOf(b.metadata?.items ?? [], 'resource.metadata');
 

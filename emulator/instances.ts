@@ -31,10 +31,10 @@ import type { Clock } from './clock';
 import { alreadyExists, badRequest, GceError, notFound, Reason } from './errors';
 import { compileFilter } from './filter';
 import { newId, PROJECT_NUMBER } from './ids';
-import { validateInsert, validateSetMetadata } from './instance-request';
+import { validateInsert, validateSetLabels, validateSetMetadata } from './instance-request';
 import { MetadataServer } from './metadata-server';
 import type { Operations } from './operations';
-import { instanceSelfLink, metadataFingerprint, renderInstance } from './render';
+import { instanceSelfLink, labelFingerprint, metadataFingerprint, renderInstance } from './render';
 import type { Scheduler } from './scheduler';
 import type { SpotModel } from './spot-model';
 import type { SyntheticGuests } from './synthetic-guest';
@@ -610,6 +610,20 @@ export class Instances {
     this.o.operations.finish(op, now);
     this.changed(i);
     this.o.log(`setMetadata ${keyOf(i)} (${Object.keys(metadata).length} items)`);
+    return op;
+  }
+
+  /** Replaces the instance's labels, as GCE's setLabels does: only under the current label fingerprint (412 otherwise). */
+  setLabels(project: string, zone: string, name: string, body: unknown): OperationRecord {
+    const i = this.get(project, zone, name);
+    const { labels, fingerprint } = validateSetLabels(body);
+    if (fingerprint !== labelFingerprint(i.labels)) throw new GceError(412, Reason.ConditionNotMet, `Labels fingerprint either invalid or resource labels have changed`);
+    const now = this.now();
+    const op = this.o.operations.create({ project, zone, type: OperationType.SetLabels, targetLink: instanceSelfLink(project, zone, name), targetId: i.id, nowMs: now });
+    i.labels = labels;
+    this.o.operations.finish(op, now);
+    this.changed(i);
+    this.o.log(`setLabels ${keyOf(i)} (${Object.keys(labels).length} labels)`);
     return op;
   }
 

@@ -74,7 +74,7 @@ const GROUPS: Omit<RateQuotaGroup, 'metric'>[] = [
     displayName: 'Queries',
     limitDisplayName: 'Queries per minute per region',
     scope: 'region',
-    methods: ['compute.instances.insert', 'compute.instances.delete', 'compute.zoneOperations.delete', 'compute.instances.getGuestAttributes', 'compute.instances.setMetadata'],
+    methods: ['compute.instances.insert', 'compute.instances.delete', 'compute.zoneOperations.delete', 'compute.instances.getGuestAttributes', 'compute.instances.setMetadata', 'compute.instances.setLabels'],
   },
   {
     id: 'get_serial_port_output_requests_per_region',

@@ -127,6 +127,11 @@ export function internalAddress(id: string): string {
   return `127.${64 + Math.floor(n / (254 * 254))}.${1 + Math.floor(rest / 254)}.${1 + (rest % 254)}`;
 }
 
+/** The fingerprint renderInstance shows for these labels: a setLabels must quote it. */
+export function labelFingerprint(labels: Record<string, string>): string {
+  return fingerprint(labels);
+}
+
 /** The fingerprint renderInstance shows for this metadata: a setMetadata must quote it. */
 export function metadataFingerprint(metadata: Record<string, string>): string {
   return fingerprint(Object.entries(metadata).map(([key, value]) => ({ key, value })));
@@ -174,7 +179,7 @@ export function renderInstance(i: InstanceRecord): Record<string, unknown> {
     ...(i.preempted ? { statusMessage: 'Instance was preempted.' } : {}),
     selfLink: instanceSelfLink(i.project, i.zone, i.name),
     labels: i.labels,
-    labelFingerprint: fingerprint(i.labels),
+    labelFingerprint: labelFingerprint(i.labels),
     metadata: { kind: 'compute#metadata', fingerprint: metadataFingerprint(i.metadata), items },
     guestAccelerators: accelerators,
     disks,

@@ -28,6 +28,7 @@ export const OperationType = {
   Stop: 'stop',
   Preempted: 'compute.instances.preempted',
   SetMetadata: 'setMetadata',
+  SetLabels: 'setLabels',
 } as const;
 export type OperationType = (typeof OperationType)[keyof typeof OperationType];
 

@@ -41,7 +41,17 @@ export function buildGceProvider(gce: GceConfig, prices: PriceBook, pollInterval
     storageUriForVm: gce.localBucketsDir ? localBucketMapper(gce.localBucketsDir) : undefined,
     pollIntervalMs,
     powerOffAfterSeconds: gce.powerOffAfterSeconds,
+    ...(gce.emulatorEndpoint ? { reachLine: emulatorReachLine(gce.emulatorEndpoint) } : {}),
   });
+}
+
+/**
+ * How to reach a kept VM of the emulator (workflows/run/keep.ts): it has no SSH; the VM is
+ * a process group on the emulator's host, running in the directory its admin API names.
+ */
+export function emulatorReachLine(endpoint: NonNullable<GceConfig['emulatorEndpoint']>): (ref: { name: string; zone: string }, project: string) => string {
+  const admin = `${endpoint.protocol}://${endpoint.host}:${endpoint.port}/emulator/v1/instances`;
+  return (ref, project) => `curl -s ${admin} | jq -r '.instances[] | select(.project == "${project}" and .zone == "${ref.zone}" and .name == "${ref.name}") | .dir'   # the emulator has no SSH: this is the VM's directory on its host`;
 }
 
 /** The storage API client: no credentials over plain HTTP (the emulator), Application Default Credentials otherwise. */

@@ -84,6 +84,11 @@ export interface ProvisionRequest {
    * (run/resource-limit.ts); absent: the provider's longest limit.
    */
   releaseBy?: string;
+  /**
+   * The run keeps a failed attempt this long (recovery.keepOnFailure): the agent then waits
+   * as long for a release before it powers its VM off (run/keep.ts). Absent: it does not.
+   */
+  keepOnFailureSeconds?: number;
   /** FLEX_START offers only: how long the request may wait for capacity, and how long the VM may then run. */
   flexStart?: FlexStartTerms;
 }
@@ -161,6 +166,25 @@ export interface SternaActivities {
   askMove(input: { ref: ResourceRef }): Promise<MoveAnswer>;
   /** Hands a training attempt's agent a new checkpoint interval (workflows/run/live-interval.ts). */
   setCheckpointInterval(input: SetCheckpointIntervalRequest): Promise<{ outcome: SetAgentInputOutcome }>;
+  /** Keeps a failed attempt's resource for inspection: labels it to be deleted after `until` (workflows/run/keep.ts). */
+  keep(input: KeepRequest): Promise<KeepResult>;
+}
+
+export interface KeepRequest {
+  ref: ResourceRef;
+  /** Only a resource labelled with exactly this owner is labelled. */
+  owner: Owner;
+  /** ISO time after which the reaper deletes it. */
+  until: string;
+}
+
+export interface KeepResult {
+  /** kept: labelled (every node of a gang); absent: gone already; not-ours: left alone. */
+  outcome: 'kept' | 'absent' | 'not-ours';
+  /** When it is kept until, as labelled: `until`, or earlier where the resource's own time limit comes first. */
+  until?: string;
+  /** How to reach it, one line per node (GCE: `gcloud compute ssh NAME --zone ZONE --project PROJECT`). */
+  reach?: string[];
 }
 
 /** Whether the ask reached the agent's resource; `detail` says why not (the cut's stop grace is then the fallback). */

@@ -7,7 +7,7 @@
  * carries workflow code. Tests may reach inside.
  */
 export { ReleaseOutcome } from './activity-contract';
-export type { AgentInputs, BucketAnswer, CapacityFound, CapacityRequest, CheckActivities, DatasetAnswer, LogActivities, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, SetAgentInputOutcome, SternaActivities, StorageActivities, UnpricedZone } from './activity-contract';
+export type { AgentInputs, BucketAnswer, CapacityFound, CapacityRequest, CheckActivities, DatasetAnswer, KeepRequest, KeepResult, LogActivities, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, SetAgentInputOutcome, SternaActivities, StorageActivities, UnpricedZone } from './activity-contract';
 export { causeChain, causeMessages, findCause, isGrpcStatusError } from './causes';
 export { blockingFindings } from './checks';
 export type { Finding } from './checks';
@@ -55,6 +55,7 @@ export type { TeamWebhooks, WebhookTarget } from './run/notify-spec';
 export { formatSeconds } from './run/progress';
 export { Phase } from './run/state';
 export { RELEASING_MEMO } from './run/views';
+export { KEEP_UNTIL_LABEL, type KeptView } from './run/keep';
 export type { RunResult, RunStatus } from './run/views';
 export { CLI_TYPE_NAMES, SternaAttempt, SternaTeam, searchAttributeCreateCommands, searchAttributeFlags, sternaSearchAttributes } from './search-attributes';
 export { SecretScheme, parseSecretRef, secretManagerPath } from './secrets';

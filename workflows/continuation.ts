@@ -204,6 +204,17 @@ function buildRunStateSchema() {
     progressMark: z.strictObject({ attempt: z.int().min(1), step: z.int().min(0), atMs: z.number().finite() }).optional(),
     intervalCheckAt: z.number().finite().optional(),
     bucketLocations: z.record(z.string().min(1).max(222), z.strictObject({ location: z.string().min(1).max(64).optional(), problem: z.string().max(2000).optional() })).optional(),
+    // Set only as a run ends (run/keep.ts), so never carried in practice: accepted as declared.
+    keep: z
+      .strictObject({
+        attempt: z.int().min(1),
+        status: z.enum(['asked', 'kept', 'not-kept']),
+        untilMs: z.number().finite(),
+        keptUntil: IsoTime.optional(),
+        reach: z.array(z.string().max(2000)).max(64).optional(),
+        problem: z.string().max(2000).optional(),
+      })
+      .optional(),
   });
 }
 

@@ -22,6 +22,8 @@ export function runActivities(pollSeconds: number) {
     provision: proxyActivities<SternaActivities>({ ...quick, startToCloseTimeout: 6 * 60 * MINUTE, heartbeatTimeout }),
     // Release must happen, whatever the API does meanwhile.
     release: proxyActivities<SternaActivities>({ startToCloseTimeout: 10 * MINUTE, heartbeatTimeout, retry }),
+    // A keep that cannot be made is released instead (run/keep.ts): a few tries, then the release.
+    keep: proxyActivities<SternaActivities>({ startToCloseTimeout: 2 * MINUTE, retry: { ...retry, maximumAttempts: 5 } }),
     // Asking for the observer is a courtesy: a run that cannot reach it looks for itself.
     observer: proxyActivities<FleetActivities>({ startToCloseTimeout: 30 * SECOND, retry: { initialInterval: SECOND, maximumAttempts: 3 } }),
     // So are a new checkpoint interval (the attempt keeps its own) and bucket locations (placement weighs no data).

@@ -186,6 +186,12 @@ export type IdleAction = (typeof IdleAction)[keyof typeof IdleAction];
 export const PricingMode = { Spot: 'spot', OnDemand: 'on-demand', FlexStart: 'flex-start', Auto: 'auto' } as const;
 export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
 
+/**
+ * How long a failed attempt's VM may be kept for inspection: at least a minute (the time
+ * to hear of it and reach it), at most a week (it bills all the while).
+ */
+export const KEEP_ON_FAILURE_BOUNDS = { min: 60, max: 7 * 24 * 3600 } as const;
+
 /** GCE's bounds on how long a flex-start request waits for capacity (`requestValidForDuration`). */
 export const FLEX_START_WAIT_BOUNDS = { min: 90, max: 2 * 3600 } as const;
 
@@ -361,6 +367,11 @@ const buildRunSpecSchema = () =>
           zoneCooldown: duration({ min: 0 }).default(1800),
           /** How often the agent reports progress, in seconds. */
           pollSeconds: z.number().min(0.2).max(60).default(5),
+          /**
+           * Keep the VM of an attempt whose training or agent failed the run, for this long,
+           * so it can be inspected (run/keep.ts); absent: released like every other attempt.
+           */
+          keepOnFailure: duration(KEEP_ON_FAILURE_BOUNDS).optional(),
         })
         .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
       /**
@@ -397,6 +408,14 @@ const buildRunSpecSchema = () =>
         if (parsed && SECRET_BACKEND[parsed.scheme] !== spec.backend) {
           ctx.addIssue({ code: 'custom', path: ['secrets', name], message: `a ${parsed.scheme}:// reference resolves on backend ${SECRET_BACKEND[parsed.scheme]}, and this run's backend is ${spec.backend}` });
         }
+      }
+      if (spec.recovery.keepOnFailure !== undefined && spec.backend !== 'gce') {
+        // A GKE attempt is its agent's pod: it exits with the command, so nothing is left running to reach.
+        ctx.addIssue({
+          code: 'custom',
+          path: ['recovery', 'keepOnFailure'],
+          message: `keeping a failed attempt is for backend gce only: on ${spec.backend} the attempt's pod exits with its command and leaves nothing running to reach; read what it printed with \`sterna logs RUN --attempt N\` (and its Job with kubectl for an hour after it ends), or drop recovery.keepOnFailure`,
+        });
       }
       if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });

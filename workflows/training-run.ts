@@ -14,6 +14,7 @@ import { failure, FailureType, namedFailureOf } from './failures';
 import { executionToken } from './naming';
 import { AttemptActs } from './run/attempt-acts';
 import { finalReleases } from './run/ending';
+import { finalKeep } from './run/keep';
 import { installRunHandlers } from './run/handlers';
 import { Inbox } from './run/inbox';
 import { absorb, step } from './run/machine';
@@ -160,6 +161,8 @@ class Driver {
         if (this.inbox.pending()) return this.inbox.next();
         await this.apply({ kind: 'continuing' });
         return continueOnCurrentVersion<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
+      case 'keep':
+        return this.attempt.keep(action.attempt, action.untilMs);
       case 'fail':
         throw await this.failureOf(action);
     }
@@ -207,15 +210,22 @@ class Driver {
 
   /**
    * The run is over, however it ended: every attempt not yet released is, in parallel
-   * (one already being released is waited for); then its team gets its GPUs back and its
-   * final spend, the cost report its memo, and the run waits for its last notifications.
+   * (one already being released is waited for), but for a failed attempt kept for
+   * inspection (run/keep.ts), which is labelled instead, and released after all if that
+   * could not be done; then its team gets its GPUs back and its final spend, the cost
+   * report its memo, and the run waits for its last notifications.
    */
   async end(ended: Ended): Promise<void> {
     try {
       const pending = finalReleases(this.state);
-      if (pending.length > 0) {
+      const keep = finalKeep(this.state);
+      if (pending.length > 0 || keep) {
         await this.apply({ kind: 'releasing-all' });
-        for (const released of await this.releases.all(pending)) await this.apply(released);
+        const [released, kept] = await Promise.all([this.releases.all(pending), keep ? this.carryOut(keep) : undefined]);
+        for (const event of released) await this.apply(event);
+        if (kept) await this.apply(kept);
+        const unkept = finalReleases(this.state).filter((a) => !pending.some((p) => p.attempt === a.attempt));
+        for (const event of await this.releases.all(unkept)) await this.apply(event);
       }
     } finally {
       await this.apply(ended);

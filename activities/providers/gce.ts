@@ -22,19 +22,22 @@ import type { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperat
 import { computeClients, type ComputeClientOptions } from './gce-clients';
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
-import { type AgentSnapshot, type AgentValues, DEFAULT_MASTER_PORT, failure, FailureType, gangRelease, gangSize, gangSnapshot, gangStartedAt, isOwnedBy, namedFailureOf, nodeRefs, nodeRequest, type Offer, type Owner, regionOf, type ResourceRef, type SetAgentInputOutcome } from '../../workflows/api';
+import { type AgentSnapshot, type AgentValues, DEFAULT_MASTER_PORT, failure, FailureType, gangRelease, gangSize, gangSnapshot, gangStartedAt, isOwnedBy, KEEP_UNTIL_LABEL, namedFailureOf, nodeRefs, nodeRequest, type Offer, type Owner, regionOf, type ResourceRef, type SetAgentInputOutcome } from '../../workflows/api';
 import { agentAttributes, agentScript, IMAGE_ATTRIBUTE, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
 import { noteRateLimited, rateLimitedSince } from './rate-limits';
 import { isRateLimited, retryTransient, withDeadline } from './transient';
 import {
+  keepUntilFromLabels,
   ownerFromLabels,
   ReleaseOutcome,
   type CapacityFound,
   type CapacityRequest,
   type ComputeProvider,
   type FleetResource,
+  type KeepRequest,
+  type KeepResult,
   type MoveAnswer,
   type ProvisionRequest,
   type ProvisionResult,
@@ -77,6 +80,11 @@ export interface GceProviderOptions {
    * come by then (600 s by default): a VM whose run is gone stops paying on its own.
    */
   powerOffAfterSeconds?: number;
+  /**
+   * How to reach a kept VM (workflows/run/keep.ts), one line: `gcloud compute ssh` by
+   * default; the emulator's composition root says where its VM's process group runs.
+   */
+  reachLine?: (ref: ResourceRef, project: string) => string;
   /** Metadata reads one fleet listing may make for instances older than the description that names their run (default 50). */
   metadataReadsPerListing?: number;
   /**
@@ -364,7 +372,7 @@ export class GceProvider implements ComputeProvider {
       ...agentAttributes(agent),
       // The agent runs setup and the command in this image with the VM's container runtime.
       ...(request.image ? { [IMAGE_ATTRIBUTE]: request.image } : {}),
-      'sterna-poweroff-after-seconds': String(this.options.powerOffAfterSeconds ?? DEFAULT_POWER_OFF_AFTER_SECONDS),
+      'sterna-poweroff-after-seconds': String(powerOffAfterSeconds(this.options.powerOffAfterSeconds ?? DEFAULT_POWER_OFF_AFTER_SECONDS, request.keepOnFailureSeconds)),
     };
     const spot = offer.provisioningModel === 'SPOT';
     const limit = { terminationTime: terminationTime(request.releaseBy, Date.now()) };
@@ -655,6 +663,45 @@ export class GceProvider implements ComputeProvider {
     });
   }
 
+  /**
+   * Keeps a failed attempt's VM (every node of a gang) for inspection: the label
+   * `sterna-keep-until=<epoch seconds>`, set with setLabels under the labels' fingerprint,
+   * on the owner's VM only. The keep ends at the VM's own time limit where that comes
+   * first (a running VM's limit cannot be moved: setScheduling wants it stopped).
+   */
+  async keep({ ref, owner, until }: KeepRequest): Promise<KeepResult> {
+    const nodes = gangSize(ref) > 1 ? nodeRefs(ref) : [ref];
+    const results = await Promise.all(nodes.map((node) => this.keepNode(node, owner, Date.parse(until))));
+    if (results.some((r) => r.outcome === 'not-ours')) return { outcome: 'not-ours' };
+    const kept = results.filter((r) => r.outcome === 'kept');
+    if (kept.length === 0) return { outcome: 'absent' };
+    const untilMs = Math.min(...kept.map((r) => Date.parse(r.until!)));
+    return { outcome: 'kept', until: new Date(untilMs).toISOString(), reach: kept.flatMap((r) => r.reach ?? []) };
+  }
+
+  private async keepNode(ref: ResourceRef, owner: Owner, untilMs: number): Promise<KeepResult> {
+    const { project } = this.options;
+    for (let attempt = 1; ; attempt++) {
+      const instance = await this.getInstance(ref);
+      if (!instance) return { outcome: 'absent' };
+      if (!isOwnedBy(instance.labels, owner)) return { outcome: 'not-ours' };
+      const limit = timeLimitMs(instance);
+      const seconds = Math.floor(Math.min(untilMs, limit ?? untilMs) / 1000);
+      const labels = { ...(instance.labels ?? {}), [KEEP_UNTIL_LABEL]: String(seconds) };
+      try {
+        const [op] = await this.api(`keep ${ref.name}`, () =>
+          this.instances.setLabels({ project, zone: ref.zone, instance: ref.name, instancesSetLabelsRequestResource: { labelFingerprint: instance.labelFingerprint, labels } }),
+        );
+        await this.waitForOperation(ref.zone, operationName(op), () => undefined);
+        const reach = this.options.reachLine?.(ref, project) ?? `gcloud compute ssh ${ref.name} --zone ${ref.zone} --project ${project}`;
+        return { outcome: 'kept', until: new Date(seconds * 1000).toISOString(), reach: [reach] };
+      } catch (err) {
+        if (isNotFound(err)) return { outcome: 'absent' };
+        if (!isConditionNotMet(err) || attempt >= METADATA_WRITE_ATTEMPTS) throw err;
+      }
+    }
+  }
+
   async listRunResources(runId: string): Promise<ResourceRef[]> {
     const { project } = this.options;
     const refs: ResourceRef[] = [];
@@ -699,6 +746,7 @@ export class GceProvider implements ComputeProvider {
             lastStartAt: instance.lastStartTimestamp ?? undefined,
             lastStopAt: instance.lastStopTimestamp ?? undefined,
             createdAt: instance.creationTimestamp ?? undefined,
+            ...keepOf(instance.labels),
             accelerator: instance.guestAccelerators?.[0]?.acceleratorType?.split('/').pop() ?? undefined,
             provisioningModel: instance.scheduling?.provisioningModel === 'SPOT' ? 'SPOT' : instance.scheduling?.provisioningModel === 'STANDARD' ? 'STANDARD' : undefined,
           });
@@ -782,6 +830,36 @@ export class GceProvider implements ComputeProvider {
     );
     return refs.filter((r) => preemptedTargets.has(`${r.zone}/${r.name}`));
   }
+}
+
+/**
+ * How long the agent waits after its trainer exited for a release before it powers the VM
+ * off. A run that keeps a failed attempt for `keepSeconds` (workflows/run/keep.ts) makes
+ * it wait at least that long, so the kept VM stays up for inspection, and no longer: the
+ * timer starts at the exit, before the run heard of it, so a kept VM stops paying for
+ * compute by its keep-until at the latest even when neither the run nor the reaper acts.
+ */
+export function powerOffAfterSeconds(graceSeconds: number, keepSeconds: number | undefined): number {
+  return Math.max(graceSeconds, keepSeconds ?? 0);
+}
+
+/**
+ * When a VM's own time limit stops it, as its scheduling says (the v1 API has no
+ * `resourceStatus.scheduling.terminationTimestamp`): its `terminationTime`, or a
+ * flex-start VM's `maxRunDuration` counted from its last start.
+ */
+export function timeLimitMs(instance: Pick<IInstance, 'scheduling' | 'lastStartTimestamp'>): number | undefined {
+  const at = Date.parse(instance.scheduling?.terminationTime ?? '');
+  if (Number.isFinite(at)) return at;
+  const seconds = Number(instance.scheduling?.maxRunDuration?.seconds ?? Number.NaN);
+  const started = Date.parse(instance.lastStartTimestamp ?? '');
+  return Number.isFinite(seconds) && Number.isFinite(started) ? started + seconds * 1000 : undefined;
+}
+
+/** The `sterna-keep-until` label, when a VM carries a well-formed one. */
+function keepOf(labels: Record<string, string> | null | undefined): Pick<FleetResource, 'keepUntil'> {
+  const keepUntil = keepUntilFromLabels(labels);
+  return keepUntil === undefined ? {} : { keepUntil };
 }
 
 /**

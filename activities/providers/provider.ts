@@ -3,11 +3,11 @@
  * are written against it; each implementation translates its API's errors into
  * Sterna's failure types (workflows/failures.ts) at this boundary.
  */
-import { type AgentSnapshot, type AgentValues, type CapacityFound, type CapacityRequest, type Lifecycle, type MoveAnswer, type Offer, type Owner, OwnerLabel, type ProvisioningModel, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult, type ResourceRef, type SetAgentInputOutcome, type UnpricedZone } from '../../workflows/api';
+import { type AgentSnapshot, type AgentValues, type CapacityFound, type CapacityRequest, type KeepRequest, type KeepResult, KEEP_UNTIL_LABEL, type Lifecycle, type MoveAnswer, type Offer, type Owner, OwnerLabel, type ProvisioningModel, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult, type ResourceRef, type SetAgentInputOutcome, type UnpricedZone } from '../../workflows/api';
 import type { PriceBook } from '../../config/price-book';
 
 export { ReleaseOutcome } from '../../workflows/api';
-export type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
+export type { CapacityFound, CapacityRequest, KeepRequest, KeepResult, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
 
 /** One Sterna resource as one fleet listing shows it. */
 export interface FleetResource {
@@ -30,6 +30,8 @@ export interface FleetResource {
   lastStopAt?: string;
   /** When the resource was created (the reaper's grace period counts from it). */
   createdAt?: string;
+  /** Epoch seconds its `sterna-keep-until` label says it is kept until (a failed attempt kept for inspection, workflows/run/keep.ts). */
+  keepUntil?: number;
   /** What it runs on, when the listing says (the zone memory files preemptions by it). */
   accelerator?: string;
   provisioningModel?: ProvisioningModel;
@@ -64,6 +66,12 @@ export interface ComputeProvider {
   askMove?(ref: ResourceRef): Promise<MoveAnswer>;
   /** Deletes the resource if it is the owner's; never touches a resource that is not. */
   release(request: ReleaseRequest, onProgress?: (status: string) => void): Promise<ReleaseResult>;
+  /**
+   * Keeps a failed attempt's resource for inspection (workflows/run/keep.ts): labels it
+   * `sterna-keep-until`, on the owner's resource only, and says how to reach it. Absent
+   * where the backend leaves nothing to reach (GKE: the attempt's pod has exited).
+   */
+  keep?(request: KeepRequest): Promise<KeepResult>;
   /** Every resource labelled with this run, to prove nothing is left behind. */
   listRunResources(runId: string): Promise<ResourceRef[]>;
   /** What one fleet observer covers: the GCE project, the GKE cluster and namespace (safe in a workflow id). */
@@ -101,4 +109,13 @@ export function ownerFromLabels(labels: Record<string, string> | null | undefine
   const attempt = labels?.[OwnerLabel.Attempt];
   if (!run || !execution || !attempt || !/^[1-9]\d{0,8}$/.test(attempt)) return undefined;
   return { run, execution, attempt: Number(attempt) };
+}
+
+/**
+ * The epoch seconds a `sterna-keep-until` label names, or undefined when it is absent or
+ * not a plain count of seconds (such a resource is judged as if unlabelled).
+ */
+export function keepUntilFromLabels(labels: Record<string, string> | null | undefined): number | undefined {
+  const value = labels?.[KEEP_UNTIL_LABEL];
+  return value && /^[1-9]\d{0,11}$/.test(value) ? Number(value) : undefined;
 }

@@ -29,7 +29,7 @@ export function createReaperActivities(options: ReaperActivityOptions): ReaperAc
       const provider = options.providers[backend];
       if (!provider) return { configured: false, candidates: [] };
       const fleet = await provider.listFleet();
-      return { configured: true, candidates: fleet.map((r) => ({ ref: r.ref, owner: r.owner, workflowId: r.workflowId, createdAt: r.createdAt, ...(r.runUnread ? { runUnread: true as const } : {}) })) };
+      return { configured: true, candidates: fleet.map((r) => ({ ref: r.ref, owner: r.owner, workflowId: r.workflowId, createdAt: r.createdAt, ...(r.keepUntil !== undefined ? { keepUntil: r.keepUntil } : {}), ...(r.runUnread ? { runUnread: true as const } : {}) })) };
     },
 
     async reaperOwners({ workflowIds }) {

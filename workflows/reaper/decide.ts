@@ -11,6 +11,7 @@
  *
  *   resource younger than the grace period                         -> keep (young)
  *   owner's workflow unreadable (server trouble)                   -> keep (owner-unreadable)
+ *   kept for inspection (`sterna-keep-until` not yet passed), its run ended -> keep (kept)
  *   no workflow id on it, or one whose runKey is not its label     -> delete (unknown)
  *   no execution of that workflow id                               -> delete (unknown)
  *   latest execution closed (completed, failed, terminated...)     -> delete (closed)
@@ -19,11 +20,16 @@
  *   open, this chain, the run's current attempt is newer           -> delete (superseded)
  *   open, this chain, this attempt or the attempt not yet known    -> keep (live)
  *
+ * A kept resource (a failed attempt's VM, workflows/run/keep.ts) is judged as any other
+ * once its keep-until has passed; a keep-until further ahead than any keep Sterna makes
+ * (KEEP_ON_FAILURE_BOUNDS.max) is not Sterna's and is ignored, as is a malformed one.
+ *
  * A run mid-provision or mid-continue-as-new is open and of this chain, so its current
  * attempt is always kept; the grace period covers a resource whose create landed before
  * its run said which attempt is current.
  */
 import type { Owner } from '../naming';
+import { KEEP_ON_FAILURE_BOUNDS } from '../spec';
 import type { Backend, ResourceRef } from '../types';
 
 /** One Sterna-labelled resource, as the listing showed it. */
@@ -36,6 +42,8 @@ export interface ReapCandidate {
   runUnread?: true;
   /** ISO time the resource was created. */
   createdAt?: string;
+  /** Epoch seconds it is kept until for inspection (its `sterna-keep-until` label; workflows/run/keep.ts). */
+  keepUntil?: number;
 }
 
 /** What Temporal says of a workflow id (its latest execution). */
@@ -61,7 +69,7 @@ export const DEFAULT_GRACE_SECONDS = 600;
 
 export const ReapReason = { Unknown: 'unknown', Closed: 'closed', Superseded: 'superseded' } as const;
 export type ReapReason = (typeof ReapReason)[keyof typeof ReapReason];
-export const KeepReason = { Young: 'young', Live: 'live', Releasing: 'releasing', OwnerUnreadable: 'owner-unreadable' } as const;
+export const KeepReason = { Young: 'young', Live: 'live', Releasing: 'releasing', OwnerUnreadable: 'owner-unreadable', Kept: 'kept' } as const;
 export type KeepReason = (typeof KeepReason)[keyof typeof KeepReason];
 
 export type ReapDecision = { candidate: ReapCandidate; ageSeconds?: number } & ({ reap: true; reason: ReapReason; detail: string } | { reap: false; reason: KeepReason });
@@ -89,6 +97,11 @@ export function decideReap(
   // Which run owns it is not read yet: an absent id here says nothing.
   if (candidate.runUnread) return { candidate, ageSeconds, reap: false, reason: KeepReason.OwnerUnreadable };
   const reap = (reason: ReapReason, detail: string): ReapDecision => ({ candidate, ageSeconds, reap: true, reason, detail });
+  // Kept for inspection by its run, which has ended (or is ending): not before its time.
+  const keptUntil = keptUntilMs(candidate, nowMs);
+  // (Its own run still open, this chain: the rules below apply, as to any live run's resource.)
+  const ownRunOpen = owner?.found === true && owner.open && (owner.execution === undefined || owner.execution === candidate.owner.execution);
+  if (keptUntil !== undefined && keptUntil > nowMs && !ownRunOpen) return { candidate, ageSeconds, reap: false, reason: KeepReason.Kept };
   if (!owner || owner.found === false) {
     return reap(ReapReason.Unknown, candidate.workflowId ? `no workflow ${candidate.workflowId} owns it` : `it names no workflow whose run key is ${candidate.owner.run}`);
   }
@@ -104,6 +117,13 @@ export function decideReap(
     return reap(ReapReason.Superseded, `its run ${candidate.workflowId} is on attempt ${owner.attempt}; attempt ${candidate.owner.attempt} was released already`);
   }
   return { candidate, ageSeconds, reap: false, reason: KeepReason.Live };
+}
+
+/** Epoch ms a candidate is kept until, if it carries a keep-until Sterna could have written (at most a keep's longest ahead). */
+export function keptUntilMs(candidate: ReapCandidate, nowMs: number): number | undefined {
+  if (candidate.keepUntil === undefined) return undefined;
+  const ms = candidate.keepUntil * 1000;
+  return Number.isFinite(ms) && ms <= nowMs + KEEP_ON_FAILURE_BOUNDS.max * 1000 ? ms : undefined;
 }
 
 /** `<backend>/<zone>/<name>`: how a deletion is recorded in the SternaReaped search attribute. */

@@ -36,7 +36,7 @@ const { notifyReaped } = proxyActivities<NotifyActivities>({ ...NOTIFY_ACTIVITY_
 export async function sternaReaper(input: ReaperInput = {}): Promise<ReaperResult> {
   const graceSeconds = input.graceSeconds ?? DEFAULT_GRACE_SECONDS;
   const dryRun = input.dryRun ?? false;
-  const result: ReaperResult = { at: new Date().toISOString(), dryRun, graceSeconds, listed: {}, reaped: [], kept: { [KeepReason.Young]: 0, [KeepReason.Live]: 0, [KeepReason.Releasing]: 0, [KeepReason.OwnerUnreadable]: 0 }, gone: 0 };
+  const result: ReaperResult = { at: new Date().toISOString(), dryRun, graceSeconds, listed: {}, reaped: [], kept: { [KeepReason.Young]: 0, [KeepReason.Live]: 0, [KeepReason.Releasing]: 0, [KeepReason.OwnerUnreadable]: 0, [KeepReason.Kept]: 0 }, gone: 0 };
   for (const backend of input.backends ?? [Backend.Gce, Backend.Gke]) {
     const listing = await reaperList({ backend });
     if (!listing.configured) continue;

@@ -43,6 +43,22 @@ export class AttemptActs {
     return { kind: 'released', attempt: number, ...result };
   }
 
+  /**
+   * Keeps a failed attempt for inspection (run/keep.ts): labels it to be deleted after
+   * `untilMs`. A keep that cannot be made answers `failed`, and the run releases it instead.
+   */
+  async keep(number: number, untilMs: number): Promise<Extract<RunEvent, { kind: 'kept' }>> {
+    const attempt = this.attemptNumbered(number);
+    const until = new Date(untilMs).toISOString();
+    try {
+      const result = await this.acts.keep.keep.executeWithOptions({ summary: `keep ${attempt.ref.name} in ${attempt.ref.zone} until ${until}` }, [{ ref: attempt.ref, owner: this.owner(number), until }]);
+      return { kind: 'kept', attempt: number, ...result };
+    } catch (err) {
+      const cause = (err as { cause?: Error }).cause;
+      return { kind: 'kept', attempt: number, outcome: 'failed', message: namedFailureOf(err)?.message ?? cause?.message ?? (err as Error)?.message ?? String(err) };
+    }
+  }
+
   /** Asks the attempt's agent for its final checkpoint before the flex-start cut (run/flex-cut.ts). */
   async askMove(number: number): Promise<RunEvent> {
     const attempt = this.attemptNumbered(number);

@@ -11,6 +11,7 @@ import type { CreateWatch } from '../activity-contract';
 import { FailureType } from '../failures';
 import type { RunSpec } from '../spec';
 import { AGENT_EXITS, ENDINGS, Next, NOT_RUNNABLE_EXITS } from './endings';
+import { keepOnStop, keptAttempt } from './keep';
 import type { Action, RunEvent } from './protocol';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, Phase, record, TimelineKind, type Attempt, type Ending, type RunState } from './state';
@@ -35,6 +36,7 @@ export function absorbEndingEvent(state: RunState, event: EndingEvent, nowMs: nu
       state.phase = event.phase;
       const live = state.attempts.find((a) => a.outcome === AttemptOutcome.Running);
       if (live) live.outcome = AttemptOutcome.Stopped;
+      keepOnStop(state, event.phase);
       record(state, nowMs, { kind: TimelineKind.Stopped, event: event.phase === Phase.Cancelled ? 'cancelled' : `failed: ${event.reason}` });
       return;
     }
@@ -70,9 +72,13 @@ export function releasesInFlight(state: RunState): boolean {
   return state.attempts.some((a) => a.releasing && !a.released);
 }
 
-/** The attempts a stopping run still has to release, with whether each one's create may yet land. */
+/**
+ * The attempts a stopping run still has to release, with whether each one's create may yet
+ * land; an attempt kept for inspection (run/keep.ts) is not among them while it is kept.
+ */
 export function finalReleases(state: RunState): { attempt: number; createMayBeInFlight: boolean }[] {
-  return state.attempts.filter((a) => !a.released).map((a) => ({ attempt: a.attempt, createMayBeInFlight: !a.createSettled }));
+  const kept = keptAttempt(state);
+  return state.attempts.filter((a) => !a.released && a.attempt !== kept).map((a) => ({ attempt: a.attempt, createMayBeInFlight: !a.createSettled }));
 }
 
 /** Records what release found; the ledger counts only a resource that was ours. */

@@ -22,6 +22,7 @@ import { absorbAdmissionEvent, admissionStep } from './admission';
 import { absorbAttemptEvent, followStep } from './attempt';
 import { effectsOf, publishOf, withWakes, type EffectMoment } from './effects';
 import { absorbEndingEvent, releasesInFlight, releaseStep } from './ending';
+import { absorbKept, askKeep } from './keep';
 import { limitReached } from './limits';
 import { absorbPlacingEvent, placeStep } from './placing';
 import type { Absorbed, Action, Context, Effect, RunEvent, Step } from './protocol';
@@ -50,6 +51,7 @@ export function step(state: RunState, spec: RunSpec, event: RunEvent, context: C
   const next = produce(state, (draft) => {
     const stop = absorbInto(draft, spec, event, context);
     action = withWakes(stop ?? decide(draft, spec, context), draft, spec, context.nowMs);
+    askKeep(draft, spec, action, context.nowMs);
     effects = effectsOf(draft, state, spec, event, 'step', context.nowMs);
   });
   return { state: next, effects: [publishOf(next, spec, context.nowMs), ...effects], action };
@@ -100,6 +102,9 @@ function absorbInto(state: RunState, spec: RunSpec, event: RunEvent, context: Co
     case 'releasing-all':
     case 'ended':
       absorbEndingEvent(state, event, now);
+      return undefined;
+    case 'kept':
+      absorbKept(state, event, now);
       return undefined;
     case 'budget-set':
       setBudget(state, event.usd, now);

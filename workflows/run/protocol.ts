@@ -69,7 +69,13 @@ export type RunEvent =
   /** Every resource is released; the run ended so. */
   | { kind: 'ended'; phase: typeof Phase.Completed | typeof Phase.Failed | typeof Phase.Cancelled; failure?: string; message?: string }
   /** Nothing came in while the execution settled: it continues as new now. */
-  | { kind: 'continuing' };
+  | { kind: 'continuing' }
+  /**
+   * What came of keeping a failed attempt for inspection (the `keep` action, run/keep.ts):
+   * `kept` (labelled, `until` as labelled, `reach` how to get to it), `absent`, `not-ours`,
+   * or `failed` (the keep could not be made; `message` says why): all but `kept` release it.
+   */
+  | { kind: 'kept'; attempt: number; outcome: 'kept' | 'absent' | 'not-ours' | 'failed'; until?: string; reach?: string[]; message?: string };
 
 /** What to do next: exactly one per step, answered by an event (or ending the execution). */
 export type Action =
@@ -95,6 +101,11 @@ export type Action =
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
   | { kind: 'complete' }
+  /**
+   * A stopping run keeps this failed attempt for inspection rather than release it: label it
+   * to be deleted after `untilMs` (run/keep.ts `finalKeep`); answered by `kept`.
+   */
+  | { kind: 'keep'; attempt: number; untilMs: number }
   /** `logTailOf`: the attempt whose log's last lines the failure carries (its agent or command failed). */
   | { kind: 'fail'; failure: FailureType; message: string; details?: unknown; logTailOf?: number };
 

@@ -41,6 +41,7 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
     diskSizeGb: spec.resources.diskSizeGb,
     image: spec.image,
     releaseBy: new Date(resourceReleaseByMs(state, spec, nowMs)).toISOString(),
+    ...(spec.recovery.keepOnFailure !== undefined ? { keepOnFailureSeconds: spec.recovery.keepOnFailure } : {}),
     ...(attempt.runDurationSeconds !== undefined ? { flexStart: { maxWaitSeconds: flexStartMaxWaitSeconds(spec), maxRunDurationSeconds: attempt.runDurationSeconds } } : {}),
     agent: {
       runId: state.runId,

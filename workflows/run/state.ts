@@ -148,6 +148,8 @@ export const TimelineKind = {
   CheckpointInterval: 'checkpoint-interval',
   /** Where a dataset's bucket is, as the storage API said, or why it is unknown (run/data-placement.ts). */
   DataLocation: 'data-location',
+  /** A failed attempt's VM kept for inspection (recovery.keepOnFailure), or why it could not be (run/keep.ts). */
+  Kept: 'kept',
 } as const;
 export type TimelineKind = (typeof TimelineKind)[keyof typeof TimelineKind];
 
@@ -236,6 +238,26 @@ export interface RunState {
   intervalCheckAt?: number;
   /** Dataset buckets' locations from the storage API, or why each is unknown, by bucket (run/data-placement.ts). */
   bucketLocations?: Record<string, BucketLocation>;
+  /** The failed attempt kept for inspection instead of released (recovery.keepOnFailure; run/keep.ts). */
+  keep?: RunKeep;
+}
+
+/**
+ * A failed attempt kept for inspection (run/keep.ts): asked when the run fails because of
+ * it, then kept (labelled `sterna-keep-until`, left to the reaper) or, if that could not
+ * be done, released like the others.
+ */
+export interface RunKeep {
+  attempt: number;
+  status: 'asked' | 'kept' | 'not-kept';
+  /** Epoch ms it was asked to be kept until. */
+  untilMs: number;
+  /** When it is kept until, as labelled (its VM's own time limit may cut the keep short). */
+  keptUntil?: string;
+  /** How to reach it: `gcloud compute ssh ...` (or the emulator's equivalent). */
+  reach?: string[];
+  /** Why it was not kept. */
+  problem?: string;
 }
 
 /** The latest attempt's staging progress, as its agent reported it (run/data-placement.ts). */

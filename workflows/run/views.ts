@@ -13,6 +13,7 @@ import { stagingView, type StagingView } from './data-placement';
 import { waitingFor } from './flex-start';
 import { describeShape } from '../gpu-slices';
 import { gangNodesView, gangSize } from './gang';
+import { keptDetails, keptView, type KeptView } from './keep';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -99,6 +100,8 @@ export interface RunStatus {
   waiting?: string;
   /** A gang run: every node of the current attempt, by rank (run/gang.ts). */
   nodes?: { rank: number; name: string }[];
+  /** A failed attempt kept for inspection (recovery.keepOnFailure): until when, and how to reach it (run/keep.ts). */
+  kept?: KeptView;
   timeline: TimelineEvent[];
 }
 
@@ -155,6 +158,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(current?.checkpointInterval ? { checkpointInterval: current.checkpointInterval } : {}),
     ...withWaiting(current, state.phase),
     ...(current && gangSize(current.ref) > 1 ? { nodes: gangNodesView(current.ref) } : {}),
+    ...withKept(state),
     timeline: state.timeline,
   };
 }
@@ -182,7 +186,14 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   if (state.gpu) extra.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
   if (state.preemptions > 0) extra.push(`**Preemptions** ${state.preemptions}`);
   if (extra.length) lines.push(extra.join(' · '));
+  const kept = keptDetails(state);
+  if (kept) lines.push(kept);
   return lines.join('  \n');
+}
+
+function withKept(state: RunState): { kept?: KeptView } {
+  const kept = keptView(state);
+  return kept ? { kept } : {};
 }
 
 function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
