@@ -22,6 +22,13 @@ export function nodesLines(s: RunStatus): string[] {
   return s.nodes ? [`  nodes: ${s.nodes.map((n) => `${n.rank} ${n.name}`).join(', ')}`] : [];
 }
 
+/** A failed attempt kept for inspection: until when, how to reach it, and its cost (empty when none is kept). */
+export function keptLines(s: RunStatus): string[] {
+  const k = s.kept;
+  if (!k) return [];
+  return [`  kept: attempt ${k.attempt} (${k.name} in ${k.zone}) until ${k.until}; the reaper deletes it then`, ...k.reach.map((line) => `    reach it: ${line}`), `    cost: ${k.cost}`];
+}
+
 /** Where the run's prices come from, and what could not be priced (empty before the first offers). */
 export function pricesLines(s: RunStatus): string[] {
   const p = s.prices;

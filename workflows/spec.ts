@@ -192,6 +192,9 @@ export type PricingMode = (typeof PricingMode)[keyof typeof PricingMode];
  */
 export const KEEP_ON_FAILURE_BOUNDS = { min: 60, max: 7 * 24 * 3600 } as const;
 
+/** A spec's own labels with keepOnFailure: one fewer than otherwise, for the `sterna-keep-until` label. */
+const KEEP_ON_FAILURE_MAX_LABELS = 59;
+
 /** GCE's bounds on how long a flex-start request waits for capacity (`requestValidForDuration`). */
 export const FLEX_START_WAIT_BOUNDS = { min: 90, max: 2 * 3600 } as const;
 
@@ -416,6 +419,10 @@ const buildRunSpecSchema = () =>
           path: ['recovery', 'keepOnFailure'],
           message: `keeping a failed attempt is for backend gce only: on ${spec.backend} the attempt's pod exits with its command and leaves nothing running to reach; read what it printed with \`sterna logs RUN --attempt N\` (and its Job with kubectl for an hour after it ends), or drop recovery.keepOnFailure`,
         });
+      }
+      if (spec.recovery.keepOnFailure !== undefined && Object.keys(spec.labels).length > KEEP_ON_FAILURE_MAX_LABELS) {
+        // GCE allows 64 labels: a gang's node carries four of Sterna's, and a kept one its sterna-keep-until too.
+        ctx.addIssue({ code: 'custom', path: ['labels'], message: `with recovery.keepOnFailure at most ${KEEP_ON_FAILURE_MAX_LABELS} labels (a kept VM also carries sterna-keep-until, and GCE allows 64 in all); drop ${Object.keys(spec.labels).length - KEEP_ON_FAILURE_MAX_LABELS}` });
       }
       if (spec.time.deadline && spec.time.deadlineAfter !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['time', 'deadlineAfter'], message: 'give either time.deadline or time.deadlineAfter, not both' });
