@@ -7,7 +7,8 @@
  * the test waits it out rather than loosen the user-facing bounds.
  */
 import { strict as assert } from 'node:assert';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import { runReaperOnce } from '../../activities/reaper';
 import { keptLines } from '../../cli/format';
@@ -56,8 +57,9 @@ describe('keepOnFailure: a failed attempt kept for inspection, then reaped', fun
     assert.match(lines[0], new RegExp(`^  kept: attempt 2 \\(${kept.ref.name} in ${kept.ref.zone}\\) until `));
     assert.match(lines[2], /cost: not in the run's cost/);
     assert.ok(status.timeline.some((e) => e.kind === 'kept' && e.attempt === 2));
-    // The emulator's equivalent of `gcloud compute ssh`: the line, run as given, names the VM's directory on its host.
-    const dir = execFileSync('bash', ['-c', status.kept!.reach[0]], { encoding: 'utf8' }).trim();
+    // The emulator's equivalent of `gcloud compute ssh`: the line, run as given, names the VM's directory on its host
+    // (asynchronously: the emulator answering it runs in this process).
+    const dir = (await promisify(execFile)('bash', ['-c', status.kept!.reach[0]], { encoding: 'utf8' })).stdout.trim();
     assert.ok(dir.length > 0 && existsSync(dir), `the reach line gives the VM's directory: ${JSON.stringify(dir)}`);
     const costNow = status.costUsd;
 
