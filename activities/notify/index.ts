@@ -12,7 +12,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import { startedSpecInput } from '../../client/run-input';
 import { type DeliveryReport, type NotifyActivities, type NotifyEvent, notifyKey, NotifyKind, type ReapedNotice, SternaTeam, type TeamWebhooks, webhookEnvName, type WebhookTarget } from '../../workflows/api';
 import { payloadFor, uiLink } from './payload';
 
@@ -152,16 +152,9 @@ async function post(url: string, key: string, body: unknown, cancelled: AbortSig
  */
 async function runOf(client: Client, workflowId: string): Promise<{ status: string; team?: string; name?: string; webhooks: WebhookTarget[] } | undefined> {
   try {
-    const description = await client.workflow.getHandle(workflowId).describe();
+    const { description, specInput } = await startedSpecInput(client, workflowId);
     const team = description.typedSearchAttributes.get(SternaTeam);
-    const history = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId: description.runId },
-      maximumPageSize: 1,
-    });
-    const started = history.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
-    const [input] = await decodeArrayFromPayloads(client.options.loadedDataConverter, started?.input?.payloads);
-    const spec = (input && typeof input === 'object' && 'continued' in input ? (input as unknown as { spec: unknown }).spec : input) as { name?: string; notify?: { webhooks?: WebhookTarget[] } } | undefined;
+    const spec = specInput as { name?: string; notify?: { webhooks?: WebhookTarget[] } } | undefined;
     return { status: description.status.name, team: typeof team === 'string' ? team : undefined, name: spec?.name, webhooks: spec?.notify?.webhooks ?? [] };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;
