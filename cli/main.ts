@@ -23,7 +23,7 @@ import type { Client } from '@temporalio/client';
 import { Command, CommanderError } from 'commander';
 import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun, type StartSpec } from '../client';
 import { DEFAULT_MAX_WORKDIR_BYTES, listWorkdir, WorkdirProblemError } from '../client/workdir';
-import { sizeText } from '../client/workdir/pack';
+import { sizeText } from '../client/workdir';
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { checkSpec, type RunSpec, type RunSpecInput, searchAttributeCreateCommands, specWarnings } from '../workflows/api';

@@ -15,9 +15,7 @@
  * emulator's at STERNA_GCE_ENDPOINT; Cloud Storage with Application Default Credentials).
  */
 import type { Client } from '@temporalio/client';
-import { runStoragePrefix, type LogLine } from '../activities/logs/layout';
-import { readRunLog, RunLogReader, type LogEvent } from '../activities/logs/reader';
-import { logStoreFor, LogStoreError, type LogStoreSettings } from '../activities/logs/store';
+import { logStoreFor, LogStoreError, readRunLog, RunLogReader, runStoragePrefix, type LogEvent, type LogLine, type LogStoreSettings } from '../logs';
 import { checkSpec, describeProblems } from '../workflows/api';
 import { ClientErrorKind, explain, SternaClientError } from './errors';
 import { startedSpecInput } from './run-input';

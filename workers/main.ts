@@ -19,7 +19,7 @@ import { WORKFLOW_BUNDLE } from './bundle';
 import { promoteWhenPolling, versionOf } from './deployment';
 import { createSternaWorker } from './worker';
 import { installSdkMetrics, startMetricsServer } from './metrics';
-import { sternaMetrics } from '../activities/metrics/registry';
+import { sternaMetrics } from '../activities/metrics';
 import { logStoreSettingsFor } from '../activities/logs';
 
 async function main(): Promise<void> {

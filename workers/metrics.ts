@@ -8,8 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Client } from '@temporalio/client';
 import { Runtime } from '@temporalio/worker';
-import { feedFromVisibility } from '../activities/metrics/visibility';
-import type { SternaMetrics } from '../activities/metrics/registry';
+import { feedFromVisibility, type SternaMetrics } from '../activities/metrics';
 import type { MetricsConfig } from '../config/worker-config';
 
 /**

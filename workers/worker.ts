@@ -18,16 +18,16 @@ import { sternaDataConverter } from '../codec/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
-import { meteredProviders } from '../activities/metrics/metered-provider';
-import type { SternaMetrics } from '../activities/metrics/registry';
+import { meteredProviders, type SternaMetrics } from '../activities/metrics';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
 import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
-import { createLogActivities, type LogStoreSettings } from '../activities/logs';
+import { createLogActivities } from '../activities/logs';
+import type { LogStoreSettings } from '../logs';
 import { createCheckActivities, type CheckTargets } from '../activities/check';
-import type { DatasetChecker } from '../activities/storage/datasets';
+import type { DatasetChecker } from '../activities/storage';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;

@@ -12,7 +12,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { executionToken, type OwnerRun, type ReaperActivities, RELEASING_MEMO, SternaAttempt } from '../../workflows/api';
 import type { Providers } from '../index';
 
-export { installReaperSchedule, reaperLog, REAPER_SCHEDULE_ID, runReaperOnce, type ReaperScheduleOptions } from './schedule';
+export { DEFAULT_REAPER_INTERVAL_SECONDS, installReaperSchedule, reaperLog, REAPER_SCHEDULE_ID, runReaperOnce, type ReaperScheduleOptions } from './schedule';
 
 const CLOSED = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'CONTINUED_AS_NEW', 'TIMED_OUT']);
 /** Describes in flight at once. */

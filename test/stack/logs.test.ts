@@ -6,7 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { SternaClientError } from '../../client';
 import { runLogs, type LogEvent } from '../../client/logs';
 import { ClientErrorKind } from '../../client/errors';
-import { runStoragePrefix } from '../../activities/logs/layout';
+import { runStoragePrefix } from '../../logs/layout';
 import { attemptLogTail } from '../../activities/logs';
 import { runKey } from '../../workflows/naming';
 import { statusQuery } from '../../workflows/messages';
