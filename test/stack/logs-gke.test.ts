@@ -5,7 +5,7 @@ import { runLogs } from '../../client/logs';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { collect, lines, PRINTER, texts, truth } from '../helpers/logs';
 import { eventually } from '../helpers/processes';
 import { NODES, startKubeStack, type KubeStack } from '../helpers/kube';

@@ -11,7 +11,7 @@ import { attemptLogTail } from '../../activities/logs';
 import { runKey } from '../../workflows/naming';
 import { statusQuery } from '../../workflows/messages';
 import { provisionRequest, freshRun } from '../../workflows/run/requests';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { eventually } from '../helpers/processes';
 import { collect, lines, PRINTER, texts, truth } from '../helpers/logs';
 import { exampleSpec, startStack, type Stack } from '../helpers/stack';

@@ -15,12 +15,12 @@
  *      derived, and providers act only on resources labelled with this execution's owner.
  */
 import { z } from 'zod';
-import { failure, FailureType } from './failures';
-import { resourceName } from './naming';
-import type { ZoneEvent } from './placement';
-import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './run/state';
-import { parseSpec, type RunSpec } from './spec';
-import { ProvisioningModel, type Offer } from './types';
+import { failure, FailureType } from '../failures';
+import { resourceName } from '../naming';
+import type { ZoneEvent } from '../placement';
+import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './state';
+import { parseSpec, type RunSpec } from '../spec';
+import { ProvisioningModel, type Offer } from '../types';
 
 /** The input of a run continued as new: the validated spec and the state so far. */
 export interface ContinuedRun {
