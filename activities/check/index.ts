@@ -23,6 +23,7 @@
  *   const findings = await runChecks(spec, targets);   // targets: workers/providers.ts buildCheckTargets
  *   activities: { ...createCheckActivities(targets) }  // checkBeforeRun({ spec }) -> Finding[]
  */
+import { activityNamespace } from '../namespaces';
 import { CodecKeyError, loadCodecKeys } from '../../config/codec-keys';
 import { LRUCache } from 'lru-cache';
 import type { CheckActivities } from '../../workflows/activity-contract';
@@ -97,7 +98,8 @@ export function createCheckActivities(targets: CheckTargets | undefined): CheckA
   const answers = new LRUCache<string, Promise<Finding[]>>({ max: 256, ttl: CHECK_CACHE_MS });
   return {
     checkBeforeRun({ spec }) {
-      const key = JSON.stringify([spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null]);
+      // Per namespace too: each team's namespace has its own search attributes to check.
+      const key = JSON.stringify([activityNamespace() ?? null, spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null]);
       let answer = answers.get(key);
       if (!answer) {
         answer = runChecks(spec, targets);
