@@ -14,10 +14,12 @@
  */
 import { strict as assert } from 'node:assert';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -28,6 +30,7 @@ import type { GceConfig } from '../config/worker-config';
 import { publishExampleLocally } from '../examples/publish';
 import { observerOptions } from '../activities/fleet';
 import { NamespaceClients } from '../activities/namespaces';
+import type { Whoami } from '../client/identity';
 import { buildGceProvider } from '../workers/providers';
 import { createSternaWorkers } from '../workers/worker';
 import { setBudgetUpdate, statusQuery } from '../workflows/messages';
@@ -37,6 +40,8 @@ import type { RunResult } from '../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 import { exampleSpec, PROJECT } from './helpers/stack';
 import { uniqueTaskQueue, workflowBundle } from './helpers/temporal';
+
+const execFileP = promisify(execFile);
 
 /** gRPC's status code for a caller without the permission. */
 const PERMISSION_DENIED = 7;
@@ -242,6 +247,53 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.equal(refused.applicationFailureInfo?.type, 'NamespaceNotAllowed', refused.message ?? '');
     assert.equal(refused.applicationFailureInfo?.nonRetryable, true);
     await forged.terminate('forged by the test');
+  });
+
+  it('sterna whoami says the namespace and identity a profile gives, and whether the server lets it read there', async () => {
+    // A profile in Temporal's environment configuration file, as `temporal config set` writes one.
+    const configFile = join(dir, 'temporal.toml');
+    writeFileSync(configFile, `[profile.team-a]\naddress = "${server.address}"\nnamespace = "${TEAM_A}"\napi_key = "${tokens.a}"\n\n[profile.team-a.tls]\ndisabled = true\n`);
+    const whoami = async (extra: NodeJS.ProcessEnv) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'team-a', ...extra };
+      delete env.TEMPORAL_ADDRESS;
+      const out = await execFileP(process.execPath, [join(__dirname, '..', 'cli', 'main.js'), 'whoami', '--json'], { env }).catch((err: { stdout: string; code: number }) => ({ stdout: err.stdout, code: err.code }));
+      return { ...(JSON.parse(out.stdout) as Whoami), exit: 'code' in out ? out.code : 0 };
+    };
+    const own = await whoami({});
+    assert.deepEqual(
+      { profile: own.profile, namespace: own.namespace, tls: own.tls, kind: own.credentials.kind, subject: own.credentials.kind === 'api-key' ? own.credentials.jwt?.subject : undefined, permissionsHere: own.permissionsHere, server: own.server, exit: own.exit },
+      { profile: 'team-a', namespace: TEAM_A, tls: false, kind: 'api-key', subject: 'alice@team-a', permissionsHere: [`${TEAM_A}:write`], server: { namespaceReadable: true }, exit: 0 },
+    );
+    assert.match(own.identity, /^\d+@/);
+    // The environment overrides the profile, as in every Temporal SDK: A's token, B's namespace.
+    const elsewhere = await whoami({ TEMPORAL_NAMESPACE: TEAM_B });
+    assert.equal(elsewhere.namespace, TEAM_B);
+    assert.deepEqual(elsewhere.permissionsHere, []);
+    assert.equal(elsewhere.server?.namespaceReadable, false);
+    assert.match(elsewhere.server && !elsewhere.server.namespaceReadable ? elsewhere.server.problem : '', /permission denied/);
+    assert.equal(elsewhere.exit, 1);
+  });
+
+  it('a run in A\'s namespace whose spec names team B is refused, and B\'s ledger is never charged', async () => {
+    const asA = await clientFor(TEAM_A, tokens.a);
+    const run = await asA.workflow.start('trainingRun', { taskQueue, workflowId: `${taskQueue}-a-claims-b`, args: [{ ...exampleSpec(), labels: { team: TEAM_B } }] });
+    const failure = await Promise.race([
+      run.result().then(
+        () => 'completed',
+        (err: Error) => err,
+      ),
+      new Promise<string>((r) => setTimeout(() => r('still running after 90 s'), 90_000)),
+    ]);
+    assert.ok(failure instanceof Error, `the run failed (it ended: ${String(failure)})`);
+    // The run's failure carries the activity's, which says why and what to do.
+    const causes: { message: string; type?: string }[] = [];
+    for (let e = failure as (Error & { type?: string }) | undefined; e; e = e.cause as typeof e) causes.push({ message: e.message, type: e.type });
+    const refusal = causes.find((c) => /names team team-b, but it executes in namespace team-a/.test(c.message));
+    assert.ok(refusal, JSON.stringify(causes));
+    assert.equal(refusal.type, 'InvalidSpec');
+    const admin = await clientFor(SYSTEM, tokens.admin);
+    const ledgerB = await outcome(() => admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_B)).describe());
+    assert.equal(ledgerB, 5 /* NOT_FOUND: no ledger of B was started or charged */);
   });
 
   it('the admin can do all of it to B\'s run', async () => {
