@@ -23,13 +23,19 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Info as ActivityInfo } from '@temporalio/activity';
 import { startTemporalServer, type TemporalServer } from '../config/temporal-server-process';
 import { sternaDataConverter } from '../config/data-converter';
 import { catalogPriceBook } from '../config/price-book';
-import type { GceConfig } from '../config/worker-config';
+import { loadWorkerConfig, resolveTenancy, WorkerConfigError, type GceConfig } from '../config/worker-config';
 import { publishExampleLocally } from '../examples/publish';
 import { observerOptions } from '../activities/fleet';
 import { NamespaceClients } from '../activities/namespaces';
+import { createTeamActivities } from '../activities/teams';
+import { createReaperActivities } from '../activities/reaper';
+import { createFleetActivities } from '../activities/fleet';
 import type { Whoami } from '../client/identity';
 import { buildGceProvider } from '../workers/providers';
 import { createSternaWorkers } from '../workers/worker';
@@ -292,8 +298,10 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.ok(refusal, JSON.stringify(causes));
     assert.equal(refusal.type, 'InvalidSpec');
     const admin = await clientFor(SYSTEM, tokens.admin);
-    const ledgerB = await outcome(() => admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_B)).describe());
-    assert.equal(ledgerB, 5 /* NOT_FOUND: no ledger of B was started or charged */);
+    // B's ledger (B's own run started it) never heard of A's run: nothing charged, nothing queued.
+    const ledgerB = await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_B)).query(teamQuery);
+    assert.ok(!JSON.stringify(ledgerB).includes(run.workflowId), JSON.stringify(ledgerB));
+    assert.equal(await outcome(() => admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery).then((a) => assert.ok(!JSON.stringify(a).includes(run.workflowId), JSON.stringify(a)))), 'allowed');
   });
 
   it('the admin can do all of it to B\'s run', async () => {
@@ -313,3 +321,72 @@ async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 60
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+describe('tenancy: configuration and the activities\' guards', () => {
+  const base = { STERNA_GCE_ENDPOINT: 'http://127.0.0.1:9' };
+
+  it('reads the team namespaces and the system namespace, and refuses what cannot work, naming the variable', () => {
+    assert.equal(loadWorkerConfig(base).tenancy, undefined);
+    assert.deepEqual(resolveTenancy(undefined, 'default'), { system: 'default', teams: ['default'], mode: 'single' });
+    const config = loadWorkerConfig({ ...base, STERNA_TEAM_NAMESPACES: ' team-a, team-b ' });
+    assert.deepEqual(config.tenancy, { system: undefined, teams: ['team-a', 'team-b'] });
+    assert.deepEqual(resolveTenancy(config.tenancy, 'sterna-system'), { system: 'sterna-system', teams: ['team-a', 'team-b'], mode: 'namespaces' });
+    assert.deepEqual(resolveTenancy(loadWorkerConfig({ ...base, STERNA_TEAM_NAMESPACES: 'team-a', STERNA_SYSTEM_NAMESPACE: 'ops' }).tenancy, 'default').system, 'ops');
+    const problem = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        assert.ok(err instanceof WorkerConfigError, String(err));
+        return err.message;
+      }
+      assert.fail('accepted');
+    };
+    assert.match(problem(() => resolveTenancy(loadWorkerConfig({ ...base, STERNA_TEAM_NAMESPACES: 'team-a,sterna-system' }).tenancy, 'sterna-system')), /STERNA_TEAM_NAMESPACES: sterna-system is the system namespace/);
+    assert.match(problem(() => resolveTenancy(loadWorkerConfig({ ...base, STERNA_TEAM_NAMESPACES: 'team-a,team-a' }).tenancy, 'sys')), /team-a is listed twice/);
+    assert.match(problem(() => loadWorkerConfig({ ...base, STERNA_SYSTEM_NAMESPACE: 'ops' })), /STERNA_SYSTEM_NAMESPACE is set without STERNA_TEAM_NAMESPACES/);
+    assert.match(problem(() => loadWorkerConfig({ ...base, STERNA_TEAM_NAMESPACES: 'team a' })), /STERNA_TEAM_NAMESPACES.*a Temporal namespace name/);
+  });
+
+  /** The refusal an activity called from `namespace` ends with (no server is reached: the guard comes first). */
+  async function refusal(namespace: string, call: () => Promise<unknown>, info: Partial<ActivityInfo> = {}): Promise<{ type?: string; nonRetryable?: boolean; message: string }> {
+    const env = new MockActivityEnvironment({ namespace, taskQueue: 'q', workflowType: 'trainingRun', workflowExecution: { workflowId: 'run-1', runId: 'r' }, ...info });
+    try {
+      await env.run(call);
+    } catch (err) {
+      if (err instanceof ApplicationFailure) return { type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined, message: err.message };
+      throw err;
+    }
+    return assert.fail(`allowed from ${namespace}`);
+  }
+
+  it('acts for the fleet only when called from the system namespace, and for a team only from that team\'s namespace', async () => {
+    const unreachable = new Client({ connection: Connection.lazy({ address: '127.0.0.1:9' }), namespace: 'sterna-system' });
+    const namespaces = new NamespaceClients({ system: 'sterna-system', teams: ['team-a', 'team-b'], mode: 'namespaces' }, () => unreachable);
+    const teams = createTeamActivities({ namespaces });
+    const reaper = createReaperActivities({ providers: {}, client: unreachable, namespaces });
+    const fleet = createFleetActivities({ providers: {}, client: unreachable, namespaces });
+    const request = { runId: 'someone-else', gpus: 1, reserveUsd: 0, priority: 0, askedAt: 0 };
+    // A run in a namespace that is not a team's.
+    const notTeam = await refusal('team-c', () => teams.askAdmission({ team: 'default', request }));
+    assert.deepEqual([notTeam.type, notTeam.nonRetryable], ['NamespaceNotAllowed', true]);
+    assert.match(notTeam.message, /namespace team-c, which is not configured as a team/);
+    // A run in team A's namespace naming team B.
+    const claims = await refusal('team-a', () => teams.askAdmission({ team: 'team-b', request }));
+    assert.deepEqual([claims.type, claims.nonRetryable], ['InvalidSpec', true]);
+    // Fleet work asked from a team's namespace (a fleet workflow the team started there).
+    for (const [what, call, info] of [
+      ['tellRun', () => teams.tellRun({ runId: 'x', decision: { runId: 'x', outcome: 'admitted', team: 'team-b' } }), { workflowType: 'teamLedger', workflowExecution: { workflowId: 'sterna-team/q/team-b', runId: 'r' } }],
+      ['closedRuns', () => teams.closedRuns({ runIds: ['x'] }), { workflowType: 'teamLedger', workflowExecution: { workflowId: 'sterna-team/q/team-b', runId: 'r' } }],
+      ['reaperList', () => reaper.reaperList({ backend: 'gce' }), { workflowType: 'reaper' }],
+      ['reaperOwners', () => reaper.reaperOwners({ workflowIds: ['x'] }), { workflowType: 'reaper' }],
+      ['watchFleet', () => fleet.watchFleet({ backend: 'gce' } as Parameters<typeof fleet.watchFleet>[0]), { workflowType: 'fleetObserver' }],
+    ] as const) {
+      const refused = await refusal('team-a', call, info as Partial<ActivityInfo>);
+      assert.equal(refused.type, 'NamespaceNotAllowed', what);
+      assert.match(refused.message, /only workflows of the system namespace sterna-system/, what);
+    }
+    // A ledger of the system namespace whose id names no configured team.
+    const stray = await refusal('sterna-system', () => teams.tellRun({ runId: 'x', decision: { runId: 'x', outcome: 'admitted', team: 'team-c' } }), { workflowType: 'teamLedger', workflowExecution: { workflowId: 'sterna-team/q/team-c', runId: 'r' } });
+    assert.equal(stray.type, 'NamespaceNotAllowed');
+  });
+});
