@@ -15,7 +15,7 @@
 import { strict as assert } from 'node:assert';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -44,6 +44,7 @@ import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId 
 import type { RunSpecInput } from '../workflows/spec';
 import type { RunResult } from '../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
+import { spawnLogged } from './helpers/processes';
 import { exampleSpec, PROJECT } from './helpers/stack';
 import { uniqueTaskQueue, workflowBundle } from './helpers/temporal';
 
@@ -253,6 +254,46 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.equal(refused.applicationFailureInfo?.type, 'NamespaceNotAllowed', refused.message ?? '');
     assert.equal(refused.applicationFailureInfo?.nonRetryable, true);
     await forged.terminate('forged by the test');
+  });
+
+  it('`npm run worker` with STERNA_TEAM_NAMESPACES and the platform\'s token serves the system namespace and both teams\' (versioned, as in production)', async () => {
+    const tq = uniqueTaskQueue('tenancy-main');
+    const bundlePath = join(dir, 'workflow-bundle.js');
+    writeFileSync(bundlePath, (await workflowBundle(require.resolve('../workflows'))).code);
+    const logFile = join(dir, 'worker.log');
+    const worker = spawnLogged(process.execPath, [join(__dirname, '..', 'workers', 'main.js')], {
+      logFile,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: SYSTEM,
+        TEMPORAL_API_KEY: tokens.platform,
+        TEMPORAL_TLS: 'false',
+        STERNA_TEAM_NAMESPACES: `${TEAM_A},${TEAM_B}`,
+        STERNA_TASK_QUEUE: tq,
+        STERNA_GCE_PROJECT: PROJECT,
+        STERNA_GCE_ENDPOINT: `http://127.0.0.1:${emulator.port}`,
+        STERNA_LOCAL_BUCKETS: join(dir, 'buckets'),
+        STERNA_WORKFLOW_BUNDLE: bundlePath,
+        STERNA_PRICES: 'catalog',
+        STERNA_OBSERVER_PROGRESS_SECONDS: '2',
+        STERNA_DEPLOYMENT: `sterna-${tq}`,
+      },
+    });
+    try {
+      const asB = await clientFor(TEAM_B, tokens.b);
+      const run = await asB.workflow.start('trainingRun', { taskQueue: tq, workflowId: `${tq}-b-run`, args: [{ ...exampleSpec(), labels: { project: 'tenancy' } }] });
+      const result = (await run.result()) as RunResult;
+      assert.equal(result.status, 'completed', readFileSync(logFile, 'utf8'));
+      const admin = await clientFor(SYSTEM, tokens.admin);
+      const types = new Set<string>();
+      for await (const w of admin.workflow.list({ query: `TaskQueue = '${tq}'` })) types.add(w.type);
+      for (const type of ['fleetObserver', 'priceBook', 'teamLedger']) assert.ok(types.has(type), `${type} in the system namespace: ${[...types].join(', ')}`);
+      const log = readFileSync(logFile, 'utf8');
+      assert.match(log, new RegExp(`namespaces: system ${SYSTEM}, teams ${TEAM_A}, ${TEAM_B}`));
+    } finally {
+      await worker.kill('SIGTERM');
+    }
   });
 
   it('sterna whoami says the namespace and identity a profile gives, and whether the server lets it read there', async () => {
