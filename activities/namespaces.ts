@@ -14,7 +14,7 @@
  * namespace with any input, so an input never names a namespace to act in.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 
 /** The namespace of the current activity's workflow; undefined outside an activity (a direct call, the CLI). */
 export function activityNamespace(): string | undefined {
@@ -147,7 +147,7 @@ export class RunLocator {
           const { status } = await this.namespaces.of(namespace).workflow.getHandle(workflowId).describe();
           return { namespace, running: status.name === 'RUNNING' };
         } catch (err) {
-          if ((err as Error)?.name === 'WorkflowNotFoundError') return undefined;
+          if (err instanceof WorkflowNotFoundError) return undefined;
           throw err;
         }
       }),

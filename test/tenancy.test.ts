@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, type Worker } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Info as ActivityInfo } from '@temporalio/activity';
@@ -41,6 +41,7 @@ import { buildGceProvider } from '../workers/providers';
 import { createSternaWorkers } from '../workers/worker';
 import { setBudgetUpdate, statusQuery } from '../workflows/messages';
 import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId } from '../workflows/teams/contract';
+import type { TeamView } from '../workflows/teams/rules';
 import type { RunSpecInput } from '../workflows/spec';
 import type { RunResult } from '../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
@@ -112,6 +113,7 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
   let running: Promise<unknown> | undefined;
   const connections: Connection[] = [];
   let bRun: WorkflowHandle;
+  let namespaces: NamespaceClients;
 
   before(async () => {
     jwks = createServer((req, res) => {
@@ -138,7 +140,7 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     // tls: false: this server serves plain gRPC, and an API key alone would make the client ask for TLS.
     workerConnection = await NativeConnection.connect({ address: server.address, apiKey: tokens.platform, tls: false });
     const dataConverter = sternaDataConverter();
-    const namespaces = new NamespaceClients({ system: SYSTEM, teams: [TEAM_A, TEAM_B], mode: 'namespaces' }, (namespace) => new Client({ connection: workerConnection, namespace, dataConverter }));
+    namespaces = new NamespaceClients({ system: SYSTEM, teams: [TEAM_A, TEAM_B], mode: 'namespaces' }, (namespace) => new Client({ connection: workerConnection, namespace, dataConverter }));
     workers = await createSternaWorkers({
       connection: workerConnection,
       namespaces,
@@ -222,6 +224,16 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     const ledger = (await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery)) as { team: string; running: { runId: string }[]; ended?: { runId: string }[] };
     assert.equal(ledger.team, TEAM_A);
     assert.ok([...ledger.running, ...(ledger.ended ?? [])].some((r) => r.runId === run.workflowId), JSON.stringify(ledger));
+    // What a run reports to its ledger across namespaces (reportToTeam, the API for the run's
+    // spend and end): the team and the run are the caller's, so this reaches A's ledger for this run.
+    const asTheRun = new MockActivityEnvironment({ namespace: TEAM_A, taskQueue, workflowType: 'trainingRun', workflowExecution: { workflowId: run.workflowId, runId: 'any' } });
+    await asTheRun.run(createTeamActivities({ namespaces }).reportToTeam, { totalUsd: result.totalCostUsd, ended: true });
+    const after = await eventually(async () => {
+      const view = (await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery)) as TeamView;
+      return view.runs.some((r) => r.runId === run.workflowId && !r.running) ? view : undefined;
+    });
+    assert.deepEqual(after.runs.find((r) => r.runId === run.workflowId), { runId: run.workflowId, spentUsd: result.totalCostUsd, running: false });
+    assert.ok(!after.running.some((r) => r.runId === run.workflowId));
     // The fleet workflows it used live in the system namespace, and none of them in A's.
     const typesIn = async (client: Client) => {
       const types = new Set<string>();
@@ -390,7 +402,8 @@ describe('tenancy: configuration and the activities\' guards', () => {
 
   /** The refusal an activity called from `namespace` ends with (no server is reached: the guard comes first). */
   async function refusal(namespace: string, call: () => Promise<unknown>, info: Partial<ActivityInfo> = {}): Promise<{ type?: string; nonRetryable?: boolean; message: string }> {
-    const env = new MockActivityEnvironment({ namespace, taskQueue: 'q', workflowType: 'trainingRun', workflowExecution: { workflowId: 'run-1', runId: 'r' }, ...info });
+    // Refusals are what is asserted: the activity's own failure log stays quiet.
+    const env = new MockActivityEnvironment({ namespace, taskQueue: 'q', workflowType: 'trainingRun', workflowExecution: { workflowId: 'run-1', runId: 'r' }, ...info }, { logger: new DefaultLogger('ERROR') });
     try {
       await env.run(call);
     } catch (err) {
