@@ -32,7 +32,8 @@ import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig, resolveTenancy, WorkerConfigError, type GceConfig } from '../config/worker-config';
 import { publishExampleLocally } from '../examples/publish';
 import { observerOptions } from '../activities/fleet';
-import { NamespaceClients } from '../activities/namespaces';
+import { NamespaceClients, RunLocator } from '../activities/namespaces';
+import { ownerRunIn } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
 import { createReaperActivities } from '../activities/reaper';
 import { createFleetActivities } from '../activities/fleet';
@@ -224,6 +225,9 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     const ledger = (await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery)) as { team: string; running: { runId: string }[]; ended?: { runId: string }[] };
     assert.equal(ledger.team, TEAM_A);
     assert.ok([...ledger.running, ...(ledger.ended ?? [])].some((r) => r.runId === run.workflowId), JSON.stringify(ledger));
+    // The observer (system namespace) told the run (A's namespace) of its VM: signals the platform's worker sent.
+    const signals = (await (await clientFor(TEAM_A, tokens.admin)).workflow.getHandle(run.workflowId).fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation') ?? [];
+    assert.ok(signals.length > 0, 'the observer signalled the run across namespaces');
     // What a run reports to its ledger across namespaces (reportToTeam, the API for the run's
     // spend and end): the team and the run are the caller's, so this reaches A's ledger for this run.
     const asTheRun = new MockActivityEnvironment({ namespace: TEAM_A, taskQueue, workflowType: 'trainingRun', workflowExecution: { workflowId: run.workflowId, runId: 'any' } });
@@ -306,6 +310,22 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     } finally {
       await worker.kill('SIGTERM');
     }
+  });
+
+  it('finds a resource\'s run among the team namespaces, and judges none when two teams run the same workflow id', async () => {
+    const id = `${taskQueue}-same-id`;
+    const locator = new RunLocator(namespaces);
+    assert.equal(await locator.locate(id), 'not-found');
+    // Workflows nobody runs (no worker polls this queue): running as far as the server says.
+    const inA = await (await clientFor(TEAM_A, tokens.a)).workflow.start('anyWorkflow', { taskQueue: `${taskQueue}-idle`, workflowId: id });
+    const found = await new RunLocator(namespaces).locate(id);
+    assert.equal(typeof found === 'object' ? found.namespace : found, TEAM_A);
+    assert.deepEqual((await ownerRunIn(namespaces.teams(), id)).found, true);
+    const inB = await (await clientFor(TEAM_B, tokens.b)).workflow.start('anyWorkflow', { taskQueue: `${taskQueue}-idle`, workflowId: id });
+    assert.equal(await new RunLocator(namespaces).locate(id), 'ambiguous');
+    // The reaper keeps what it cannot judge.
+    assert.equal((await ownerRunIn(namespaces.teams(), id)).found, 'unreadable');
+    await Promise.all([inA.terminate(), inB.terminate()]);
   });
 
   it('sterna whoami says the namespace and identity a profile gives, and whether the server lets it read there', async () => {
