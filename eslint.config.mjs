@@ -4,6 +4,16 @@ import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = ['node:*', 'fs', 'path', 'os', 'child_process', 'crypto', 'http', 'https', 'net', 'stream', 'util', 'events', 'process'];
 
+// Product code (and the test beds the demo runs) sits below the build scripts, the
+// benchmarks and the tests: nothing in it may import them (docs/architecture.md).
+const productFolders = ['workflows', 'activities', 'workers', 'cli', 'client', 'config', 'codec', 'processes', 'emulator', 'kube', 'examples'];
+const upwardImports = { group: ['**/scripts/*', '**/bench/**', '**/test/**'], message: 'Product code never imports scripts/, bench/ or test/: move what both need into product code.' };
+
+// Other folders use workflows/ through its public surface, workflows/api.ts (the benchmarks
+// also through the policy's own index); only tests reach inside.
+const workflowInternals = { group: ['**/workflows/*', '**/workflows/**', '!**/workflows/api'], message: 'Import from workflows/api (its public surface), not from inside workflows/.' };
+const workflowInternalsForBench = { ...workflowInternals, group: [...workflowInternals.group, '!**/workflows/policy'], message: 'Import from workflows/api or workflows/policy, not from inside workflows/.' };
+
 export default tseslint.config(
   { ignores: ['build/**', 'node_modules/**', '.state/**', 'packages/*/dist/**'] },
   js.configs.recommended,
@@ -17,6 +27,14 @@ export default tseslint.config(
     },
   },
   {
+    files: productFolders.map((dir) => `${dir}/**/*.ts`),
+    rules: { 'no-restricted-imports': ['error', { patterns: [upwardImports, workflowInternals] }] },
+  },
+  {
+    files: ['bench/**/*.ts', 'scripts/**/*.ts', 'packages/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [workflowInternalsForBench] }] },
+  },
+  {
     // Workflow code runs in Temporal's deterministic sandbox: no I/O, no Node built-ins,
     // and activities only as types, so no side-effect code can enter the bundle.
     files: ['workflows/**/*.ts'],
@@ -28,6 +46,7 @@ export default tseslint.config(
             { group: nodeBuiltins, message: 'Workflow code must be deterministic: no Node built-ins.' },
             { group: ['../activities/*', '../activities', '**/activities/**'], allowTypeImports: true, message: 'Import activities as types only.' },
             { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'Workflows use @temporalio/workflow only.' },
+            upwardImports,
           ],
           // A rule change ships as a new worker version that new executions and continued
           // chains move to (docs/versions.md), never as a branch kept for old histories.

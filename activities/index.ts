@@ -5,13 +5,10 @@
  */
 import { Context, CancelledFailure } from '@temporalio/activity';
 import type { PriceBook } from '../config/price-book';
-import type { SternaActivities } from '../workflows/activity-contract';
-import { INTERVAL_ATTRIBUTE } from '../workflows/run/live-interval';
+import { type Backend, INTERVAL_ATTRIBUTE, type SternaActivities, type ZoneMemory } from '../workflows/api';
 import type { ComputeProvider } from './providers/provider';
-import type { Backend } from '../workflows/types';
-import type { ZoneMemory } from '../workflows/zones/memory';
 
-export type { SternaActivities } from '../workflows/activity-contract';
+export type { SternaActivities } from '../workflows/api';
 
 /** Well inside the shortest heartbeat timeout the workflow sets (10 s). */
 const HEARTBEAT_EVERY_MS = 3000;

@@ -8,7 +8,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Providers } from './index';
-import type { MemoryActivities } from '../workflows/run/memory-contract';
+import type { MemoryActivities } from '../workflows/api';
 import { createThroughputActivities } from './plan';
 import { createZoneActivities } from './zones';
 

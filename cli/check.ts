@@ -2,7 +2,8 @@
  * `sterna check [SPEC]`: what a run needs, checked without starting anything — the codec
  * key, the Temporal namespace and its search attributes, the backend's credentials and
  * project, GPU quotas (GPUS_ALL_REGIONS and each allowed region's), the buckets, the image
- * reference (activities/check). It reads the same environment a worker does (STERNA_GCE_*,
+ * reference, the workdir (an uploaded one is in the bucket; a local one can be packed)
+ * (activities/check). It reads the same environment a worker does (STERNA_GCE_*,
  * STERNA_GKE_*, STERNA_STORAGE_*, TEMPORAL_*, STERNA_CODEC_KEYS*).
  *
  *   sterna check examples/run.json
@@ -13,11 +14,12 @@
  */
 import type { Connection } from '@temporalio/client';
 import type { Command } from 'commander';
+import { resolve } from 'node:path';
 import { runChecks } from '../activities/check';
+import { listWorkdir, WorkdirProblemError } from '../client/workdir';
 import { addressFromEnvironment, connectionFromEnvironment } from '../client/connect';
 import { loadWorkerConfig, WorkerConfigError, type WorkerConfig } from '../config/worker-config';
-import { blockingFindings, type Finding } from '../workflows/checks';
-import { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+import { blockingFindings, checkSpec, type Finding, type RunSpec, type RunSpecInput } from '../workflows/api';
 import { buildCheckTargets } from '../workers/providers';
 import { ExitCode } from './report';
 
@@ -34,8 +36,24 @@ export function findingLines(findings: readonly Finding[]): string[] {
   return lines;
 }
 
-export async function checkFindings(specInput: RunSpecInput | undefined, env: NodeJS.ProcessEnv = process.env): Promise<{ findings: Finding[]; specInvalid: boolean }> {
+/**
+ * A local workdir, as `sterna start` would pack it (ignore files, symlinks, readable files):
+ * `start` uploads it, so only what would stop the upload is a problem here.
+ */
+export async function localWorkdirFinding(dir: string): Promise<Finding> {
+  const check = `workdir:${dir}`;
+  try {
+    await listWorkdir(dir);
+    return { check, ok: true };
+  } catch (err) {
+    if (!(err instanceof WorkdirProblemError)) throw err;
+    return { check, ok: false, problem: `${dir} cannot be packed: ${err.problems.join('; ')}`, fix: 'fix the paths named, or add them to .sternaignore (same syntax as .gitignore)' };
+  }
+}
+
+export async function checkFindings(specInput: RunSpecInput | undefined, env: NodeJS.ProcessEnv = process.env, localWorkdir?: string): Promise<{ findings: Finding[]; specInvalid: boolean }> {
   const findings: Finding[] = [];
+  if (localWorkdir !== undefined) findings.push(await localWorkdirFinding(localWorkdir));
   let spec: RunSpec | undefined;
   let specInvalid = false;
   if (specInput !== undefined) {
@@ -73,14 +91,17 @@ export async function checkFindings(specInput: RunSpecInput | undefined, env: No
   return { findings, specInvalid };
 }
 
-export function addCheckCommand(program: Command, readSpec: (path: string) => RunSpecInput): void {
+/** `localWorkdir`: the spec's workdir when it is a local directory (resolved), else undefined. */
+export function addCheckCommand(program: Command, readSpec: (path: string) => RunSpecInput, localWorkdir: (path: string) => string | undefined = () => undefined): void {
   program
     .command('check')
-    .description('check what a run needs, without starting anything: codec key, Temporal search attributes, credentials and project, GPU quotas (GPUS_ALL_REGIONS, each allowed region), buckets, image')
+    .description('check what a run needs, without starting anything: codec key, Temporal search attributes, credentials and project, GPU quotas (GPUS_ALL_REGIONS, each allowed region), buckets, image, workdir')
     .argument('[spec]', 'path of a JSON run spec; without it, only the environment is checked')
     .option('--json', 'print exactly the list of findings as JSON: [{ check, ok, problem?, fix? }]')
-    .action(async (path: string | undefined, opts: { json?: boolean }) => {
-      const { findings, specInvalid } = await checkFindings(path === undefined ? undefined : readSpec(path));
+    .option('--workdir <dir>', 'the directory a start would pack (instead of the spec\'s workdir): checked as `sterna start --workdir` would pack it')
+    .action(async (path: string | undefined, opts: { json?: boolean; workdir?: string }) => {
+      const dir = opts.workdir !== undefined ? resolve(opts.workdir) : path === undefined ? undefined : localWorkdir(path);
+      const { findings, specInvalid } = await checkFindings(path === undefined ? undefined : readSpec(path), process.env, dir);
       // Exactly the keys documented: how a run weighs a finding (transient, checkersOwn) is the run's business.
       if (opts.json) console.log(JSON.stringify(findings.map(({ check, ok, problem, fix }) => ({ check, ok, ...(problem !== undefined ? { problem } : {}), ...(fix !== undefined ? { fix } : {}) }))));
       else for (const line of findingLines(findings)) console.log(line);

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { InvalidArgumentError, type Command } from 'commander';
 import { costCsv, costReport, GroupBy, type CostReport } from '../client/cost-report';
 import { runCosts } from '../client/cost';
-import { isDurationString, parseDurationSeconds } from '../workflows/duration';
+import { isDurationString, parseDurationSeconds } from '../workflows/api';
 import { ExitCode } from './report';
 
 /** An ISO 8601 time, or a duration ago ("7d", "12h"). */

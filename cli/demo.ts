@@ -2,7 +2,8 @@
  * `npm run demo`: one real training run on the embedded local cloud.
  *
  * Starts a Temporal dev server (web UI included), the GCE emulator and a Sterna worker;
- * publishes the example trainer and dataset to a local bucket; makes the cheapest zone
+ * starts examples/python (a Python script and its requirements: the directory is packed
+ * and uploaded to a local bucket, setup installs the requirements on each VM); makes the cheapest zone
  * stock out and preempts the run once mid-training; shows live progress; prints the
  * summary and the UI link; then stops everything it started (unless --keep).
  *
@@ -13,24 +14,20 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
-import { startTrainingRun, getStatus } from '../client';
-import { useEphemeralKeyIfNone } from '../config/codec-keys';
-import { startCodecServer } from '../config/codec-server';
-import { sternaDataConverter, sternaPayloadCodec } from '../config/data-converter';
-import { startTemporalServer } from '../config/temporal-server-process';
+import { startTrainingRun, getStatus, type StartSpec } from '../client';
+import { useEphemeralKeyIfNone } from '../codec/keys';
+import { startCodecServer } from '../codec/server';
+import { sternaDataConverter, sternaPayloadCodec } from '../codec/data-converter';
+import { startTemporalServer } from '../processes/temporal-server-process';
 import { catalogPriceBook } from '../config/price-book';
 import { startEmulator } from '../emulator/server';
 import { EmulatorAdminClient } from '../emulator/admin-client';
-import { publishExampleLocally } from '../examples/publish';
 import { buildCheckTargets, buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
 import { BucketLocator } from '../activities/storage';
-import { runKey } from '../workflows/naming';
-import { rankOffers } from '../workflows/placement';
-import type { RunResult } from '../workflows/run/views';
-import type { RunSpecInput } from '../workflows/spec';
+import { rankOffers, runKey, type RunResult } from '../workflows/api';
 import { progressLine, summaryLines } from './format';
-import { freePort } from '../config/ports';
+import { freePort } from '../processes/ports';
 import { ProgressDisplay } from './progress';
 import { reportFailure } from './report';
 
@@ -74,7 +71,8 @@ async function main(opts: DemoOptions): Promise<void> {
     cleanups.push(() => emulator.close({ killVms: true }));
     const admin = new EmulatorAdminClient(emulator.endpoint);
 
-    publishExampleLocally(bucketsDir);
+    // The example's bucket (gs://sterna-examples), as a user creates theirs.
+    mkdirSync(join(bucketsDir, 'sterna-examples'), { recursive: true });
     const provider = buildGceProvider({ project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, catalogPriceBook(), 250);
 
     const connection = await NativeConnection.connect({ address: server.address });
@@ -89,7 +87,9 @@ async function main(opts: DemoOptions): Promise<void> {
       await connection.close();
     });
 
-    const spec = JSON.parse(readFileSync(join(repoRoot, 'examples', 'run.json'), 'utf8')) as RunSpecInput;
+    // A user's directory: a Python script, its requirements (installed by the spec's setup), its spec.
+    const exampleDir = join(repoRoot, 'examples', 'python');
+    const spec = JSON.parse(readFileSync(join(exampleDir, 'run.json'), 'utf8')) as StartSpec;
     // The cheapest zone (by the workflow's own ranking) has no spot capacity today.
     const offers = await provider.findOffers({ accelerators: spec.resources.accelerators as never, provisioningModels: ['SPOT'] });
     const [preferred] = rankOffers(offers, [], { nowMs: Date.now(), cooldownSeconds: 1800, expectedHours: 1, models: ['SPOT'] });
@@ -98,7 +98,12 @@ async function main(opts: DemoOptions): Promise<void> {
 
     const client = new Client({ connection: await Connection.connect({ address: server.address }), dataConverter: sternaDataConverter() });
     cleanups.push(() => client.connection.close());
-    const handle = await startTrainingRun(client, spec, { workflowId: `demo-${Date.now().toString(36)}` });
+    const handle = await startTrainingRun(client, spec, {
+      workflowId: `demo-${Date.now().toString(36)}`,
+      workdirBase: exampleDir,
+      workdirStorage: { localBucketsDir: bucketsDir },
+      onWorkdir: (w) => say(`workdir examples/python: ${w.entries} entries packed and uploaded to ${w.uri}`),
+    });
     say(`started run ${handle.workflowId}; follow it at ${server.uiUrl}/namespaces/default/workflows/${handle.workflowId}`);
 
     let preempted = false;
@@ -125,7 +130,7 @@ async function main(opts: DemoOptions): Promise<void> {
             await admin.preempt(PROJECT, vm.zone, vm.name);
             preempted = true;
             bar?.stop();
-            say(`emulator: preempting ${vm.name} in ${vm.zone} (the run last reported step ${status.step}; the example trainer checkpoints in the 30 s notice)`);
+            say(`emulator: preempting ${vm.name} in ${vm.zone} (the run last reported step ${status.step}; the example's train.py checkpoints in the 30 s notice)`);
           }
         }
       }

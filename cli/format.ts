@@ -1,5 +1,5 @@
 /** Human-readable lines for the CLI and the demo. */
-import type { RunResult, RunStatus } from '../workflows/run/views';
+import type { RunResult, RunStatus } from '../workflows/api';
 
 export function usd(amount: number): string {
   return amount < 0.01 ? `$${amount.toFixed(5)}` : `$${amount.toFixed(2)}`;

@@ -13,7 +13,7 @@ import type { Client } from '@temporalio/client';
 import { InvalidArgumentError, type Command } from 'commander';
 import { getStatus } from '../client';
 import { runLogs, type LogEvent } from '../client/logs';
-import type { RunStatus } from '../workflows/run/views';
+import type { RunStatus } from '../workflows/api';
 import { runIdArgument } from './args';
 import { timeArgument } from './cost';
 
@@ -59,7 +59,7 @@ export function addLogsCommand(program: Command, connect: () => Promise<Client>)
     .option('--attempt <n>', 'one attempt (1, 2, ...) or all', attemptArgument, 'all' as const)
     .option('--since <time>', 'lines printed at or after: an ISO time, or a duration ago (10m)', (v) => timeArgument(v))
     .option('--tail <n>', 'only the last n lines (then, with --follow, every new one)', linesArgument)
-    .option('--json', 'one JSON object per line: {"kind":"line","attempt","node","stream","at","text"}, and {"kind":"attempt",...} before each attempt')
+    .option('--json', 'one JSON object per line: {"kind":"line","attempt","node","stream","at","text"}, {"kind":"attempt",...} before each attempt and {"kind":"attempt-ended","attempt","outcome"} after one')
     .action(async (id: string, opts: { follow?: boolean; attempt: number | 'all'; since?: Date; tail?: number; json?: boolean }) => {
       const client = await connect();
       const attempts = new Attempts(client, id);

@@ -27,9 +27,8 @@ import { DEFAULT_MAX_WORKDIR_BYTES, listWorkdir, WorkdirProblemError } from '../
 import { sizeText } from '../client/workdir/pack';
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
-import { searchAttributeCreateCommands } from '../workflows/search-attributes';
-import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
-import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
+import { checkSpec, type RunSpec, type RunSpecInput, searchAttributeCreateCommands, specWarnings } from '../workflows/api';
+import { addKeyToFile, defaultKeyFile } from '../codec/keys';
 import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
 import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
@@ -240,7 +239,10 @@ addTeamCommands(program, connect, timeoutMs);
 addCostCommand(program, connect);
 addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
-addCheckCommand(program, readSpec);
+addCheckCommand(program, readSpec, (path) => {
+  const { workdir } = readStartSpec(path);
+  return typeof workdir === 'string' ? resolve(dirname(path), workdir) : undefined;
+});
 addLogsCommand(program, connect);
 addDeployCommands(program, connect);
 addWhoamiCommand(program);

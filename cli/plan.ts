@@ -6,7 +6,7 @@
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { planTrainingRun, type PlanResult, type PlanRow } from '../client/plan';
-import type { RunSpecInput } from '../workflows/spec';
+import type { RunSpecInput } from '../workflows/api';
 
 function hours(h: number): string {
   if (!Number.isFinite(h)) return 'never';

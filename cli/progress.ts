@@ -8,8 +8,7 @@
  * CLI, the web UI's current details and `sterna status --json` agree.
  */
 import { Format, SingleBar, type Options, type Params } from 'cli-progress';
-import { formatSeconds } from '../workflows/run/progress';
-import type { RunStatus } from '../workflows/run/views';
+import { formatSeconds, type RunStatus } from '../workflows/api';
 import { usd } from './format';
 
 /** What one progress update says; the keys of `--json` output, exactly. */

@@ -2,7 +2,7 @@
  * How the CLI reports a failure: what went wrong with its cause, how to fix it, and an
  * exit code — 2 when the input was wrong (the user can fix the command), 1 otherwise.
  */
-import { causeMessages } from '../workflows/causes';
+import { causeMessages } from '../workflows/api';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
 
 export const ExitCode = { BadInput: 2, Failed: 1 } as const;

@@ -9,7 +9,7 @@
 import type { Client } from '@temporalio/client';
 import { InvalidArgumentError, type Command } from 'commander';
 import { getTeam, setTeamLimits, type LimitsChange, type TeamView } from '../client/teams';
-import { PERIODS, type Period } from '../workflows/teams/period';
+import { PERIODS, type Period } from '../workflows/api';
 
 /** Commander stores a parser's null as '': "none" is kept as itself and becomes null in the change. */
 const NONE = 'none';

@@ -12,9 +12,7 @@
 import type { Client } from '@temporalio/client';
 import { type Command, InvalidArgumentError } from 'commander';
 import { listZoneMemories, readZoneMemory, type ZoneMemoryRef } from '../activities/zones/client';
-import { zoneMemoryWorkflowId } from '../workflows/zones/contract';
-import { DEFAULT_COOLDOWN_SECONDS, zonePriors, type ZonePrior } from '../workflows/zones/memory';
-import type { Backend, ProvisioningModel } from '../workflows/types';
+import { type Backend, DEFAULT_COOLDOWN_SECONDS, type ProvisioningModel, zoneMemoryWorkflowId, type ZonePrior, zonePriors } from '../workflows/api';
 import { secondsOption } from './args';
 
 /** One line of `sterna zones --json`: exactly these keys; null where the memory has no figure. */

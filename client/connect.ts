@@ -22,7 +22,7 @@ export interface ConnectOptions {
 
 /**
  * A client of the server the environment names (or `options`), whose payloads are
- * encrypted with the environment's keys (config/data-converter.ts); a `PayloadEncryption`
+ * encrypted with the environment's keys (codec/data-converter.ts); a `PayloadEncryption`
  * SternaClientError when there are none, unless `plaintextPayloads` opts out.
  * Throws a `ServerUnreachable` SternaClientError naming the address and the reason when
  * no server answers. A refused connection or an unknown host is known at once, but the

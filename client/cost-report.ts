@@ -5,7 +5,7 @@
  * run's ledger lines, so a run that moved zones counts in each zone it paid for.
  * Money is reported to the micro-dollar.
  */
-import type { CostLine } from '../workflows/run/cost-refresh';
+import type { CostLine } from '../workflows/api';
 
 export const GroupBy = { Team: 'team', Project: 'project', Accelerator: 'accelerator', Zone: 'zone' } as const;
 export type GroupBy = (typeof GroupBy)[keyof typeof GroupBy];

@@ -5,9 +5,7 @@
  * still runs, its search attributes (SternaCostUsd, to the cent).
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import { COST_MEMO, type CostLine, type CostMemo } from '../workflows/run/cost-refresh';
-import type { RunResult } from '../workflows/run/views';
-import { DEFAULT_TEAM } from '../workflows/teams/rules';
+import { COST_MEMO, type CostLine, type CostMemo, DEFAULT_TEAM, type RunResult } from '../workflows/api';
 import { requireEncryption } from './encryption';
 import { explain } from './errors';
 import type { RunCost } from './cost-report';

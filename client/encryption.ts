@@ -1,5 +1,5 @@
 /**
- * Whether a client's payloads are encrypted: Sterna's codec (config/data-converter.ts) by
+ * Whether a client's payloads are encrypted: Sterna's codec (codec/data-converter.ts) by
  * default, plain text only when the caller said so. Every client call checks first, so a
  * Temporal Client built by hand without the codec fails with a reason instead of writing a
  * spec into the server's history in the clear (or failing to read the encrypted status a
@@ -7,9 +7,9 @@
  */
 import type { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { CodecKeyError } from '../config/codec-keys';
-import { sternaDataConverter } from '../config/data-converter';
-import { AesGcmCodec } from '../config/payload-codec';
+import { CodecKeyError } from '../codec/keys';
+import { sternaDataConverter } from '../codec/data-converter';
+import { AesGcmCodec } from '../codec/payload-codec';
 import { ClientErrorKind, SternaClientError } from './errors';
 
 /** Clients connected with `plaintextPayloads: true`: the one way to opt out. */

@@ -15,8 +15,7 @@ import {
   type Client,
   type Connection,
 } from '@temporalio/client';
-import { describeProblems } from '../workflows/spec';
-import { causeMessages, findCause, isGrpcStatusError } from '../workflows/causes';
+import { causeMessages, describeProblems, findCause, isGrpcStatusError } from '../workflows/api';
 
 export const ClientErrorKind = {
   /** The run spec fails validation; nothing was started. */

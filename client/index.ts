@@ -13,12 +13,8 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { statusQuery, setBudgetUpdate, setDeadlineUpdate, type TrainingRunWorkflow } from '../workflows/messages';
-import type { RunResult, RunStatus } from '../workflows/run/views';
-import { SternaTeam } from '../workflows/search-attributes';
-import { checkSpec, type RunSpecInput } from '../workflows/spec';
+import { checkSpec, priorityOf, type RunResult, type RunSpecInput, type RunStatus, setBudgetUpdate, setDeadlineUpdate, statusQuery, SternaTeam, teamOf, type TrainingRunWorkflow } from '../workflows/api';
 import { budgetProblem, deadlineProblem } from './arguments';
-import { priorityOf, teamOf } from '../workflows/teams/run-admission';
 import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
 import { requireEncryption } from './encryption';
 import { prepareWorkdir, type PreparedWorkdir, type WorkdirStorage } from './workdir';
@@ -177,17 +173,17 @@ export async function listRuns(client: Client, query?: string, limit = 100): Pro
 export { budgetProblem, deadlineProblem } from './arguments';
 export { getTeam, setTeamLimits, type LimitsChange, type TeamView } from './teams';
 /** Valid-but-suspicious spec fields (a secret-looking env name): the CLI prints them, runs record them in their timeline. */
-export { specWarnings } from '../workflows/spec';
-export { causeChain, causeMessages, findCause } from '../workflows/causes';
+export { specWarnings } from '../workflows/api';
+export { causeChain, causeMessages, findCause } from '../workflows/api';
 export { connectFromEnvironment, sizeAwareRetry, type ConnectOptions } from './connect';
 /** For a Client built by hand (`new Client({ connection, dataConverter: sternaDataConverter() })`): Sterna's payload encryption. */
-export { sternaDataConverter } from '../config/data-converter';
+export { sternaDataConverter } from '../codec/data-converter';
 /** The spec a run is started with, what `getStatus` and `result` answer, and the run as a typed Temporal workflow. */
-export { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+export { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/api';
 /** A run's working directory, packed and uploaded by startTrainingRun (or by hand, before it). */
 export { DEFAULT_MAX_WORKDIR_BYTES, prepareWorkdir, type PreparedWorkdir, type WorkdirOptions, type WorkdirStorage } from './workdir';
 /** A run's log: what its command printed, every attempt, in order (client/logs.ts). */
 export { runLogs, logStoreSettingsFromEnvironment, logsOptionsProblem, type LogEvent, type LogLine, type LogsOptions } from './logs';
-export type { RunResult, RunStatus } from '../workflows/run/views';
-export type { TrainingRunWorkflow } from '../workflows/messages';
+export type { RunResult, RunStatus } from '../workflows/api';
+export type { TrainingRunWorkflow } from '../workflows/api';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

@@ -19,7 +19,7 @@ import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-wor
 import { runStoragePrefix, type LogLine } from '../activities/logs/layout';
 import { readRunLog, RunLogReader, type LogEvent } from '../activities/logs/reader';
 import { logStoreFor, LogStoreError, type LogStoreSettings } from '../activities/logs/store';
-import { checkSpec, describeProblems } from '../workflows/spec';
+import { checkSpec, describeProblems } from '../workflows/api';
 import { ClientErrorKind, explain, SternaClientError } from './errors';
 
 export type { LogEvent, LogLine, LogStoreSettings };

@@ -9,15 +9,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import type { PlanResult } from '../workflows/plan/contract';
-import { checkSpec, type RunSpecInput } from '../workflows/spec';
+import { causeMessages, checkSpec, type PlanResult, type RunSpecInput } from '../workflows/api';
 import { explain, InvalidSpecError, SternaClientError, ClientErrorKind } from './errors';
 import { DEFAULT_TASK_QUEUE } from './index';
 import { requireEncryption } from './encryption';
-import { causeMessages } from '../workflows/causes';
 
 export type { PlanResult };
-export type { PlanRow } from '../workflows/plan/contract';
+export type { PlanRow } from '../workflows/api';
 
 export interface PlanOptions {
   taskQueue?: string;

@@ -7,9 +7,7 @@
  *   const team = await getTeam(client, 'vision');   // spend this period, running, queue
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
-import { isLabelValue, LABEL_VALUE_RULE } from '../workflows/labels';
-import { setTeamLimitsUpdate, teamQuery, teamWorkflowId, type TeamInput, type TeamLedgerWorkflow } from '../workflows/teams/contract';
-import { limitsProblem, type LimitsChange, type TeamView } from '../workflows/teams/rules';
+import { isLabelValue, LABEL_VALUE_RULE, type LimitsChange, limitsProblem, setTeamLimitsUpdate, type TeamInput, type TeamLedgerWorkflow, teamQuery, type TeamView, teamWorkflowId } from '../workflows/api';
 import { requireEncryption } from './encryption';
 import { ClientErrorKind, explain, SternaClientError } from './errors';
 

@@ -18,7 +18,7 @@
  * Sustained-use and committed-use discounts are not modelled.
  */
 
-import { regionOf } from '../workflows/region';
+import { regionOf } from '../workflows/api';
 
 export const PRICES_AS_OF = '2025-01-15';
 

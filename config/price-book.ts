@@ -1,5 +1,5 @@
 /** The catalog as the GCE provider's PriceBook: shapes, prices and quota metrics. */
-import type { PriceStamp } from '../workflows/pricing-book/contract';
+import type { PriceStamp } from '../workflows/api';
 import { defaultCatalog, hasBuiltInAccelerators, machineTypeFor, pricePerHour, quotaMetric, type Catalog } from './catalog';
 
 export type { PriceStamp };

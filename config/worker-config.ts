@@ -40,11 +40,10 @@
  * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
  * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { teamWebhooksSchema, type TeamWebhooks } from '../workflows/run/notify-spec';
+import { DEFAULT_FLEET_SETTINGS, type TeamWebhooks, teamWebhooksSchema } from '../workflows/api';
 import { DEFAULT_VM_ACCESS, type VmAccess } from './vm-access';
-import { DEFAULT_FLEET_SETTINGS } from '../workflows/fleet/contract';
 
 /** Activity slots of a worker when STERNA_MAX_CONCURRENT_ACTIVITIES is not set. */
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 1000;
@@ -312,7 +311,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
     gce = {
       project: e.STERNA_GCE_PROJECT ?? 'sterna-local',
       emulatorEndpoint: endpointOf(e.STERNA_GCE_ENDPOINT),
-      localBucketsDir: e.STERNA_LOCAL_BUCKETS ?? defaultLocalBucketsDir(repoRoot),
+      // Absolute: the VMs are given file:// URIs under it, and run in their own directories.
+      localBucketsDir: e.STERNA_LOCAL_BUCKETS ? resolve(e.STERNA_LOCAL_BUCKETS) : defaultLocalBucketsDir(repoRoot),
       vmAccess,
       powerOffAfterSeconds: e.STERNA_AGENT_POWEROFF_SECONDS,
     };

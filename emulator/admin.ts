@@ -21,7 +21,7 @@ import type { RateQuotaChange, RateQuotas } from './rate-quotas';
 import type { SpotModel } from './spot-model';
 import type { SyntheticGuestConfig, SyntheticGuests } from './synthetic-guest';
 import type { EmulatorState, InstanceRecord } from './types';
-import type { ProvisioningModel } from '../workflows/types';
+import type { ProvisioningModel } from '../workflows/api';
 import { groupAlive } from './vm-process';
 import type { SecretStore } from './secret-manager';
 import { bucketSettings, BucketSettingsSchema, DEFAULT_BUCKET_LOCATION, validBucketName } from './storage-api';

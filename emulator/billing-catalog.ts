@@ -15,7 +15,7 @@
 import { z } from 'zod';
 import { COMPUTE_ENGINE_SERVICE_ID, RateModel, skuDescription, USAGE_UNITS, usageTypeOf } from '../config/billing-skus';
 import { baseRates, flexRateIn, rateIn, type Catalog, type RateKey } from '../config/catalog';
-import { fnv1a } from '../workflows/naming';
+import { fnv1a } from '../workflows/api';
 import { GceError, Reason } from './errors';
 
 const SERVICE_NAME = `services/${COMPUTE_ENGINE_SERVICE_ID}`;

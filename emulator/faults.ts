@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { GceError, Reason } from './errors';
-import { seededRandom } from '../workflows/random';
+import { seededRandom } from '../workflows/api';
 
 export const FaultSchema = z.strictObject({
   /** Share of matching calls affected, 0..1. */

@@ -11,7 +11,7 @@
  * the sequence is the same run after run and continues across an emulator restart.
  */
 import type { Catalog } from '../config/catalog';
-import { seededRandom } from '../workflows/random';
+import { seededRandom } from '../workflows/api';
 import { InstanceStatus, type EmulatorState, type FlexStartSettings, type InstanceRecord } from './types';
 
 export const DEFAULT_FLEX_START: FlexStartSettings = { seed: 1, meanWaitSeconds: 60, distribution: 'fixed', draws: 0 };

@@ -26,7 +26,7 @@
  */
 import { z } from 'zod';
 import { FLEX_START_MAX_RUN_SECONDS, FLEX_START_MAX_WAIT_SECONDS, FLEX_START_MIN_WAIT_SECONDS, findZone, machineTypesInZone, type Catalog } from '../config/catalog';
-import { ProvisioningModel } from '../workflows/types';
+import { ProvisioningModel } from '../workflows/api';
 import { badRequest, GceError, invalidField, Reason, required } from './errors';
 import { NAME_PATTERN } from './ids';
 import type { GpuRequest } from './types';

@@ -78,7 +78,7 @@ export interface EmulatorOptions {
   /**
    * Variables every VM's guest gets besides the emulator's own few: the host machine's
    * settings a real VM would have from its image, e.g. CONTAINERS_CONF for its podman
-   * (config/podman.ts). Never the emulator's whole environment.
+   * (processes/podman.ts). Never the emulator's whole environment.
    */
   guestEnv?: Record<string, string>;
   /** Synthetic guests' run: steps, stepSeconds, checkpointEvery, ... (see synthetic-guest.ts). */

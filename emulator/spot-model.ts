@@ -14,7 +14,7 @@
 import type { Clock } from './clock';
 import { availableAt, spotPriceAt, tickAt, type Trace, type TraceEntry } from './trace';
 import type { EmulatorState, GpuRequest, InstanceRecord } from './types';
-import { seededRandom } from '../workflows/random';
+import { seededRandom } from '../workflows/api';
 
 export interface SpotModelHooks {
   /** Running (or booting) spot VMs. */

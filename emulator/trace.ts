@@ -9,11 +9,11 @@
  * The trace's accelerator names map to GCE types (V100 -> nvidia-tesla-v100, ...), and
  * the machine type is the catalog's for that accelerator and count (n1 + attached GPUs
  * for V100/K80). The trace's whole-instance prices replace the catalog prices there.
- * The file format itself is parsed by config/spot-trace.ts, shared with bench/.
+ * The file format itself is parsed by emulator/spot-trace.ts, shared with bench/.
  */
 import { defaultCatalog, instanceKey, machineTypeFor, type Catalog, type Region, type Zone } from '../config/catalog';
-import { regionOf } from '../workflows/region';
-import { parseTraceFile, readTraceFile, type TraceFile } from '../config/spot-trace';
+import { regionOf } from '../workflows/api';
+import { parseTraceFile, readTraceFile, type TraceFile } from './spot-trace';
 
 const ACCELERATOR_NAMES: Record<string, string> = {
   V100: 'nvidia-tesla-v100',

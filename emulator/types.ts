@@ -3,7 +3,7 @@
  * wall-clock epoch milliseconds (as GCE's timestamps are); emulated durations are
  * derived with the time factor (see clock.ts).
  */
-import type { ProvisioningModel } from '../workflows/types';
+import type { ProvisioningModel } from '../workflows/api';
 import type { GpuTelemetry } from './gpu-telemetry';
 import type { TimeLimit } from './instance-request';
 import type { SyntheticGuestRecord } from './synthetic-guest';

@@ -2,7 +2,7 @@
  * A deterministic binary-classification dataset for the example trainer: points drawn
  * from two Gaussian clouds, written as CSV (features..., label). Same seed, same bytes.
  */
-import { seededRandom } from '../workflows/random';
+import { seededRandom } from '../workflows/api';
 
 export function generateDataset(options: { seed?: number; rows?: number; features?: number } = {}): string {
   const random = seededRandom(options.seed ?? 42);

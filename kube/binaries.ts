@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { sternaCacheDir } from '../config/temporal-cli';
+import { sternaCacheDir } from '../processes/temporal-cli';
 
 const run = promisify(execFile);
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { spawnService, waitFor, type Service } from './service';
 import { binaryPath, ensureControlPlane, ensureEtcd } from './binaries';
-import { freePort } from '../config/ports';
+import { freePort } from '../processes/ports';
 
 export interface Cluster {
   /** https://127.0.0.1:<port> */

@@ -18,8 +18,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
-import { guardProcessGroup, stopGuard } from '../config/process-guard';
-import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/gpu-slices';
+import { guardProcessGroup, stopGuard } from '../processes/process-guard';
+import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/api';
 
 /** Status writes a pod gets before the stand-in kubelet gives up on it (about a minute of conflicts). */
 const STATUS_WRITE_ATTEMPTS = 150;

@@ -1,7 +1,7 @@
 /** A long-running control-plane process, its own process group, logging to a file. */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
+import { guardProcessGroup, stopGuard, stopProcessGroup } from '../processes/process-guard';
 
 export interface Service {
   name: string;

@@ -9,8 +9,8 @@
  *                                (default http://127.0.0.1:8233,http://localhost:8233)
  */
 import { codecServerConfig } from '../config/codec-server-config';
-import { startCodecServer } from '../config/codec-server';
-import { sternaPayloadCodec } from '../config/data-converter';
+import { startCodecServer } from '../codec/server';
+import { sternaPayloadCodec } from '../codec/data-converter';
 
 async function main(): Promise<void> {
   const config = codecServerConfig();

@@ -7,12 +7,12 @@
  * the repository), which the worker and the CLI on this machine then find by default.
  */
 import { join } from 'node:path';
-import { addKeyToFile, defaultKeyFile, loadCodecKeys } from '../config/codec-keys';
+import { addKeyToFile, defaultKeyFile, loadCodecKeys } from '../codec/keys';
 import { codecServerConfig } from '../config/codec-server-config';
-import { startCodecServer } from '../config/codec-server';
-import { sternaPayloadCodec } from '../config/data-converter';
-import { startTemporalServer } from '../config/temporal-server-process';
-import { sternaSearchAttributes } from '../workflows/search-attributes';
+import { startCodecServer } from '../codec/server';
+import { sternaPayloadCodec } from '../codec/data-converter';
+import { startTemporalServer } from '../processes/temporal-server-process';
+import { sternaSearchAttributes } from '../workflows/api';
 
 const stateDir = join(__dirname, '..', '..', '.state');
 

@@ -1,8 +1,8 @@
 /** `npm run setup`: makes sure everything the demo and the tests need is installed. */
-import { ensurePodman } from '../config/podman';
-import { ensurePrometheus } from '../config/prometheus';
-import { ensureTemporalCli } from '../config/temporal-cli';
-import { ensureTemporalServer } from '../config/temporal-server';
+import { ensurePodman } from '../processes/podman';
+import { ensurePrometheus } from '../processes/prometheus';
+import { ensureTemporalCli } from '../processes/temporal-cli';
+import { ensureTemporalServer } from '../processes/temporal-server';
 
 async function setup(): Promise<void> {
   console.log(`sterna: Temporal CLI ready at ${await ensureTemporalCli()}`);

@@ -5,9 +5,9 @@
  * (test/helpers/temporal.ts).
  */
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import { newKeyEntry } from '../config/codec-keys';
-import { ensureTemporalCli } from '../config/temporal-cli';
-import { ensureTemporalServer } from '../config/temporal-server';
+import { newKeyEntry } from '../codec/keys';
+import { ensureTemporalCli } from '../processes/temporal-cli';
+import { ensureTemporalServer } from '../processes/temporal-server';
 import { ensureControlPlane, ensureEtcd } from '../kube/binaries';
 import { stopTestEnv } from './helpers/temporal';
 
@@ -20,7 +20,7 @@ Runtime.install({
 // The Google client libraries must never go looking for credentials off this machine.
 process.env.METADATA_SERVER_DETECTION = 'none';
 
-// Payloads are encrypted in every test as in production (config/data-converter.ts), with
+// Payloads are encrypted in every test as in production (codec/data-converter.ts), with
 // a key of this run's own, which the workers and CLIs it spawns inherit.
 delete process.env.STERNA_CODEC_KEYS_FILE;
 process.env.STERNA_CODEC_KEYS = newKeyEntry().entry;
@@ -32,6 +32,8 @@ process.env.STERNA_CODEC_KEYS = newKeyEntry().entry;
  */
 export async function mochaGlobalSetup(this: { isParallelMode?: () => boolean }): Promise<void> {
   if (!this.isParallelMode?.()) return;
+  // The pure and emulator tiers (.mocharc.js) start no Temporal server and no Kubernetes: nothing to install.
+  if (process.env.STERNA_TEST_TIER === 'pure' || process.env.STERNA_TEST_TIER === 'emulator') return;
   await ensureTemporalCli().catch((err: Error) => console.error(err.message));
   await ensureTemporalServer().catch((err: Error) => console.error(err.message));
   await Promise.all([ensureControlPlane(), ensureEtcd()]).catch((err: Error) => console.error(err.message));

@@ -35,7 +35,7 @@ const quietLogger: BundleOptions['logger'] = {
   error: (message) => console.error(message),
 };
 
-/** `webpackConfigHook`: only for a test's own variant of the rules (test/worker-versioning.test.ts). */
+/** `webpackConfigHook`: only for a test's own variant of the rules (test/stack/worker-versioning.test.ts). */
 export function bundleWorkflows(path = workflowsPath(), webpackConfigHook?: BundleOptions['webpackConfigHook']): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({ workflowsPath: path, preloadModules: path === workflowsPath() ? sharedModules() : ['zod'], logger: quietLogger, ...(webpackConfigHook ? { webpackConfigHook } : {}) });
 }

@@ -13,7 +13,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
 import { observerOptions, startObserver } from '../activities/fleet';
 import { startPriceBook } from '../activities/pricing';
-import { sternaDataConverter } from '../config/data-converter';
+import { sternaDataConverter } from '../codec/data-converter';
 import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
 import { loadWorkerConfig, resolveTenancy } from '../config/worker-config';

@@ -8,7 +8,7 @@ import { CloudCatalogClient } from '@google-cloud/billing';
 import { PassThroughClient } from 'google-auth-library';
 import { billingCatalog, type BillingCatalog } from '../activities/pricing';
 import type { PricesConfig } from '../config/worker-config';
-import type { PriceBookSettings } from '../workflows/pricing-book/contract';
+import type { PriceBookSettings } from '../workflows/api';
 
 export function billingClientOptions(prices: PricesConfig): ConstructorParameters<typeof CloudCatalogClient>[0] {
   const endpoint = prices.billingEndpoint;

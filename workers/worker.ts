@@ -17,8 +17,8 @@ import type { WorkerVersion } from './deployment';
 import { cachedRunsFor } from './process-tuning';
 import { createFleetActivities, observerAsker, type ObserverOptions } from '../activities/fleet';
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
-import type { PriceBookSettings } from '../workflows/pricing-book/contract';
-import { sternaDataConverter } from '../config/data-converter';
+import type { PriceBookSettings } from '../workflows/api';
+import { sternaDataConverter } from '../codec/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
@@ -54,7 +54,7 @@ export interface SternaWorkerOptions {
    * it. Without it, each provider prices from its own book (the bundled catalog).
    */
   prices?: PricingOptions & { settings: PriceBookSettings };
-  /** Payload encryption; by default config/data-converter.ts's, from the environment. */
+  /** Payload encryption; by default codec/data-converter.ts's, from the environment. */
   dataConverter?: DataConverter;
   /** Feed these Prometheus metrics from the activities (their providers are metered). */
   metrics?: SternaMetrics;

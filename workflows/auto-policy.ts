@@ -6,7 +6,7 @@
  * and the policy's Action back into offers to try.
  */
 import { ActionKind, type Action, type Observation, type PolicyState, type Sighting, type ZoneQuote, initialState, liveZones, sternaPolicy } from './policy';
-import { FLEX_START_MAX_RUN_SECONDS } from './run/flex-start';
+import { FLEX_START_MAX_RUN_SECONDS } from './pricing';
 import type { StatsTable } from './policy/zone-stats';
 import { type PlacementPolicy, type ZoneEvent, ZoneEventKind } from './placement';
 import { ProvisioningModel, type Offer } from './types';

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { failure, FailureType } from './failures';
 import { resourceName } from './naming';
 import type { ZoneEvent } from './placement';
-import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunState, type TimelineEvent } from './run/state';
+import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './run/state';
 import { parseSpec, type RunSpec } from './spec';
 import { ProvisioningModel, type Offer } from './types';
 
@@ -160,6 +160,7 @@ function buildRunStateSchema() {
         firstAskedAt: z.number().finite(),
         position: z.int().min(1).optional(),
         teamWebhooks: z.boolean().optional(),
+        spendReportedAt: z.number().finite().optional(),
       })
       .optional(),
     prices: z
@@ -268,5 +269,6 @@ type Drift = [
   Unplaced<Offer, SchemaAttempt['offer']>,
   Unplaced<ZoneEvent, SchemaState['zoneEvents'][number]>,
   Unplaced<TimelineEvent, SchemaState['timeline'][number]>,
+  Unplaced<RunAdmission, NonNullable<SchemaState['admission']>>,
 ];
-export const everyRunStatePasses: RunState extends SchemaState ? (Drift extends [never, never, never, never, never] ? true : Drift) : never = true;
+export const everyRunStatePasses: RunState extends SchemaState ? (Drift extends [never, never, never, never, never, never] ? true : Drift) : never = true;

@@ -1,14 +1,13 @@
 /** The trainingRun workflow's messages, named for their kind. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Owner } from './naming';
 import type { RunResult, RunStatus } from './run/views';
 import type { RunSpecInput } from './spec';
-import type { AgentSnapshot } from './types';
+import type { ResourceObservation } from './types';
 
 /**
  * The trainingRun workflow as a client starts it: a spec in, the result out (its
  * continue-as-new input is the workflow's own). A plain type, so the client package carries
- * no workflow code; test/client.test.ts checks it against the workflow.
+ * no workflow code; test/stack/client.test.ts checks it against the workflow.
  */
 export type TrainingRunWorkflow = (spec: RunSpecInput) => Promise<RunResult>;
 
@@ -27,18 +26,5 @@ export const setDeadlineUpdate = defineUpdate<RunStatus, [deadline: string]>('se
  */
 export const preemptionNoticeSignal = defineSignal<[notice: { name: string; reason?: string }]>('preemptionNotice');
 
-/**
- * What the fleet observer (or the run's own fallback look) saw of one resource: sent to
- * the run whose workflow id the resource names. The run acts on it only when `name` and
- * `owner` are its live attempt's; anything else is ignored.
- */
-export interface ResourceObservation {
-  name: string;
-  owner: Owner;
-  /** ISO time of the look. */
-  at: string;
-  snapshot: AgentSnapshot;
-  /** From the fleet observer: the longest it stays silent towards a run while it is alive (seconds). */
-  quietSeconds?: number;
-}
+export type { ResourceObservation };
 export const observationSignal = defineSignal<[observation: ResourceObservation]>('observation');

@@ -4,6 +4,9 @@
 import { FLEX_START_WAIT_BOUNDS, PricingMode, type RunSpec } from './spec';
 import { ProvisioningModel } from './types';
 
+/** GCE's longest flex-start run: 7 days. */
+export const FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600;
+
 /**
  * Which provisioning models to try, in order of preference, when the deadline-aware
  * policy is not asked: `spot`, `on-demand` and `flex-start` are the user's word; `auto`

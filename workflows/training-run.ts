@@ -1,32 +1,34 @@
 /**
- * trainingRun: one training run, from spec to released resources. This file is wiring:
- * the rules live in the pure state machine (run/machine.ts); here its commands become
- * activities and timers, messages become events, and every path ends in a release.
+ * trainingRun: one training run, from spec to released resources. This file is the
+ * shell: the rules live in the reducer (run/machine.ts and its phases). Here actions
+ * become activities and timers, messages become events, effects are carried out, and
+ * every path ends in a release. Only `Driver.apply` and `Driver.drive` replace the state,
+ * with what the reducer returned.
  *
- *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
- *   finally, non-cancellable: release every resource this run created.
+ *   validate -> loop { { state, effects, action } = step(state, event); carry out effects; event = carry out(action) }
+ *   finally, non-cancellable: release every resource this run created, then end.
  */
 import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, executionProblem, isContinuedRun, type ContinuedRun, type Execution } from './continuation';
 import { failure, FailureType, namedFailureOf } from './failures';
-import { Inbox } from './inbox';
-import { executionToken, runKey } from './naming';
+import { executionToken } from './naming';
 import { AttemptActs } from './run/attempt-acts';
-import { next, stopRun, type Command, type Context, type RunEvent } from './run/machine';
-import type { NotifyMoment } from './run/notify';
-import { NotifyLink } from './run/notify-link';
-import { freshRun } from './run/requests';
-import { Phase, record, TimelineKind, type RunState } from './run/state';
-import { Publisher } from './run/publish';
+import { finalReleases } from './run/ending';
 import { installRunHandlers } from './run/handlers';
+import { Inbox } from './run/inbox';
+import { absorb, step } from './run/machine';
+import { MemoryLink } from './run/memory-link';
+import { NotifyLink } from './run/notify-link';
+import { PlacementActs } from './run/placement-acts';
+import { ownerOf, type Action, type Context, type Effect, type RunEvent } from './run/protocol';
+import { Publisher } from './run/publish';
+import { Releases } from './run/releases';
+import { freshRun } from './run/requests';
+import { Phase, type RunState } from './run/state';
+import { TeamLink } from './run/team-link';
 import { resultOf, type RunResult } from './run/views';
 import { runActivities } from './run-activities';
 import type { RunSpec, RunSpecInput } from './spec';
-import { costRefreshAt } from './run/cost-refresh';
-import { TeamLink } from './teams/run-link';
-import { MemoryLink } from './run/memory-link';
-import { PlacementActs } from './run/placement-acts';
-import { Releases } from './run/releases';
 import { continueOnCurrentVersion, newVersionCurrent } from './versions';
 
 export type { ContinuedRun };
@@ -36,6 +38,8 @@ const LOG_TAIL_LINES = 20;
 
 /** How long an ending run waits for its last notifications to be answered. */
 const FINAL_DELIVERY_WAIT_MS = 5 * 60 * 1000;
+
+type Ended = Extract<RunEvent, { kind: 'ended' }>;
 
 export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<RunResult> {
   const info = workflowInfo();
@@ -47,33 +51,25 @@ export async function trainingRun(input: RunSpecInput | ContinuedRun): Promise<R
   const { spec, state } = isContinuedRun(input) ? acceptContinuation(input, started) : freshRun(input, info.workflowId, Date.now());
   const run = new Driver(spec, state, execution);
   run.installHandlers();
-  let continuing = false;
-  let failed: NotifyMoment | undefined;
+  let ended: Ended | undefined = { kind: 'ended', phase: Phase.Completed };
   try {
     return await run.drive();
   } catch (err) {
-    if (err instanceof ContinueAsNew) continuing = true;
+    if (err instanceof ContinueAsNew) ended = undefined;
     else {
       const named = namedFailureOf(err);
-      stopRun(state, isCancellation(err) ? Phase.Cancelled : Phase.Failed, named?.message ?? String(err), Date.now());
-      if (!isCancellation(err)) failed = { kind: 'ended', phase: Phase.Failed, failure: named?.type, message: named?.message ?? String(err) };
+      const message = named?.message ?? String(err);
+      const phase = isCancellation(err) ? Phase.Cancelled : Phase.Failed;
+      await run.apply({ kind: 'stopped', phase, reason: message });
+      ended = phase === Phase.Cancelled ? { kind: 'ended', phase } : { kind: 'ended', phase, failure: named?.type, message };
     }
     throw err;
   } finally {
     // Runs on success, failure and cancellation alike, and cannot itself be cancelled.
     // A continue-as-new hands the live resource over to the next run instead.
-    if (!continuing) {
-      await CancellationScope.nonCancellable(async () => {
-        try {
-          await run.releaseAll();
-        } finally {
-          // The team gets its GPUs back before the run waits for its last notifications.
-          await run.endRun();
-        }
-        await run.memories.settled();
-        if (failed) run.notify.tell(failed);
-        await run.notify.settled(FINAL_DELIVERY_WAIT_MS);
-      });
+    if (ended) {
+      const end = ended;
+      await CancellationScope.nonCancellable(() => run.end(end));
     }
   }
 }
@@ -83,27 +79,25 @@ class Driver {
   private readonly inbox = new Inbox();
   private readonly attemptsAtStart: number;
   private readonly team: TeamLink;
-  readonly memories: MemoryLink;
-  private readonly shown: Publisher;
+  private readonly memories = new MemoryLink();
+  private readonly shown = new Publisher();
   private readonly attempt: AttemptActs;
   private readonly placement: PlacementActs;
-  readonly notify: NotifyLink;
+  private readonly notify = new NotifyLink();
   private readonly releases: Releases;
 
   constructor(
     private readonly spec: RunSpec,
-    private readonly state: RunState,
+    private state: RunState,
     private readonly execution: string,
   ) {
     this.acts = runActivities(spec.recovery.pollSeconds);
     this.attemptsAtStart = state.attempts.length;
-    this.team = new TeamLink(spec, state, this.inbox);
-    this.memories = new MemoryLink(spec, state);
-    this.placement = new PlacementActs(spec, state, this.acts, this.memories);
-    this.shown = new Publisher(spec, state);
-    this.notify = new NotifyLink(spec, state);
-    this.attempt = new AttemptActs(spec, state, this.acts, (attempt) => ({ run: runKey(workflowInfo().workflowId), execution, attempt }));
-    this.releases = new Releases(state, this.attempt, this.inbox);
+    const current = () => this.state;
+    this.team = new TeamLink(spec, current, this.inbox);
+    this.placement = new PlacementActs(spec, current, this.acts);
+    this.attempt = new AttemptActs(spec, current, this.acts, (attempt) => ownerOf({ workflowId: workflowInfo().workflowId, execution }, attempt));
+    this.releases = new Releases(this.attempt, this.inbox);
   }
 
   private context(): Context {
@@ -112,48 +106,48 @@ class Driver {
   }
 
   installHandlers(): void {
-    installRunHandlers(this.spec, this.state, this.inbox);
+    installRunHandlers(this.spec, () => this.state, (event) => this.apply(event), this.inbox);
     this.team.installHandlers();
+  }
+
+  /** Folds in what arrives beside the loop (an update, a release at the end) and carries out its effects. */
+  async apply(event: RunEvent): Promise<void> {
+    const { state, effects } = absorb(this.state, this.spec, event, this.context());
+    this.state = state;
+    await this.perform(effects);
   }
 
   async drive(): Promise<RunResult> {
     let event: RunEvent = { kind: 'start' };
     for (;;) {
-      let command = next(this.state, this.spec, event, this.context());
-      // An attempt's ledger line is final once its release is folded in: the team records it.
-      this.team.billed(event.kind === 'released');
-      this.shown.attributesAndDetails();
-      this.notify.tell({ kind: 'step' });
-      await this.memories.tell();
-      if (command.kind === 'complete') {
-        this.notify.tell({ kind: 'ended', phase: Phase.Completed });
-        return resultOf(this.state, Date.now());
-      }
-      if (command.kind === 'wait') command = { ...command, untilMs: this.notify.wakeAt(command.untilMs) };
-      event = await this.carryOut(command);
+      const { state, effects, action } = step(this.state, this.spec, event, this.context());
+      this.state = state;
+      await this.perform(effects);
+      if (action.kind === 'complete') return resultOf(this.state, Date.now());
+      event = await this.carryOut(action);
     }
   }
 
-  private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
-    switch (command.kind) {
+  private async carryOut(action: Exclude<Action, { kind: 'complete' }>): Promise<RunEvent> {
+    switch (action.kind) {
       case 'check':
         return this.placement.check();
       case 'find-capacity':
         return this.placement.findCapacity();
       case 'read-zone-memory':
-        return { kind: 'zone-memory', memory: await this.memories.zones.read() };
+        return { kind: 'zone-memory', memory: await this.memories.readZones(this.spec) };
       case 'set-checkpoint-interval':
-        return this.attempt.setInterval(command.attempt, command.interval);
+        return this.attempt.setInterval(action.attempt, action.interval);
       case 'provision':
-        return this.attempt.provision(command.attempt);
+        return this.attempt.provision(action.attempt);
       case 'release':
-        return command.beside ? this.releases.beside(command.attempt, command.createMayBeInFlight) : this.attempt.release(command.attempt, command.createMayBeInFlight);
+        return action.beside ? this.releases.beside(action.attempt, action.createMayBeInFlight) : this.attempt.release(action.attempt, action.createMayBeInFlight);
       case 'look':
-        return this.attempt.look(command.attempt);
+        return this.attempt.look(action.attempt);
       case 'ask-move':
-        return this.attempt.askMove(command.attempt);
+        return this.attempt.askMove(action.attempt);
       case 'wait':
-        return this.inbox.next(this.refreshingCost(command.untilMs));
+        return this.inbox.next(action.untilMs);
       case 'ask-admission':
         return this.team.ask();
       case 'ensure-observer':
@@ -164,10 +158,36 @@ class Driver {
         await condition(allHandlersFinished);
         // News that came while this execution settled is its own to absorb: the next would never hear of it.
         if (this.inbox.pending()) return this.inbox.next();
-        record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
+        await this.apply({ kind: 'continuing' });
         return continueOnCurrentVersion<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
-        throw await this.failureOf(command);
+        throw await this.failureOf(action);
+    }
+  }
+
+  /** Carries out a step's effects: none is answered, and only the team's end is waited for. */
+  private async perform(effects: readonly Effect[]): Promise<void> {
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case 'publish':
+          this.shown.show(effect);
+          break;
+        case 'notify':
+          this.notify.deliver(effect.events, this.spec.notify?.webhooks ?? [], (failed) => void this.apply(failed));
+          break;
+        case 'report-spend':
+          this.team.reportSpend(effect.team, effect.totalUsd);
+          break;
+        case 'tell-memories':
+          this.memories.tell(this.spec.backend, effect.outcomes, effect.samples);
+          break;
+        case 'team-ended':
+          await this.team.ended(effect.team, effect.totalUsd);
+          break;
+        case 'cost-memo':
+          this.shown.costMemo(effect.memo);
+          break;
+      }
     }
   }
 
@@ -175,36 +195,32 @@ class Driver {
    * The run's failure; where an attempt's agent or command failed, with the last lines of
    * its log in the details (a payload, so encrypted like the rest: the message is not).
    */
-  private async failureOf(command: Extract<Command, { kind: 'fail' }>) {
-    if (command.logTailOf === undefined) return failure(command.failure, command.message, command.details);
+  private async failureOf(action: Extract<Action, { kind: 'fail' }>) {
+    if (action.logTailOf === undefined) return failure(action.failure, action.message, action.details);
     const logTail = await this.acts.logs
-      .attemptLogTail({ checkpointUri: this.spec.checkpoint.uri, workflowId: workflowInfo().workflowId, attempt: command.logTailOf, lines: LOG_TAIL_LINES })
+      .attemptLogTail({ checkpointUri: this.spec.checkpoint.uri, workflowId: workflowInfo().workflowId, attempt: action.logTailOf, lines: LOG_TAIL_LINES })
       .catch(() => [] as string[]);
-    const details = { ...(typeof command.details === 'object' && command.details !== null ? command.details : {}), attempt: command.logTailOf, logTail };
+    const details = { ...(typeof action.details === 'object' && action.details !== null ? action.details : {}), attempt: action.logTailOf, logTail };
     const where = logTail.length > 0 ? `; its log's last ${logTail.length} lines are in this failure's details` : '';
-    return failure(command.failure, `${command.message}${where} (all of it: sterna logs ${workflowInfo().workflowId} --attempt ${command.logTailOf})`, details);
+    return failure(action.failure, `${action.message}${where} (all of it: sterna logs ${workflowInfo().workflowId} --attempt ${action.logTailOf})`, details);
   }
 
-  /** While a resource is billed, wake at least every few minutes so the cost shown stays current. */
-  private refreshingCost(untilMs: number | undefined): number | undefined {
-    const billing = this.state.attempts.some((a) => a.startedAt && !a.stoppedAt);
-    return billing ? costRefreshAt(untilMs, Date.now()) : untilMs;
-  }
-
-  /** Releases, in parallel, every attempt not yet released (the run is ending); one already being released is waited for. */
-  async releaseAll(): Promise<void> {
-    if (this.state.attempts.every((a) => a.released)) return;
-    const phase = this.state.phase;
-    this.state.phase = Phase.Releasing;
-    await this.releases.all();
-    this.state.phase = phase === Phase.Releasing ? Phase.Failed : phase;
-    this.shown.attributesAndDetails();
-    await this.memories.tell();
-  }
-
-  /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */
-  async endRun(): Promise<void> {
-    await this.team.ended();
-    this.shown.costMemo();
+  /**
+   * The run is over, however it ended: every attempt not yet released is, in parallel
+   * (one already being released is waited for); then its team gets its GPUs back and its
+   * final spend, the cost report its memo, and the run waits for its last notifications.
+   */
+  async end(ended: Ended): Promise<void> {
+    try {
+      const pending = finalReleases(this.state);
+      if (pending.length > 0) {
+        await this.apply({ kind: 'releasing-all' });
+        for (const released of await this.releases.all(pending)) await this.apply(released);
+      }
+    } finally {
+      await this.apply(ended);
+    }
+    await this.memories.settled();
+    await this.notify.settled(FINAL_DELIVERY_WAIT_MS);
   }
 }

@@ -3,6 +3,7 @@
  * (no Map, Set, Date or class) because it crosses Temporal's payload boundary and is
  * carried through continue-as-new.
  */
+import type { Owner } from './naming';
 
 /**
  * How a VM is bought: spot (cheap, preemptible), on demand (dear, certain), or flex-start
@@ -119,4 +120,19 @@ export interface WorkdirRef {
 export interface RunningWindow {
   startedAt?: string;
   stoppedAt?: string;
+}
+
+/**
+ * What the fleet observer (or the run's own fallback look) saw of one resource: sent to
+ * the run whose workflow id the resource names. The run acts on it only when `name` and
+ * `owner` are its live attempt's; anything else is ignored.
+ */
+export interface ResourceObservation {
+  name: string;
+  owner: Owner;
+  /** ISO time of the look. */
+  at: string;
+  snapshot: AgentSnapshot;
+  /** From the fleet observer: the longest it stays silent towards a run while it is alive (seconds). */
+  quietSeconds?: number;
 }

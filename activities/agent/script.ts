@@ -8,9 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AgentInputs } from '../../workflows/activity-contract';
-import { parseSecretRef, SecretScheme, secretManagerPath } from '../../workflows/secrets';
-import type { CheckpointRef, GpuReading } from '../../workflows/types';
+import { type AgentInputs, type CheckpointRef, type GpuReading, parseSecretRef, secretManagerPath, SecretScheme } from '../../workflows/api';
 
 export type { AgentInputs };
 

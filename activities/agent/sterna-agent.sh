@@ -622,6 +622,32 @@ log_tail_of() { # log_tail_of FILE -> its last lines into the log
   while IFS= read -r line; do log "  $line"; done < <(tail -n 8 -- "$1" 2>/dev/null)
 }
 
+# An image may run as a user other than root (USER in its Dockerfile), who could not write
+# the work directory the agent (root) made: the workdir unpacked there, .deps a setup
+# installs into, checkpoints/, STERNA_PROGRESS_FILE. So the work directory is shared with
+# the container through a group, as Kubernetes shares a volume with a pod's fsGroup: the
+# tree gets group SHARE_GID with group write, its directories setgid (what is made in them
+# later stays in the group), and the container's user gets the group (--group-add). The
+# agent's own state (.sterna: the log spool, the env file) stays root's; of it, the
+# command writes only the progress file and the entry's step file, made beforehand and
+# shared alone, and reads the resume checkpoint. Nothing changes for an image run as root.
+SHARE_GID=2000
+CTR_SHARE=()
+share_work_dir() { # share_work_dir IMAGE -> CTR_SHARE: the container's extra group, when IMAGE's user is not root
+  local user
+  user="$("${CTR[@]}" image inspect --format '{{.Config.User}}' "$1" 2>/dev/null)" || user=""
+  case "$user" in '' | root | 0 | root:* | 0:*) return 0 ;; esac
+  : > "$STATE/progress" && : > "$ENTRY_STEP" \
+    && find "$WORK" -path "$STATE" -prune -o -exec chgrp -h -- "$SHARE_GID" {} + \
+    && find "$WORK" -path "$STATE" -prune -o -type d -exec chmod -- g+rwxs {} + -o -type f -exec chmod -- g+rw {} + \
+    && chgrp -- "$SHARE_GID" "$STATE/progress" "$ENTRY_STEP" ${RESUME_FROM:+"$RESUME_FROM"} \
+    && chmod -- g+rw "$STATE/progress" "$ENTRY_STEP" \
+    && { [ -z "$RESUME_FROM" ] || chmod -- g+r "$RESUME_FROM"; } \
+    || container_failed 74 "the image $1 runs as user $user, and the work directory $WORK could not be shared with it (group $SHARE_GID)"
+  CTR_SHARE=(--group-add "$SHARE_GID")
+  log "the image runs as user $user: the work directory is shared with it through group $SHARE_GID"
+}
+
 prepare_container() { # prepare_container IMAGE DIR -> CONTAINER, created from IMAGE (pulled if missing), DIR its cwd
   local image="$1" dir="$2" out="$STATE/container.out" envfile="$STATE/container.env" kv name args
   # Malformed inputs, as refuse_input says (65), but with the preemption watcher already running.
@@ -636,6 +662,7 @@ prepare_container() { # prepare_container IMAGE DIR -> CONTAINER, created from I
       container_failed 72 "the image $image could not be pulled (${CTR[0]} pull, above): it does not exist, or this VM may not read it; check the reference and that the VM's service account can read the registry"
     fi
   fi
+  share_work_dir "$image"
   # Ordinary variables go in a file only root can read (no value on a command line),
   # deleted once the container holds them; a value on two lines would forge a variable.
   for kv in "${TRAINER_ENV[@]}"; do
@@ -644,7 +671,7 @@ prepare_container() { # prepare_container IMAGE DIR -> CONTAINER, created from I
   (umask 077 && printf '%s\n' "${TRAINER_ENV[@]}" > "$envfile") || container_failed 74 "could not write $envfile"
   args=(create --env-file "$envfile" --label "sterna.run-id=$RUN_ID" --label "sterna.attempt=$ATTEMPT"
     --network host --ipc host --pids-limit -1 --stop-timeout 30
-    --volume "$WORK:$WORK" --workdir "$dir" --entrypoint /bin/sh)
+    --volume "$WORK:$WORK" --workdir "$dir" --entrypoint /bin/sh ${CTR_SHARE[@]+"${CTR_SHARE[@]}"})
   case "$dir/" in "$WORK"/*) ;; *) args+=(--volume "$dir:$dir") ;; esac
   # The VM's GPUs: docker's NVIDIA runtime (--gpus), podman's CDI devices (nvidia-ctk cdi generate).
   if compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
@@ -680,7 +707,8 @@ run_setup() { # the setup commands, once; ends the agent (71) when one fails
   local out=1 err=2 pid code step="" shown="" stopped=0 annotators=() a t
   publish phase setup
   log "setup: ${#SETUP[@]} command(s)${CONTAINER:+ in the container}"
-  rm -f -- "$ENTRY_STEP"
+  # Emptied, not removed: a container run as another user may write the file, not make it.
+  : > "$ENTRY_STEP"
   if [ -n "$LOG_SPOOL" ]; then
     rm -f -- "$STATE/setup-out.fifo" "$STATE/setup-err.fifo"
     if mkfifo -- "$STATE/setup-out.fifo" "$STATE/setup-err.fifo"; then

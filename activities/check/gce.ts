@@ -15,10 +15,7 @@
  * skips it), and blocking when no choice has: then the run could only fail, zone by zone.
  */
 import { quotaMetric as catalogQuotaMetric } from '../../config/catalog';
-import type { Finding } from '../../workflows/checks';
-import type { CapacityRequest } from '../../workflows/activity-contract';
-import { ProvisioningModel } from '../../workflows/types';
-import { regionOf } from '../../workflows/region';
+import { type CapacityRequest, type Finding, ProvisioningModel, regionOf } from '../../workflows/api';
 import type { ComputeClients } from '../providers/gce-clients';
 import { isTransient } from '../providers/transient';
 

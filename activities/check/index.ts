@@ -3,7 +3,7 @@
  * known before any VM exists, each answered with a finding (workflows/checks.ts) that
  * names the problem and the fix a user would run.
  *
- *   codec-key                          a payload encryption key is configured (config/codec-keys.ts)
+ *   codec-key                          a payload encryption key is configured (codec/keys.ts)
  *   temporal:server / :namespace / :search-attributes
  *                                      the server answers, the namespace exists, Sterna's
  *                                      search attributes are registered with their types
@@ -16,6 +16,7 @@
  *   bucket:gs://<b>                    the checkpoint and dataset buckets exist and can be
  *                                      read (and, for checkpoints, written)
  *   image                              the image reference is well formed
+ *   workdir:gs://<b>/…/<sha256>.tar.gz the spec's uploaded workdir is in the bucket (./workdir.ts)
  *
  * Without a spec: the environment's checks only (keys, Temporal, every configured backend,
  * one GPU of GPUS_ALL_REGIONS). Each group has a deadline; nothing is created or written.
@@ -24,18 +25,15 @@
  *   activities: { ...createCheckActivities(targets) }  // checkBeforeRun({ spec }) -> Finding[]
  */
 import { activityNamespace } from '../namespaces';
-import { CodecKeyError, loadCodecKeys } from '../../config/codec-keys';
+import { CodecKeyError, loadCodecKeys } from '../../codec/keys';
 import { LRUCache } from 'lru-cache';
-import type { CheckActivities } from '../../workflows/activity-contract';
-import type { Finding } from '../../workflows/checks';
-import { imageReferenceProblem } from '../../workflows/image-reference';
-import { modelsOf } from '../../workflows/pricing';
-import type { RunSpec } from '../../workflows/spec';
+import { type CheckActivities, type Finding, imageReferenceProblem, modelsOf, type RunSpec } from '../../workflows/api';
 import { withDeadline } from '../providers/transient';
 import { checkGce, type GceTarget, type GpuNeed } from './gce';
 import { checkKube, type KubeTarget } from './kube';
 import { bucketUses, checkBuckets, type StorageTarget } from './storage';
 import { checkTemporal, type TemporalTarget } from './temporal';
+import { checkWorkdirObject } from './workdir';
 
 export type { GceTarget, KubeTarget, StorageTarget, TemporalTarget };
 
@@ -46,7 +44,7 @@ export interface CheckTargets {
   storage?: StorageTarget;
   /** Opens the Temporal connection to check (its failure is a finding); absent: not checked. */
   temporal?: { connect: () => Promise<TemporalTarget>; address?: string };
-  /** Where the codec keys are read from (config/codec-keys.ts). */
+  /** Where the codec keys are read from (codec/keys.ts). */
   env: NodeJS.ProcessEnv;
   /** The longest one group of checks may take (default 30 s). */
   timeoutMs?: number;
@@ -77,6 +75,14 @@ export async function runChecks(spec: RunSpec | undefined, targets: CheckTargets
         ? bounded('bucket', () => checkBuckets(storage, buckets))
         : Promise.resolve(buckets.map((b) => ({ check: `bucket:gs://${b.bucket}`, ok: true, problem: 'not checked: no storage API is configured here (STERNA_STORAGE_LOCATIONS=off)' }))),
     );
+    const workdir = spec.workdir;
+    if (workdir !== undefined) {
+      groups.push(
+        storage
+          ? bounded(`workdir:${workdir.uri}`, async () => [await checkWorkdirObject(storage, workdir)])
+          : Promise.resolve([{ check: `workdir:${workdir.uri}`, ok: true, problem: 'not checked: no storage API is configured here (STERNA_STORAGE_LOCATIONS=off)' }]),
+      );
+    }
     if (spec.image !== undefined) {
       const problem = imageReferenceProblem(spec.image);
       groups.push(Promise.resolve([problem ? { check: 'image', ok: false, problem, fix: 'correct the spec\'s image' } : { check: 'image', ok: true }]));
@@ -90,7 +96,7 @@ export const CHECK_CACHE_MS = 60_000;
 
 /**
  * The activity a run's first step calls (see the module comment). Runs that need the same
- * (backend, GPUs, regions, buckets, image) within CHECK_CACHE_MS share one answer, so a
+ * (backend, GPUs, regions, buckets, image, workdir) within CHECK_CACHE_MS share one answer, so a
  * thousand runs started together cost the project's read quota a handful of reads.
  */
 export function createCheckActivities(targets: CheckTargets | undefined): CheckActivities {
@@ -99,7 +105,7 @@ export function createCheckActivities(targets: CheckTargets | undefined): CheckA
   return {
     checkBeforeRun({ spec }) {
       // Per namespace too: each team's namespace has its own search attributes to check.
-      const key = JSON.stringify([activityNamespace() ?? null, spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null]);
+      const key = JSON.stringify([activityNamespace() ?? null, spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null, spec.workdir?.uri ?? null]);
       let answer = answers.get(key);
       if (!answer) {
         answer = runChecks(spec, targets);

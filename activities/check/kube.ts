@@ -4,7 +4,7 @@
  * through @kubernetes/client-node as the GKE provider makes its calls.
  */
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import type { Finding } from '../../workflows/checks';
+import type { Finding } from '../../workflows/api';
 
 export interface KubeTarget {
   /** Loads the worker's kubeconfig (a file that cannot be read is a finding). */

@@ -10,8 +10,7 @@
  * VMs act as their own service account, which needs the same roles: the fix names it when
  * the worker is configured with one.
  */
-import type { Finding } from '../../workflows/checks';
-import { isBucketName } from '../../workflows/storage-uri';
+import { type Finding, isBucketName } from '../../workflows/api';
 import type { AuthorizedRequester } from '../storage';
 
 const READ = ['storage.objects.get', 'storage.objects.list'];

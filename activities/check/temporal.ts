@@ -8,8 +8,7 @@
  * worker's NativeConnection both carry.
  */
 import { temporal } from '@temporalio/proto';
-import type { Finding } from '../../workflows/checks';
-import { CLI_TYPE_NAMES, searchAttributeCreateCommands, sternaSearchAttributes } from '../../workflows/search-attributes';
+import { CLI_TYPE_NAMES, type Finding, searchAttributeCreateCommands, sternaSearchAttributes } from '../../workflows/api';
 
 type OperatorService = temporal.api.operatorservice.v1.OperatorService;
 const IndexedValueType = temporal.api.enums.v1.IndexedValueType;

@@ -6,7 +6,7 @@
  * ways (longer: a lost observer is noticed late; shorter: a signal to every run more
  * often), so it is the worker's own.
  */
-import { DEFAULT_FLEET_SETTINGS, type FleetSettings } from '../../workflows/fleet/contract';
+import { DEFAULT_FLEET_SETTINGS, type FleetSettings } from '../../workflows/api';
 
 type Bound = 'at-least' | 'at-most' | 'exactly';
 

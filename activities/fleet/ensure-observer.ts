@@ -6,13 +6,10 @@
  * it cannot end for idleness just as a new resource appears.
  */
 import type { Client } from '@temporalio/client';
-import { observerWorkflowId, type EnsureObserverResult, type FleetObserverInput, type FleetSettings, type ObserverOptions } from '../../workflows/fleet/contract';
-import { DEFAULT_OBSERVER_OPTIONS } from '../../workflows/fleet/options';
+import { type Backend, DEFAULT_OBSERVER_OPTIONS, type EnsureObserverResult, type FleetObserverInput, type FleetSettings, type ObserverOptions, observerWantedSignal, observerWorkflowId } from '../../workflows/api';
+import type { fleetObserver } from '../../workflows';
 
 export type { ObserverOptions };
-import type { fleetObserver } from '../../workflows/fleet/observer';
-import { observerWantedSignal } from '../../workflows/fleet/messages';
-import type { Backend } from '../../workflows/types';
 
 export { DEFAULT_OBSERVER_OPTIONS };
 

@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type { FleetActivities } from '../../workflows/fleet/contract';
+import { type Backend, DEFAULT_FLEET_SETTINGS, type FleetActivities, zoneMemoryWorkflowId } from '../../workflows/api';
 import type { Providers } from '../index';
 import type { ComputeProvider } from '../providers/provider';
 import { boundSettings } from './bounds';
@@ -14,9 +14,6 @@ import { startObserver, type ObserverOptions } from './ensure-observer';
 import { signalWithClient, signalWithLocator, watchFleet, type SignalRun } from './watch';
 import { NamespaceClients, RunLocator } from '../namespaces';
 import { tellZoneMemory } from '../zones/client';
-import { zoneMemoryWorkflowId } from '../../workflows/zones/contract';
-import { DEFAULT_FLEET_SETTINGS } from '../../workflows/fleet/contract';
-import type { Backend } from '../../workflows/types';
 
 export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
 

@@ -6,9 +6,7 @@
  * checkpoint's URI and digest); what was told to the run stays, so nothing is told
  * twice, and a resource whose news was not yet delivered is marked for a fresh read.
  */
-import { resourceKey, type AgentValues, type CarriedMemory, type Lifecycle } from '../../workflows/fleet/contract';
-import type { Owner } from '../../workflows/naming';
-import type { Backend, ResourceRef } from '../../workflows/types';
+import { type AgentValues, type Backend, type CarriedMemory, type Lifecycle, type Owner, resourceKey, type ResourceRef } from '../../workflows/api';
 
 /** Why the agent must be read before its next regular turn. */
 export const ReadDue = {

@@ -17,9 +17,7 @@
  * leaves a reserve of tokens for the first two. So a small fleet is read about once a
  * minute, a large one as often as the budget allows, and a wave of preemptions at once.
  */
-import { DEFAULT_FLEET_SETTINGS, resourceKey, type AgentValues, type FleetSettings, type Lifecycle } from '../../workflows/fleet/contract';
-import type { ResourceObservation } from '../../workflows/messages';
-import type { ResourceRef } from '../../workflows/types';
+import { type AgentValues, DEFAULT_FLEET_SETTINGS, type FleetSettings, type Lifecycle, resourceKey, type ResourceObservation, type ResourceRef } from '../../workflows/api';
 import type { FleetResource } from '../providers/provider';
 import { differsFromTold, ReadDue, stateDiffersFromTold, toldOf, type FleetMemory, type WatchedResource } from './memory';
 

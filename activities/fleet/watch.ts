@@ -12,16 +12,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { DEFAULT_FLEET_SETTINGS, resourceKey, type WatchFleetInput, type WatchFleetResult, type WatchStats } from '../../workflows/fleet/contract';
-import { observationSignal, type ResourceObservation } from '../../workflows/messages';
-import type { ResourceRef } from '../../workflows/types';
+import { DEFAULT_FLEET_SETTINGS, observationSignal, resourceKey, type ResourceObservation, type ResourceRef, type WatchFleetInput, type WatchFleetResult, type WatchStats, type ZoneOutcome } from '../../workflows/api';
 import type { ComputeProvider } from '../providers/provider';
 import { carry, resume, type FleetMemory } from './memory';
 import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, Tell, type LookResults } from './planner';
 import { fleetPreemptions } from '../zones/from-fleet';
 import { mapLimited } from '../map-limited';
 import type { RunLocator } from '../namespaces';
-import type { ZoneOutcome } from '../../workflows/zones/memory';
 
 /** Reads and signals in flight at once. */
 const CONCURRENCY = 16;

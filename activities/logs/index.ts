@@ -7,7 +7,7 @@
  *   const tail = await attemptLogTail({ checkpointUri: spec.checkpoint.uri, workflowId, attempt: 3, lines: 20 }, logStoreSettingsFor(config));
  */
 import type { WorkerConfig } from '../../config/worker-config';
-import type { LogActivities } from '../../workflows/activity-contract';
+import type { LogActivities } from '../../workflows/api';
 import { runStoragePrefix, type LogLine } from './layout';
 import { lastLines } from './reader';
 import { logStoreFor, type LogStoreSettings } from './store';

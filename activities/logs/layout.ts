@@ -16,14 +16,14 @@
  * where stream is `out` or `err` (the command's stdout / stderr), `agent` (the agent's
  * own log), or another lowercase name (setup's).
  */
-import { runKey } from '../../workflows/naming';
+import { runKey } from '../../workflows/api';
 
 /** The agent's own lines: what it did and why it stopped (a preemption notice...). */
 export const AGENT_STREAM = 'agent';
 
 /**
  * The run's checkpoint prefix, as the run gives it to its agent (workflows/run/requests.ts
- * `provisionRequest`: agent.checkpointUri; test/logs-layout.test.ts holds the two equal).
+ * `provisionRequest`: agent.checkpointUri; test/stack/logs.test.ts holds the two equal).
  */
 export function runStoragePrefix(checkpointUri: string, workflowId: string): string {
   return `${checkpointUri.replace(/\/+$/, '')}/${runKey(workflowId)}`;

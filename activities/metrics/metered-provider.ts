@@ -7,10 +7,7 @@
  * worker provisions it, or from a fleet listing (the run only); a resource another worker
  * provisioned is counted with accelerator "unknown" and no cost.
  */
-import { gangSize } from '../../workflows/run/gang';
-import { namedFailureOf } from '../../workflows/failures';
-import type { AgentValues } from '../../workflows/fleet/contract';
-import type { AgentSnapshot, ResourceRef } from '../../workflows/types';
+import { type AgentSnapshot, type AgentValues, gangSize, namedFailureOf, type ResourceRef } from '../../workflows/api';
 import type { Providers } from '../index';
 import type { ComputeProvider } from '../providers/provider';
 import type { SternaMetrics } from './registry';

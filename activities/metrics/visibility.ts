@@ -5,7 +5,7 @@
  * time, at most once per `refreshMs`, so a busy Prometheus does not load visibility.
  */
 import type { Client } from '@temporalio/client';
-import { Phase } from '../../workflows/run/state';
+import { Phase } from '../../workflows/api';
 import type { SternaMetrics } from './registry';
 
 export interface VisibilityGaugeOptions {

@@ -13,12 +13,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
-import { SternaTeam } from '../../workflows/search-attributes';
-import type { NotifyEvent } from '../../workflows/run/notify';
-import { notifyKey } from '../../workflows/run/notify';
-import { NotifyKind } from '../../workflows/run/notify-spec';
-import type { DeliveryReport, NotifyActivities, ReapedNotice } from '../../workflows/run/notify-contract';
-import { webhookEnvName, type TeamWebhooks, type WebhookTarget } from '../../workflows/run/notify-spec';
+import { type DeliveryReport, type NotifyActivities, type NotifyEvent, notifyKey, NotifyKind, type ReapedNotice, SternaTeam, type TeamWebhooks, webhookEnvName, type WebhookTarget } from '../../workflows/api';
 import { payloadFor, uiLink } from './payload';
 import { RunLocator, type NamespaceClients } from '../namespaces';
 

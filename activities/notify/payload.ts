@@ -3,8 +3,7 @@
  * incoming-webhook format Slack, Mattermost and Rocket.Chat accept) with the event kept
  * under `sterna` for anything that reads it. Pure.
  */
-import type { NotifyEvent } from '../../workflows/run/notify';
-import { WebhookFormat } from '../../workflows/run/notify-spec';
+import { type NotifyEvent, WebhookFormat } from '../../workflows/api';
 
 export type DeliveredEvent = NotifyEvent & { url?: string };
 

@@ -7,10 +7,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { throughputMemoryWorkflowId, type ThroughputActivities } from '../../workflows/plan/contract';
-import { emptyThroughputMemory, isThroughputMemory, throughputSlice, type ThroughputMemory, type ThroughputSample } from '../../workflows/plan/measured';
-import { throughputMemoryQuery, throughputSamplesSignal } from '../../workflows/plan/messages';
-import type { throughputMemory } from '../../workflows/plan/throughput-memory';
+import { emptyThroughputMemory, isThroughputMemory, type ThroughputActivities, type ThroughputMemory, throughputMemoryQuery, throughputMemoryWorkflowId, type ThroughputSample, throughputSamplesSignal, throughputSlice } from '../../workflows/api';
+import type { throughputMemory } from '../../workflows';
 
 export async function tellThroughputMemory(client: Client, request: { workflowId: string; taskQueue: string; samples: ThroughputSample[] }): Promise<void> {
   await client.workflow.signalWithStart('throughputMemory', {

@@ -7,7 +7,7 @@
  */
 import type { CloudCatalogClient } from '@google-cloud/billing';
 import { COMPUTE_ENGINE_SERVICE_ID } from '../../config/billing-skus';
-import type { PriceBookData } from '../../workflows/pricing-book/contract';
+import type { PriceBookData } from '../../workflows/api';
 import { retryTransient, withDeadline } from '../providers/transient';
 import { BookBuilder } from './book-data';
 

@@ -7,7 +7,7 @@
 import { readSku, RateModel, type SkuLike } from '../../config/billing-skus';
 import { baseRates, componentsOf, defaultCatalog, flexRateIn, hasBuiltInAccelerators, machineTypeFor, quotaMetric, rateIn, type Catalog, type RateKey } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
-import { PriceSource, type PriceBookData, type PriceStamp } from '../../workflows/pricing-book/contract';
+import { PriceSource, type PriceBookData, type PriceStamp } from '../../workflows/api';
 
 /** Builds a book from a Billing Catalog listing, one SKU at a time (Compute Engine has tens of thousands). */
 export class BookBuilder {

@@ -11,8 +11,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultCatalog, type Catalog } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
-import { PRICE_BOOK_MEMO, priceBookWorkflowId, PriceSource, type PriceBookActivities, type PriceBookInput, type PriceBookMemo, type PriceBookSettings } from '../../workflows/pricing-book/contract';
-import { priceBookQuery, refreshPricesSignal } from '../../workflows/pricing-book/messages';
+import { PRICE_BOOK_MEMO, type PriceBookActivities, type PriceBookInput, type PriceBookMemo, priceBookQuery, type PriceBookSettings, priceBookWorkflowId, PriceSource, refreshPricesSignal } from '../../workflows/api';
 import { billingErrorText, type BillingCatalog } from './billing-catalog';
 import { bookFromCatalog, bookPriceBook } from './book-data';
 

@@ -4,7 +4,7 @@
  *
  * Each generated client loads its package's descriptors for every Compute API version
  * (v1, v1beta, v1small; 2,143 v1 types alone) into one protobufjs Root. Measured
- * (bench/client-footprint.ts, with the first five services): that Root is about 35 MB of
+ * (bench/client-footprint/main.ts, with the first five services): that Root is about 35 MB of
  * the worker's heap and 80 MB of its RSS; those five services reached 192 of the v1 types,
  * and their Root was 2 MB. Projects (projects.get, for GPUS_ALL_REGIONS) brings it to 219.
  *

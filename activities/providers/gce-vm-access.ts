@@ -12,9 +12,8 @@
  *                GPU drivers built at boot are unsigned kernel modules it refuses to load
  */
 import type { protos } from '@google-cloud/compute';
-import type { AgentInputs } from '../../workflows/activity-contract';
+import { type AgentInputs, parseSecretRef, SecretScheme } from '../../workflows/api';
 import { Scope, type VmAccess } from '../../config/vm-access';
-import { parseSecretRef, SecretScheme } from '../../workflows/secrets';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 

@@ -22,12 +22,7 @@ import type { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperat
 import { computeClients, type ComputeClientOptions } from './gce-clients';
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
-import { failure, FailureType, namedFailureOf } from '../../workflows/failures';
-import { isOwnedBy, type Owner } from '../../workflows/naming';
-import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt, nodeRefs, nodeRequest } from '../../workflows/run/gang';
-import type { AgentValues } from '../../workflows/fleet/contract';
-import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
-import { regionOf } from '../../workflows/region';
+import { type AgentSnapshot, type AgentValues, DEFAULT_MASTER_PORT, failure, FailureType, gangRelease, gangSize, gangSnapshot, gangStartedAt, isOwnedBy, namedFailureOf, nodeRefs, nodeRequest, type Offer, type Owner, regionOf, type ResourceRef, type SetAgentInputOutcome } from '../../workflows/api';
 import { agentAttributes, agentScript, IMAGE_ATTRIBUTE, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
@@ -47,7 +42,6 @@ import {
   type ReleaseResult,
   type UnpricedZone,
 } from './provider';
-import type { SetAgentInputOutcome } from '../../workflows/activity-contract';
 
 type IInstance = protos.google.cloud.compute.v1.IInstance;
 type IOperation = protos.google.cloud.compute.v1.IOperation;

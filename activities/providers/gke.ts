@@ -66,15 +66,8 @@ import {
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import type { GkeConfig } from '../../config/worker-config';
-import { failure, FailureType } from '../../workflows/failures';
-import type { AgentValues } from '../../workflows/fleet/contract';
-import { fnv1a, isOwnedBy } from '../../workflows/naming';
-import { parseSecretRef, SecretScheme } from '../../workflows/secrets';
-import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
-import { regionOf } from '../../workflows/region';
+import { type AgentSnapshot, type AgentValues, devicesPerGpu, failure, FailureType, fnv1a, gpuEquivalent, type GpuSlice, isOwnedBy, nodeShare, type Offer, parseSecretRef, regionOf, type ResourceRef, sameSlice, SecretScheme, SharingStrategy, sliceKey, SliceLabel } from '../../workflows/api';
 import { agentAttributes, agentScript, parseAgentValues } from '../agent/script';
-import { devicesPerGpu, sameSlice, SharingStrategy, sliceKey, SliceLabel, type GpuSlice } from '../../workflows/gpu-slices';
-import { gpuEquivalent, nodeShare } from '../../workflows/pricing-slices';
 import { gangEnv, gangProgress, gangService, leadPod, podStarted, rankOf } from './gke-gang';
 import {
   ownerFromLabels,

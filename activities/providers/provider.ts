@@ -3,13 +3,10 @@
  * are written against it; each implementation translates its API's errors into
  * Sterna's failure types (workflows/failures.ts) at this boundary.
  */
-import type { AgentValues, Lifecycle } from '../../workflows/fleet/contract';
+import { type AgentSnapshot, type AgentValues, type CapacityFound, type CapacityRequest, type Lifecycle, type MoveAnswer, type Offer, type Owner, OwnerLabel, type ProvisioningModel, type ProvisionRequest, type ProvisionResult, type ReleaseRequest, type ReleaseResult, type ResourceRef, type SetAgentInputOutcome, type UnpricedZone } from '../../workflows/api';
 import type { PriceBook } from '../../config/price-book';
-import type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, SetAgentInputOutcome, UnpricedZone } from '../../workflows/activity-contract';
-import { OwnerLabel, type Owner } from '../../workflows/naming';
-import type { AgentSnapshot, Offer, ProvisioningModel, ResourceRef } from '../../workflows/types';
 
-export { ReleaseOutcome } from '../../workflows/activity-contract';
+export { ReleaseOutcome } from '../../workflows/api';
 export type { CapacityFound, CapacityRequest, MoveAnswer, ProvisionRequest, ProvisionResult, ReleaseRequest, ReleaseResult, UnpricedZone };
 
 /** One Sterna resource as one fleet listing shows it. */

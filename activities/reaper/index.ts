@@ -10,11 +10,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { NamespaceClients } from '../namespaces';
-import type { ReaperActivities } from '../../workflows/reaper/contract';
-import type { OwnerRun } from '../../workflows/reaper/decide';
-import { executionToken } from '../../workflows/naming';
-import { RELEASING_MEMO } from '../../workflows/run/views';
-import { SternaAttempt } from '../../workflows/search-attributes';
+import { executionToken, type OwnerRun, type ReaperActivities, RELEASING_MEMO, SternaAttempt } from '../../workflows/api';
 import type { Providers } from '../index';
 
 export { installReaperSchedule, reaperLog, REAPER_SCHEDULE_ID, runReaperOnce, type ReaperScheduleOptions } from './schedule';

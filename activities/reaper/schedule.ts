@@ -3,7 +3,7 @@
  * start, when STERNA_REAPER_INTERVAL_SECONDS is set) and by `sterna reaper`.
  */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { DEFAULT_GRACE_SECONDS, type ReaperInput, type ReaperResult } from '../../workflows/reaper/decide';
+import { DEFAULT_GRACE_SECONDS, type ReaperInput, type ReaperResult } from '../../workflows/api';
 
 /** The workflow type (workflows/reaper/reaper.ts), by name: no workflow code runs here. */
 export const REAPER_WORKFLOW_TYPE = 'sternaReaper';

@@ -14,8 +14,7 @@
  */
 import { GoogleAuth, PassThroughClient, type gaxios } from 'google-auth-library';
 import { LRUCache } from 'lru-cache';
-import type { BucketAnswer, StorageActivities } from '../../workflows/activity-contract';
-import { isBucketName } from '../../workflows/storage-uri';
+import { type BucketAnswer, isBucketName, type StorageActivities } from '../../workflows/api';
 import type { DatasetChecker } from './datasets';
 
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';

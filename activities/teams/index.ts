@@ -16,9 +16,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { mapLimited } from '../map-limited';
 import { NamespaceClients, NOT_ALLOWED } from '../namespaces';
-import type { TeamWebhooks } from '../../workflows/run/notify-spec';
-import { DEFAULT_TEAM } from '../../workflows/teams/rules';
-import { admissionOfQuery, admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, teamOfLedgerId, teamWorkflowId, type TeamActivities, type TeamInput } from '../../workflows/teams/contract';
+import { admissionOfQuery, admissionRequestSignal, admissionSignal, DEFAULT_TEAM, runEndedSignal, runSpendSignal, type TeamActivities, type TeamInput, type TeamWebhooks, teamOfLedgerId, teamWorkflowId } from '../../workflows/api';
 
 /** Describe calls in flight at once during a sweep. */
 const DESCRIBES_IN_FLIGHT = 16;

@@ -5,11 +5,8 @@
  * find every memory of a namespace (for `sterna zones`).
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { parseZoneMemoryWorkflowId } from '../../workflows/zones/contract';
-import { emptyMemory, isZoneMemory, type ZoneMemory, type ZoneOutcome } from '../../workflows/zones/memory';
-import { zoneMemoryQuery, zoneOutcomesSignal } from '../../workflows/zones/messages';
-import type { zoneMemory } from '../../workflows/zones/zone-memory';
-import type { Backend } from '../../workflows/types';
+import { type Backend, emptyMemory, isZoneMemory, parseZoneMemoryWorkflowId, type ZoneMemory, zoneMemoryQuery, type ZoneOutcome, zoneOutcomesSignal } from '../../workflows/api';
+import type { zoneMemory } from '../../workflows';
 
 export async function tellZoneMemory(client: Client, request: { workflowId: string; taskQueue: string; outcomes: ZoneOutcome[] }): Promise<void> {
   await client.workflow.signalWithStart('zoneMemory', {

@@ -6,9 +6,7 @@
  * everything by zone x accelerator x model); the memory counts a preemption told by
  * both once (by resource name).
  */
-import { resourceKey } from '../../workflows/fleet/contract';
-import { OutcomeKind, type ZoneOutcome } from '../../workflows/zones/memory';
-import { ProvisioningModel } from '../../workflows/types';
+import { OutcomeKind, ProvisioningModel, resourceKey, type ZoneOutcome } from '../../workflows/api';
 import type { FleetMemory } from '../fleet/memory';
 import type { FleetResource } from '../providers/provider';
 

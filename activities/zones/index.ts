@@ -8,9 +8,7 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Providers } from '../index';
-import type { Backend } from '../../workflows/types';
-import { zoneMemoryWorkflowId, type ZoneActivities } from '../../workflows/zones/contract';
-import { sliceFor, type ZoneMemory } from '../../workflows/zones/memory';
+import { type Backend, sliceFor, type ZoneActivities, type ZoneMemory, zoneMemoryWorkflowId } from '../../workflows/api';
 import { readZoneMemory, tellZoneMemory } from './client';
 
 export { readZoneMemory, tellZoneMemory, listZoneMemories } from './client';

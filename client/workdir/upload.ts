@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type * as GoogleAuthLibrary from 'google-auth-library';
-import type { WorkdirRef } from '../../workflows/types';
+import type { WorkdirRef } from '../../workflows/api';
 import { ClientErrorKind, SternaClientError } from '../errors';
 import type { PackedWorkdir } from './pack';
 

@@ -3,8 +3,8 @@
  * feasible mode sequence of the window (spot only where it has capacity, flex-start
  * entered only at a tick where a request is granted).
  */
-import { canEnter, IDLE, isFlexMode, modeCount, priceAt, type Problem } from '../../bench/problem';
-import { evaluate } from '../../bench/schedule';
+import { canEnter, IDLE, isFlexMode, modeCount, priceAt, type Problem } from '../../bench/policy/problem';
+import { evaluate } from '../../bench/policy/schedule';
 
 export function bruteForce(p: Problem): number {
   const modes = modeCount(p);

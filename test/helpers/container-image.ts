@@ -9,14 +9,15 @@
  *   const { podman } = await ensurePodman();
  *   const image = await testImage(podman);   // localhost/sterna-test-image:<hash>
  *   const withPython = await testImage(podman, { python: true });   // and Debian's python3 with pip
+ *   const asUser = await testImage(podman, { user: '1000:1000' });   // run as a user other than root
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { sternaCacheDir } from '../../config/temporal-cli';
-import type { PodmanSetup } from '../../config/podman';
+import { sternaCacheDir } from '../../processes/temporal-cli';
+import type { PodmanSetup } from '../../processes/podman';
 
 const run = promisify(execFile);
 
@@ -58,6 +59,8 @@ export interface TestImageOptions {
   programs?: readonly string[];
   /** Python 3.11 and pip from this machine's Debian packages (python3, python3-pip). */
   python?: boolean;
+  /** The image's USER (e.g. "1000:1000"), as a Dockerfile's USER sets it; root when absent. */
+  user?: string;
 }
 
 /** Every regular file under `dir`, skipping what `skip` names. */
@@ -95,7 +98,8 @@ export async function testImage(podman: PodmanSetup, options: TestImageOptions =
     hash.update(`${file}\0${size}\0${mtimeMs}\0`);
   }
   const key = hash.digest('hex').slice(0, 16);
-  const tag = `localhost/sterna-test-image:${key}`;
+  // The same root file system under another user is another image (the tarball is shared).
+  const tag = `localhost/sterna-test-image:${key}${options.user ? `-user-${options.user.replace(/[^A-Za-z0-9_.-]/g, '-')}` : ''}`;
   const env = { ...process.env, ...podman.env };
   const exists = await run(podman.podman, ['image', 'exists', tag], { env }).then(() => true, () => false);
   if (exists) return tag;
@@ -125,6 +129,6 @@ export async function testImage(podman: PodmanSetup, options: TestImageOptions =
     }
   }
   // PATH as a real image sets it: podman import gives an image no environment of its own.
-  await run(podman.podman, ['import', '--quiet', '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', tarball, tag], { env });
+  await run(podman.podman, ['import', '--quiet', '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...(options.user ? ['--change', `USER ${options.user}`] : []), tarball, tag], { env });
   return tag;
 }

@@ -10,8 +10,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { sternaPayloadCodec } from '../../config/data-converter';
-import { isEncrypted } from '../../config/payload-codec';
+import { sternaPayloadCodec } from '../../codec/data-converter';
+import { isEncrypted } from '../../codec/payload-codec';
 import type { Client } from '@temporalio/client';
 import { testEnv } from './temporal';
 

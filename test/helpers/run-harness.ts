@@ -1,13 +1,15 @@
 /**
- * A run under test without a server: the same pure machine the workflow drives
- * (workflows/run/machine.ts), its state, a hand-moved clock and the last command it
- * asked for. Test files extend it with the steps their behaviour needs.
+ * A run under test without a server: the same pure reducer the workflow drives
+ * (workflows/run/machine.ts), its state (replaced at every step, as the workflow's is), a
+ * hand-moved clock, and the last action and effects it asked for. Test files extend it
+ * with the steps their behaviour needs.
  */
 import { strict as assert } from 'node:assert';
 import { executionToken, resourceName, runKey, type Owner } from '../../workflows/naming';
-import { next, type Command, type Context, type RunEvent } from '../../workflows/run/machine';
+import { absorb, step } from '../../workflows/run/machine';
+import type { Action, Context, Effect, RunEvent } from '../../workflows/run/protocol';
 import { initialState, type RunState } from '../../workflows/run/state';
-import { teamOf } from '../../workflows/teams/run-admission';
+import { teamOf } from '../../workflows/teams/rules';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../../workflows/spec';
 import type { AgentSnapshot, Offer } from '../../workflows/types';
 
@@ -47,10 +49,23 @@ export function admitted(state: RunState, spec: RunSpec, atMs = T0): RunState {
   return state;
 }
 
+/**
+ * One step of the reducer on `run`'s state: the state is replaced with the step's new one
+ * (frozen: a test, like the workflow, cannot change it in place), and its action returned.
+ */
+export function stepOn(run: { state: RunState; effects?: Effect[] }, spec: RunSpec, event: RunEvent, context: Context): Action {
+  const next = step(run.state, spec, event, context);
+  run.state = next.state;
+  run.effects = [...(run.effects ?? []), ...next.effects];
+  return next.action;
+}
+
 export class RunHarness {
-  readonly state: RunState;
+  state: RunState;
   now = T0;
-  last!: Command;
+  last!: Action;
+  /** The effects of the last `send` (what the shell would carry out beside `last`). */
+  effects: Effect[] = [];
 
   constructor(
     readonly workflowId: string,
@@ -70,10 +85,18 @@ export class RunHarness {
    */
   answersObserverAsks = true;
 
-  send(event: RunEvent): Command {
-    this.last = next(this.state, this.spec, event, this.context());
-    while (this.answersObserverAsks && this.last.kind === 'ensure-observer') this.last = next(this.state, this.spec, { kind: 'observer-asked' }, this.context());
+  send(event: RunEvent): Action {
+    this.effects = [];
+    this.last = stepOn(this, this.spec, event, this.context());
+    while (this.answersObserverAsks && this.last.kind === 'ensure-observer') this.last = stepOn(this, this.spec, { kind: 'observer-asked' }, this.context());
     return this.last;
+  }
+
+  /** Folds in what arrives beside the loop (an update, a release or the end of a stopping run), as the shell does; its effects. */
+  apply(event: RunEvent): Effect[] {
+    const next = absorb(this.state, this.spec, event, this.context());
+    this.state = next.state;
+    return next.effects;
   }
 
   /** Moves the clock to `seconds` after the run's start. */
@@ -87,7 +110,7 @@ export class RunHarness {
   }
 
   /** What a look (or the observer) saw of attempt `attempt`'s resource: running, unless `snapshot` says otherwise. */
-  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = this.owner(attempt), via: 'observer' | 'look' = 'look', quietSeconds?: number): Command {
+  observe(attempt: number, snapshot: Partial<AgentSnapshot>, owner = this.owner(attempt), via: 'observer' | 'look' = 'look', quietSeconds?: number): Action {
     return this.send({
       kind: 'observed',
       via,
@@ -109,7 +132,7 @@ export class RunHarness {
     return attempt;
   }
 
-  released(attempt: number, outcome: 'deleted' | 'absent' | 'not-ours' = 'deleted'): Command {
+  released(attempt: number, outcome: 'deleted' | 'absent' | 'not-ours' = 'deleted'): Action {
     return this.send({ kind: 'released', attempt, outcome, stoppedAt: new Date(this.now).toISOString() });
   }
 }

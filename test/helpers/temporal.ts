@@ -9,9 +9,9 @@ import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { bundleWorkflows } from '../../workers/bundle';
 import type { Providers } from '../../activities';
 import { createSternaWorker, type SternaWorkerOptions } from '../../workers/worker';
-import { freePort as anyFreePort } from '../../config/ports';
-import { sternaDataConverter } from '../../config/data-converter';
-import { startTemporalServer, type TemporalServer } from '../../config/temporal-server-process';
+import { freePort as anyFreePort } from '../../processes/ports';
+import { sternaDataConverter } from '../../codec/data-converter';
+import { startTemporalServer, type TemporalServer } from '../../processes/temporal-server-process';
 
 let started: Promise<{ server: TemporalServer; env: TestWorkflowEnvironment }> | undefined;
 let exitHook: (() => void) | undefined;

@@ -30,7 +30,8 @@
  * Waiting for capacity is not modelled: a plan prices what is offered now.
  */
 import { deadlineMs } from '../pricing';
-import { nextCandidate, triedKey } from '../run/machine';
+import { nextCandidate } from '../run/placing';
+import { triedKey } from '../run/policy-inputs';
 import { gangSize } from '../run/gang';
 import { describeSlice, type GpuSlice } from '../gpu-slices';
 import { gpuEquivalent } from '../pricing-slices';
@@ -198,9 +199,8 @@ export function missRisk(slackHours: number, meanPreemptions: number, lossHours:
 
 /** What the run would try first with these offers: the machine's own choice, on a fresh state. */
 function firstChoice(spec: RunSpec, offers: readonly Offer[], nowMs: number, memory: ZoneMemory | undefined): Offer | undefined {
-  const state = startingState(spec, 'plan', nowMs);
-  state.placement = { offers: [...offers], tried: [] };
-  state.zoneMemory = memory;
+  // A scratch state of the plan's own: the choice may note itself in it (the policy's state, a timeline line).
+  const state = { ...startingState(spec, 'plan', nowMs), placement: { offers: [...offers], tried: [] }, zoneMemory: memory };
   return nextCandidate(state, spec, nowMs);
 }
 

@@ -16,5 +16,12 @@ import { type PolicyState, decide, initialState } from './sterna';
 export * from './types';
 export { type Sighting, type ZoneQuote, liveZones } from './live-view';
 export { type PolicyState, decide, initialState } from './sterna';
+// What the benchmarks weigh the policy with: the baselines, the deadline's safety net, the zone statistics.
+export { eagerNextRegionPolicy } from './baselines/eager-next-region';
+export { onDemandPolicy } from './baselines/on-demand';
+export { uniformProgressPolicy } from './baselines/uniform-progress';
+export { isAvailable, onDemandAction, withSafetyNet } from './deadline';
+export { emptyStats, observe } from './zone-stats';
+export type { StatsTable } from './zone-stats';
 
 export const sternaPolicy: OnlinePolicy<PolicyState> = { name: 'sterna', initialState, decide };

@@ -1,7 +1,7 @@
 /**
  * What a live run can know about spot capacity at a decision point, as the policy's
  * zone observations. One rule, used by both the trace benchmark's live and fleet views
- * (bench/simulate.ts) and the trainingRun workflow's `auto` mode (workflows/auto-policy.ts):
+ * (bench/policy/simulate.ts) and the trainingRun workflow's `auto` mode (workflows/auto-policy.ts):
  *
  * - the zone of the spot instance running now has capacity (`true`);
  * - a zone in which something was seen since the last decision - this run's failed

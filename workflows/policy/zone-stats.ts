@@ -5,59 +5,9 @@
  * pooled from all zones, so a zone seen briefly borrows the others' behaviour and no
  * estimate is infinite. No constant here comes from a particular trace.
  */
-import type { Observation, ZoneObservation } from './types';
+import type { Observation, StatsTable, ZoneObservation, ZoneStats } from './types';
 
-export interface ZoneStats {
-  upHours: number;
-  downHours: number;
-  /** Transitions available -> unavailable (a running spot instance would be preempted). */
-  preemptions: number;
-  /** Transitions unavailable -> available. */
-  recoveries: number;
-  /** Last known availability and when it was seen. */
-  last: boolean | null;
-  lastSeenHours: number;
-  /** When the current run of `last` began (first seen). */
-  runStartHours: number;
-  /** False for the first run: it began before we looked, so its length is only a lower bound. */
-  sawRunStart: boolean;
-  /**
-   * The current run was followed, at some look, only by another run's sighting. Such
-   * looks come by chance, so a run followed along them to its end was kept because it was
-   * short (each look it needed had to happen): its length is not recorded.
-   */
-  sampled?: true;
-  /**
-   * When the looks since this hour all found the state seen now, with gaps between
-   * them that others' looks bridged. The run may have held since then (see restarted).
-   */
-  streakStartHours?: number;
-}
-
-export interface StatsTable {
-  zones: Record<string, ZoneStats>;
-  /**
-   * Hours during which no zone had spot capacity, and hours in which that could be told:
-   * some zone seen and none with capacity (a live run's dry spells: all it could tell of
-   * the market).
-   */
-  allDownHours: number;
-  observedHours: number;
-  /** Whether the previous decision saw no capacity anywhere it looked (see allDownHours). */
-  allDownBefore: boolean;
-  /** Whether the previous decision could tell (see allDownHours): the time since counts as observed. */
-  allSeenBefore?: boolean;
-  lastNowHours: number | null;
-  /** Lengths (hours) of completed runs of capacity and of its absence, pooled over zones, most recent last. */
-  upRuns: number[];
-  downRuns: number[];
-  /**
-   * Hours capacity lasted from when it was first seen (not its start) to its end: what a
-   * launch into capacity found at an arbitrary moment - a probe - gets. A live run learns
-   * most of its uptime this way. Absent in states written before it existed.
-   */
-  upResiduals?: number[];
-}
+export type { StatsTable, ZoneStats };
 
 /** A memory bound for the state carried through continue-as-new, not a model parameter. */
 const MAX_RUNS = 256;

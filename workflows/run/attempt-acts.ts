@@ -9,26 +9,25 @@ import { namedFailureOf } from '../failures';
 import type { Owner } from '../naming';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
-import type { RunEvent } from './machine';
+import type { RunEvent } from './protocol';
 import { provisionRequest, provisionSummary } from './requests';
-import type { AppliedInterval, RunState } from './state';
+import type { AppliedInterval, Attempt, RunState } from './state';
 
 export class AttemptActs {
   constructor(
     private readonly spec: RunSpec,
-    private readonly state: RunState,
+    private readonly state: () => RunState,
     private readonly acts: ReturnType<typeof runActivities>,
     private readonly owner: (attempt: number) => Owner,
   ) {}
 
   async provision(number: number): Promise<RunEvent> {
-    const attempt = this.state.attempts[number - 1];
+    const attempt = this.attemptNumbered(number);
     try {
       const result = await this.acts.provision.provision.executeWithOptions({ summary: provisionSummary(attempt.offer) }, [
-        provisionRequest(this.spec, this.state, attempt, this.owner(number), Date.now()),
+        provisionRequest(this.spec, this.state(), attempt, this.owner(number), Date.now()),
       ]);
-      attempt.ref = result.ref;
-      return { kind: 'provisioned', attempt: number, startedAt: result.window.startedAt, adopted: result.adopted, ...(result.observerAsked ? { observerAsked: true } : {}) };
+      return { kind: 'provisioned', attempt: number, ref: result.ref, startedAt: result.window.startedAt, adopted: result.adopted, ...(result.observerAsked ? { observerAsked: true } : {}) };
     } catch (err) {
       const named = namedFailureOf(err);
       if (!named) throw err;
@@ -37,7 +36,7 @@ export class AttemptActs {
   }
 
   async release(number: number, createMayBeInFlight: boolean): Promise<Extract<RunEvent, { kind: 'released' }>> {
-    const attempt = this.state.attempts[number - 1];
+    const attempt = this.attemptNumbered(number);
     const result = await this.acts.release.release.executeWithOptions({ summary: `release ${attempt.ref.name} in ${attempt.ref.zone}` }, [
       { ref: attempt.ref, owner: this.owner(number), createMayBeInFlight, startedAt: attempt.startedAt },
     ]);
@@ -46,14 +45,14 @@ export class AttemptActs {
 
   /** Asks the attempt's agent for its final checkpoint before the flex-start cut (run/flex-cut.ts). */
   async askMove(number: number): Promise<RunEvent> {
-    const attempt = this.state.attempts[number - 1];
+    const attempt = this.attemptNumbered(number);
     const answer = await this.acts.quick.askMove.executeWithOptions({ summary: `ask ${attempt.ref.name} to checkpoint and stop before its cut` }, [{ ref: attempt.ref }]);
     return { kind: 'move-asked', attempt: number, ...answer };
   }
 
   /** A courtesy: an update that cannot be made leaves the attempt on the interval it has (run/live-interval.ts). */
   async setInterval(number: number, interval: AppliedInterval): Promise<RunEvent> {
-    const attempt = this.state.attempts[number - 1];
+    const attempt = this.attemptNumbered(number);
     try {
       const { outcome } = await this.acts.courtesy.setCheckpointInterval.executeWithOptions({ summary: `checkpoint every ${interval.seconds} s on ${attempt.ref.name}` }, [
         { ref: attempt.ref, owner: this.owner(number), seconds: interval.seconds },
@@ -67,8 +66,13 @@ export class AttemptActs {
   }
 
   async look(number: number): Promise<RunEvent> {
-    const attempt = this.state.attempts[number - 1];
+    const attempt = this.attemptNumbered(number);
     const snapshot = await this.acts.quick.observe.executeWithOptions({ summary: `look at ${attempt.ref.name}` }, [{ ref: attempt.ref }]);
     return { kind: 'observed', via: 'look', observation: { name: attempt.ref.name, owner: this.owner(number), at: new Date(Date.now()).toISOString(), snapshot } };
+  }
+
+  /** The attempt as the state holds it now (the state is replaced at every step, never changed). */
+  private attemptNumbered(number: number): Attempt {
+    return this.state().attempts[number - 1];
   }
 }

@@ -6,7 +6,7 @@
  * visibility without asking a worker. Pure.
  */
 import { gangSize } from './gang';
-import { teamOf } from '../teams/run-admission';
+import { teamOf } from '../teams/rules';
 import type { RunSpec } from '../spec';
 import { AttemptOutcome, type RunState } from './state';
 import { runningSeconds } from './views';

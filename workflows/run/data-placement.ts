@@ -15,7 +15,7 @@ import { runKey } from '../naming';
 import type { BucketAnswer } from '../activity-contract';
 import type { RunSpec } from '../spec';
 import type { AgentSnapshot, Offer } from '../types';
-import { record, TimelineKind, type RunState } from './state';
+import { record, TimelineKind, type RunState, type StagingProgress } from './state';
 
 /** The run's cache in `region`: its own prefix, so runs never read each other's data. */
 export function dataCacheUri(template: string, region: string, runId: string): string {
@@ -99,17 +99,6 @@ export interface StagingView {
   totalBytes?: number;
   bytesPerSecond?: number;
   etaSeconds?: number;
-}
-
-/** The latest word on staging: kept in the state (JSON-plain). */
-export interface StagingProgress {
-  attempt: number;
-  stagedBytes: number;
-  reusedBytes?: number;
-  totalBytes?: number;
-  /** Epoch ms the attempt's staging was first seen, and of the latest figure. */
-  firstAt: number;
-  at: number;
 }
 
 export function absorbStaging(state: RunState, attempt: number, s: AgentSnapshot, nowMs: number): void {

@@ -12,11 +12,11 @@
  * trainer's final checkpoint within the grace, and the run resumes from it in a new
  * attempt without counting a preemption (endings.ts `Next.Move`).
  */
+import { FLEX_START_MAX_RUN_SECONDS } from '../pricing';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { Attempt } from './state';
 
-/** GCE's longest flex-start run: 7 days. */
-export const FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600;
+export { FLEX_START_MAX_RUN_SECONDS };
 /** GCE's shortest `maxRunDuration`: an attempt requested at (or past) the run's end still gets a valid one. */
 export const FLEX_START_MIN_RUN_SECONDS = 30;
 

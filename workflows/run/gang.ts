@@ -13,9 +13,8 @@
  *   release    every node, each only if it is ours; the gang's window spans them all
  */
 import type { GangInputs, ProvisionRequest, ReleaseResult } from '../activity-contract';
-import type { ResourceObservation } from '../messages';
 import { RankLabel } from '../naming';
-import type { AgentSnapshot, Offer, ResourceRef } from '../types';
+import type { AgentSnapshot, Offer, ResourceObservation, ResourceRef } from '../types';
 
 /** The port rank 0 listens on for its peers: torchrun's default. */
 export const DEFAULT_MASTER_PORT = 29500;

@@ -1,37 +1,35 @@
 /**
- * What released attempts teach the project: how their zones behaved (the zone memory)
- * and how fast they trained (the throughput memory), told in one activity beside the
- * run's next step.
+ * The run's link to the project's memories: it reads the zone memory (placement's prior;
+ * an activity, so replay reads the same) and tells the zone and throughput memories what
+ * released attempts showed (run/effects.ts decides what), in one activity beside the
+ * run's next step. Both are courtesies: a run that cannot reach them goes on without.
  */
-import { proxyActivities } from '@temporalio/workflow';
-import { ThroughputLink } from '../plan/run-link';
+import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { ThroughputSample } from '../plan/measured';
 import type { RunSpec } from '../spec';
-import { ZoneLink } from '../zones/run-link';
+import type { Backend } from '../types';
+import type { ZoneActivities } from '../zones/contract';
+import type { ZoneMemory, ZoneOutcome } from '../zones/memory';
 import type { MemoryActivities } from './memory-contract';
-import type { RunState } from './state';
+
+// A worker built without the activities (NotFoundError) answers at once: the run goes on.
+const COURTESY: ActivityOptions = { startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } };
 
 export class MemoryLink {
-  // A worker built without the activity (NotFoundError) answers at once: the run goes on.
-  private readonly acts = proxyActivities<MemoryActivities>({ startToCloseTimeout: '30 seconds', retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } });
-  readonly zones: ZoneLink;
-  private readonly throughput: ThroughputLink;
+  private readonly acts = proxyActivities<MemoryActivities>(COURTESY);
+  private readonly zones = proxyActivities<ZoneActivities>(COURTESY);
   /** Tells still in flight: a preempted run's replacement does not wait for them. */
   private pending: Promise<unknown>[] = [];
 
-  constructor(
-    private readonly spec: RunSpec,
-    state: RunState,
-  ) {
-    this.zones = new ZoneLink(spec, state);
-    this.throughput = new ThroughputLink(spec, state);
+  /** The project's zone memory for this run's accelerators (undefined: not reachable). */
+  readZones(spec: RunSpec): Promise<ZoneMemory | undefined> {
+    const accelerators = spec.resources.accelerators.map((a) => a.type);
+    return this.zones.readZoneMemory({ backend: spec.backend, accelerators }).catch(() => undefined);
   }
 
-  /** Tells both memories what the attempts released since the last tell showed. A courtesy: failures are dropped. */
-  async tell(): Promise<void> {
-    const outcomes = this.zones.take();
-    const samples = this.throughput.take();
-    if (outcomes.length === 0 && samples.length === 0) return;
-    this.pending.push(this.acts.recordReleasedAttempts({ backend: this.spec.backend, outcomes, samples }).catch(() => undefined));
+  /** Tells both memories, without waiting. Failures are dropped. */
+  tell(backend: Backend, outcomes: ZoneOutcome[], samples: ThroughputSample[]): void {
+    this.pending.push(this.acts.recordReleasedAttempts({ backend, outcomes, samples }).catch(() => undefined));
   }
 
   /** Waits for every tell in flight (before the run continues as new or ends). */

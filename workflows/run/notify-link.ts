@@ -1,46 +1,34 @@
 /**
- * The run's link to its notifications: what is due (run/notify.ts decides) goes to
- * delivery without the run waiting for it; the run waits for what is in flight only
- * before it continues as new or ends.
+ * The run's link to its notifications: what the reducer found due (run/effects.ts) goes
+ * to delivery without the run waiting for it; the run waits for what is in flight only
+ * before it continues as new or ends. A refusal comes back as an event for the state.
  */
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
-import type { RunSpec } from '../spec';
-import { mayNotify, notificationsDue, notifyWakeAtMs, remember, type NotifyMoment } from './notify';
+import type { NotifyEvent } from './notify';
+import type { WebhookTarget } from './notify-spec';
 import { NOTIFY_ACTIVITY_OPTIONS, type NotifyActivities } from './notify-contract';
-import { record, TimelineKind, type RunState } from './state';
+import type { RunEvent } from './protocol';
+
+type Failed = Extract<RunEvent, { kind: 'notification-failed' }>;
 
 export class NotifyLink {
   private readonly acts = proxyActivities<NotifyActivities>(NOTIFY_ACTIVITY_OPTIONS);
   /** Deliveries handed out and not yet answered. */
   private inFlight = 0;
 
-  constructor(
-    private readonly spec: RunSpec,
-    private readonly state: RunState,
-  ) {}
-
-  /** Whether this run sends notifications: someone may listen. */
-  private notifies(): boolean {
-    return mayNotify(this.spec, this.state);
-  }
-
   /**
-   * Hands what is due to delivery, without waiting: the run goes on, and a webhook that is
+   * Hands `events` to delivery, without waiting: the run goes on, and a webhook that is
    * down never holds it up. The deliveries outlive a cancellation of the run.
    */
-  tell(moment: NotifyMoment): void {
-    if (!this.notifies()) return;
-    const due = notificationsDue(this.state, this.spec, moment, Date.now(), this.state.notify);
-    if (due.length === 0) return;
-    this.state.notify = remember(this.state.notify, due);
-    for (const event of due) {
+  deliver(events: readonly NotifyEvent[], webhooks: readonly WebhookTarget[], failed: (event: Failed) => void): void {
+    for (const event of events) {
       this.inFlight++;
-      void CancellationScope.nonCancellable(() => this.acts.deliverNotification({ event, webhooks: this.spec.notify?.webhooks ?? [] }))
+      void CancellationScope.nonCancellable(() => this.acts.deliverNotification({ event, webhooks: [...webhooks] }))
         .then(
           (report) => {
-            for (const f of report.failed) record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} refused by ${f.target}: ${f.problem}` });
+            for (const f of report.failed) failed({ kind: 'notification-failed', notification: event.kind, target: f.target, problem: f.problem });
           },
-          (err: unknown) => record(this.state, Date.now(), { kind: TimelineKind.Warning, event: `notification ${event.kind} not delivered: ${String(err)}` }),
+          (err: unknown) => failed({ kind: 'notification-failed', notification: event.kind, problem: String(err) }),
         )
         .finally(() => this.inFlight--);
     }
@@ -55,12 +43,5 @@ export class NotifyLink {
     if (this.inFlight === 0) return;
     if (limitMs === undefined) await condition(() => this.inFlight === 0);
     else await condition(() => this.inFlight === 0, limitMs);
-  }
-
-  /** A wait ends early when a budget or deadline warning falls due meanwhile. */
-  wakeAt(untilMs: number | undefined): number | undefined {
-    if (!this.notifies()) return untilMs;
-    const wake = notifyWakeAtMs(this.state, this.spec, Date.now(), this.state.notify);
-    return wake !== undefined && (untilMs === undefined || wake < untilMs) ? wake : untilMs;
   }
 }

@@ -18,7 +18,7 @@
  */
 import type { RunSpec } from '../spec';
 import { remainingWorkSeconds } from './limits';
-import { currentAttempt, Phase, type RunState } from './state';
+import { currentAttempt, Phase, type NotifyMemory, type RunState } from './state';
 import { NotifyKind } from './notify-spec';
 import { ledger, runningSeconds } from './views';
 
@@ -61,11 +61,6 @@ export type NotifyMoment =
   | { kind: 'step' }
   | { kind: 'ended'; phase: typeof Phase.Completed }
   | { kind: 'ended'; phase: typeof Phase.Failed; failure?: string; message: string };
-
-/** What the run remembers of its notifications: the keys already handed to delivery. */
-export interface NotifyMemory {
-  sent: string[];
-}
 
 /** True when anyone may listen: per-run webhooks, or a team (whose webhooks the worker holds). */
 /** Someone may listen: the run's own webhooks, or its team's unless the worker said the team has none. */

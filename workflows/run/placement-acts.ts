@@ -9,8 +9,7 @@ import type { RunSpec } from '../spec';
 import type { BucketAnswer, DatasetAnswer } from '../activity-contract';
 import { datasetsToCheck } from './datasets';
 import { bucketsToLocate } from './data-placement';
-import type { RunEvent } from './machine';
-import type { MemoryLink } from './memory-link';
+import type { RunEvent } from './protocol';
 import { capacityFound } from './prices';
 import { capacityRequest } from './requests';
 import type { RunState } from './state';
@@ -18,9 +17,8 @@ import type { RunState } from './state';
 export class PlacementActs {
   constructor(
     private readonly spec: RunSpec,
-    private readonly state: RunState,
+    private readonly state: () => RunState,
     private readonly acts: ReturnType<typeof runActivities>,
-    private readonly memories: MemoryLink,
   ) {}
 
   /** The checks before the run; a worker that cannot check (given nothing to check with, or the activity failed) answers nothing. */
@@ -35,7 +33,7 @@ export class PlacementActs {
 
   async findCapacity(): Promise<Extract<RunEvent, { kind: 'offers' }>> {
     const [found, bucketLocations, datasets] = await Promise.all([
-      this.acts.quick.findCapacity({ ...capacityRequest(this.spec), zoneMemoryFor: this.memories.zones.readWithCapacity() }),
+      this.acts.quick.findCapacity({ ...capacityRequest(this.spec), zoneMemoryFor: this.spec.resources.accelerators.map((a) => a.type) }),
       this.locateBuckets(),
       this.checkDatasets(),
     ]);
@@ -47,7 +45,7 @@ export class PlacementActs {
    * worker or API that cannot answer costs the run nothing: the agent finds out, as before.
    */
   private async checkDatasets(): Promise<DatasetAnswer[] | undefined> {
-    const uris = datasetsToCheck(this.spec, this.state);
+    const uris = datasetsToCheck(this.spec, this.state());
     if (uris.length === 0) return undefined;
     try {
       return await this.acts.storage.checkDatasets({ uris });
@@ -63,7 +61,7 @@ export class PlacementActs {
    * nothing but the weighing: every bucket is then "location unknown".
    */
   private async locateBuckets(): Promise<BucketAnswer[] | undefined> {
-    const buckets = bucketsToLocate(this.spec, this.state);
+    const buckets = bucketsToLocate(this.spec, this.state());
     if (buckets.length === 0) return undefined;
     try {
       return await this.acts.storage.locateBuckets({ buckets });

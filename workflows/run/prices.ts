@@ -5,20 +5,10 @@
 import type { CapacityFound, UnpricedZone } from '../activity-contract';
 import type { PriceStamp } from '../pricing-book/contract';
 import type { Offer } from '../types';
+import type { RunPrices } from './state';
 
 /** The status keeps this many unpriced zones by name (and counts the rest). */
 const UNPRICED_LISTED = 50;
-
-export interface RunPrices {
-  /** The price book's date of the last round of offers. */
-  asOf: string;
-  source: PriceStamp['source'];
-  /** Set when the Billing Catalog could not be read and the prices are older or the bundled catalog's. */
-  warning?: string;
-  /** `zone accelerator machineType` of zones that offer the accelerator but have no price. */
-  unpriced: string[];
-  unpricedCount: number;
-}
 
 /** The offers event: findCapacity's answer, read from new and pre-price-book histories (a bare Offer[]) alike. */
 export function capacityFound(result: CapacityFound | Offer[]): Omit<Partial<CapacityFound>, 'offers'> & { offers: Offer[] } {

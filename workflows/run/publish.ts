@@ -1,13 +1,14 @@
 /**
  * What a run shows outside its history: search attributes (the web UI's columns and
- * filters), the UI's current details, and the cost memo `sterna cost` reads. Each is
- * written only when what it shows has changed.
+ * filters), the UI's current details, the attempts being released, and the cost memo
+ * `sterna cost` reads. The reducer says what to show (run/effects.ts); this writes each
+ * only when it changed.
  */
 import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
-import type { RunSpec } from '../spec';
-import { costMemoOf, COST_MEMO } from './cost-refresh';
-import type { RunState } from './state';
-import { currentDetailsOf, releasingOf, RELEASING_MEMO, searchAttributesOf } from './views';
+import type { CostMemo } from './cost-refresh';
+import { COST_MEMO } from './cost-refresh';
+import type { Effect } from './protocol';
+import { RELEASING_MEMO } from './views';
 
 export class Publisher {
   private attributes = '';
@@ -15,34 +16,26 @@ export class Publisher {
   /** Nothing is released beside until a run has an attempt, so an empty list is never written. */
   private releasing = '[]';
 
-  constructor(
-    private readonly spec: RunSpec,
-    private readonly state: RunState,
-  ) {}
-
   /**
-   * The search attributes, when changed, the UI's current details, and the attempts still
-   * being released (for the reaper: written in the same workflow task as the attempt that
-   * supersedes them, so it never sees the newer attempt without them).
+   * The search attributes and the attempts still being released (for the reaper: written
+   * in the same workflow task as the attempt that supersedes them, so it never sees the
+   * newer attempt without them), when changed, and the UI's current details.
    */
-  attributesAndDetails(): void {
-    setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
-    const releasing = releasingOf(this.state);
-    const releasingKey = JSON.stringify(releasing);
+  show(shown: Extract<Effect, { kind: 'publish' }>): void {
+    setCurrentDetails(shown.details);
+    const releasingKey = JSON.stringify(shown.releasing);
     if (releasingKey !== this.releasing) {
       this.releasing = releasingKey;
-      upsertMemo({ [RELEASING_MEMO]: releasing });
+      upsertMemo({ [RELEASING_MEMO]: shown.releasing });
     }
-    const attributes = searchAttributesOf(this.state, this.spec, Date.now());
-    const key = JSON.stringify(attributes);
+    const key = JSON.stringify(shown.attributes);
     if (key === this.attributes) return;
     this.attributes = key;
-    upsertSearchAttributes(attributes);
+    upsertSearchAttributes(shown.attributes);
   }
 
   /** The run's cost summary, for `sterna cost` (a memo: listed with the run, no worker needed). */
-  costMemo(): void {
-    const memo = costMemoOf(this.state, this.spec, Date.now());
+  costMemo(memo: CostMemo): void {
     const key = JSON.stringify(memo);
     if (key === this.memo) return;
     this.memo = key;

@@ -1,14 +1,13 @@
 /**
  * A run's releases: the ones that run beside the run (an ended attempt whose guest can no
  * longer write, while the next one is placed; run/endings.ts `releaseBeside`) and the
- * final one, which waits for those still in flight rather than asking twice.
+ * final ones, which wait for those still in flight rather than asking twice.
  */
 import { CancellationScope } from '@temporalio/workflow';
 import { namedFailureOf } from '../failures';
-import type { Inbox } from '../inbox';
 import type { AttemptActs } from './attempt-acts';
-import { absorbRelease, type RunEvent } from './machine';
-import type { RunState } from './state';
+import type { Inbox } from './inbox';
+import type { RunEvent } from './protocol';
 
 type Released = Extract<RunEvent, { kind: 'released' }>;
 
@@ -16,7 +15,6 @@ export class Releases {
   private readonly inFlight = new Map<number, Promise<Released>>();
 
   constructor(
-    private readonly state: RunState,
     private readonly acts: AttemptActs,
     private readonly inbox: Inbox,
   ) {}
@@ -35,15 +33,13 @@ export class Releases {
     return { kind: 'releasing', attempt };
   }
 
-  /** The run is ending: every attempt not yet released is, in parallel, and folded into the state. */
-  async all(): Promise<void> {
-    const pending = this.state.attempts.filter((a) => !a.released);
-    const events = await Promise.all(
+  /** The run is ending: each of `pending` is released, in parallel (one in flight is waited for); their answers, in order. */
+  all(pending: readonly { attempt: number; createMayBeInFlight: boolean }[]): Promise<Released[]> {
+    return Promise.all(
       pending.map((a) => {
-        const fresh = () => this.acts.release(a.attempt, !a.createSettled);
+        const fresh = () => this.acts.release(a.attempt, a.createMayBeInFlight);
         return this.inFlight.get(a.attempt)?.catch(fresh) ?? fresh();
       }),
     );
-    for (const event of events) absorbRelease(this.state, event, Date.now());
   }
 }

@@ -1,13 +1,12 @@
 /**
  * The durable state of one training run. JSON-plain so it survives continue-as-new
- * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
+ * unchanged. The reducers (machine.ts and the phases it calls) are its only writer: each
+ * step returns a new, frozen state; views.ts reads it. Every slice of it is declared
+ * here, so the modules that fill a slice import the state, never the other way round.
  */
 import type { AutoState } from '../auto-policy';
 import type { ZoneEvent } from '../placement';
-import type { StagingProgress } from './data-placement';
-import type { NotifyMemory } from './notify';
-import type { RunPrices } from './prices';
-import type { RunAdmission } from '../teams/run-admission';
+import type { PriceStamp } from '../pricing-book/contract';
 import type { ZoneMemory } from '../zones/memory';
 import type { CheckpointRef, GpuReading, Offer, ProvisioningModel, ResourceRef } from '../types';
 
@@ -237,6 +236,51 @@ export interface RunState {
   intervalCheckAt?: number;
   /** Dataset buckets' locations from the storage API, or why each is unknown, by bucket (run/data-placement.ts). */
   bucketLocations?: Record<string, BucketLocation>;
+}
+
+/** The latest attempt's staging progress, as its agent reported it (run/data-placement.ts). */
+export interface StagingProgress {
+  attempt: number;
+  stagedBytes: number;
+  reusedBytes?: number;
+  totalBytes?: number;
+  /** Epoch ms the attempt's staging was first seen, and of the latest figure. */
+  firstAt: number;
+  at: number;
+}
+
+/** The notifications handed to delivery, by key (run/notify.ts): each is sent once. */
+export interface NotifyMemory {
+  sent: string[];
+}
+
+/** The price book behind the last round of offers (run/prices.ts). */
+export interface RunPrices {
+  /** The price book's date of the last round of offers. */
+  asOf: string;
+  source: PriceStamp['source'];
+  /** Set when the Billing Catalog could not be read and the prices are older or the bundled catalog's. */
+  warning?: string;
+  /** `zone accelerator machineType` of zones that offer the accelerator but have no price. */
+  unpriced: string[];
+  unpricedCount: number;
+}
+
+export type AdmissionStatus = 'asked' | 'queued' | 'admitted';
+
+/** What a run holds about its team admission (run/admission.ts). */
+export interface RunAdmission {
+  team: string;
+  status: AdmissionStatus;
+  /** Epoch ms of the last ask. */
+  askedAt: number;
+  /** Epoch ms of the first ask: the queue's age key. */
+  firstAskedAt: number;
+  position?: number;
+  /** Whether the worker knows webhooks for the team (absent until told). */
+  teamWebhooks?: boolean;
+  /** Epoch ms the run last told its team what it has spent (run/effects.ts). */
+  spendReportedAt?: number;
 }
 
 /** One bucket's location as the storage API gave it (`location`), or the reason it is unknown (`problem`). */

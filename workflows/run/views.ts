@@ -2,7 +2,7 @@
  * Pure views of a run's state: the cost ledger, the status the query answers, the result
  * a finished run returns.
  */
-import type { AppliedInterval, Attempt, AttemptOutcome, GpuState, Phase, RunState, TimelineEvent } from './state';
+import type { AppliedInterval, Attempt, AttemptOutcome, GpuState, Phase, RunPrices, RunState, TimelineEvent } from './state';
 import { meanUtilisation } from './gpu-util';
 import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
@@ -10,7 +10,6 @@ import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaP
 import type { RunSpec } from '../spec';
 import type { CheckpointRef, ProvisioningModel } from '../types';
 import { stagingView, type StagingView } from './data-placement';
-import type { RunPrices } from './prices';
 import { waitingFor } from './flex-start';
 import { describeShape } from '../gpu-slices';
 import { gangNodesView, gangSize } from './gang';

@@ -25,7 +25,7 @@ export interface TeamInput {
   state?: TeamState;
 }
 
-/** The teamLedger workflow as clients start it (a plain type: test/client.test.ts checks it against the workflow). */
+/** The teamLedger workflow as clients start it (a plain type: test/stack/client.test.ts checks it against the workflow). */
 export type TeamLedgerWorkflow = (input: TeamInput) => Promise<void>;
 
 /** A run asks to start (run -> team, through the askAdmission activity's signal-with-start). */

@@ -16,6 +16,7 @@
  * may be raised).
  */
 import { FailureType } from '../failures';
+import type { RunSpec } from '../spec';
 import { Period, periodEnd, periodStart } from './period';
 
 /** Temporal's priority keys: 1 is the most urgent, 5 the least; 3 when a spec gives none. */
@@ -369,4 +370,13 @@ export function teamView(state: TeamState): TeamView {
     foldedUsd: state.foldedUsd,
     history: state.history,
   };
+}
+
+/** The team a run's spec names (its `team` label), or the default team. */
+export function teamOf(spec: RunSpec): string {
+  return spec.labels.team || DEFAULT_TEAM;
+}
+
+export function priorityOf(spec: RunSpec): number {
+  return spec.priority ?? DEFAULT_PRIORITY;
 }

@@ -1,5 +1,5 @@
 /**
- * Another service using the installed client: test/client-package.test.ts copies this file
+ * Another service using the installed client: test/stack/client-package.test.ts copies this file
  * into a project outside the repository that installed the packed tarball, type-checks it
  * with tsc against the package's declarations, and runs it (an ES module, as README's
  * example) against the test stack. It prints one JSON object per line for the test:

@@ -1,0 +1,64 @@
+/** The scale benchmark's result for people (a table) and for machines (one JSON line). */
+import { SLOT_WAIT_MS } from './analysis';
+import type { ScaleResult } from './run';
+
+const fmt = (x: number | undefined, digits = 1) => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
+
+export function formatScaleReport(r: ScaleResult): string {
+  const design = r.design === 'fleet-observer' ? `fleet observer (${r.observerWorkflows} observer workflow runs)` : `per-run looks every ${r.pollSeconds} s (no fleet observer)`;
+  const methods = Object.entries(r.api.methods)
+    .sort(([, a], [, b]) => b.calls - a.calls)
+    .map(([m, u]) => `    ${m.padEnd(40)} ${String(u.calls).padStart(8)}${u.rateLimited ? `  (${u.rateLimited} x 403)` : ''}`);
+  const waits = Object.entries(r.history.slotWaitActivities).map(([a, n]) => `${a} x${n}`).join(', ');
+  const h = r.history;
+  return [
+    `scale benchmark: ${r.runs} runs, ${r.durationSeconds} s of training each, ${r.preemptionRate} preemptions per VM-hour, seed ${r.seed}`,
+    `design measured: ${design}; worker tuning: ${r.workerTuning}`,
+    `machine: ${r.machine}; ${r.date}`,
+    '',
+    ...(r.workerExited ? [`  THE WORKER DIED during the measurement (${r.workerExited}); the figures below stop there`] : []),
+    `  runs completed / failed / unfinished   ${r.completed} / ${r.failed} / ${r.unfinished}${Object.keys(r.failures).length ? `  (${JSON.stringify(r.failures)})` : ''}`,
+    `  runs alive at once, peak               ${r.peakRunsAlive} (guests running, peak: ${r.peakGuestsRunning ?? 'n/a'}, worker RSS then ${fmt(r.workerRssAtPeakGuestsMb, 0)} MB)`,
+    `  wall time, run-hours                   ${fmt(r.wallSeconds, 0)} s, ${fmt(r.runHours, 2)}`,
+    `  worker peak RSS (median)               ${fmt(r.workerPeakRssMb)} MB (${fmt(r.workerMedianRssMb)} MB)`,
+    `  worker CPU                             ${fmt(r.workerCpuSeconds)} s = ${fmt(r.workerCpuSecondsPerRunHour)} s per run-hour (${fmt(r.workerCores, 2)} cores)`,
+    `  dev server / emulator CPU              ${fmt(r.temporalCpuSeconds)} s (${fmt(r.temporalCores, 2)} cores) / ${fmt(r.emulatorCpuSeconds)} s (${fmt(r.emulatorCores, 2)} cores); dev server peak RSS ${fmt(r.temporalPeakRssMb, 0)} MB`,
+    `  cloud reads per run per minute         ${fmt(r.apiReadsPerRunMinute, 2)} (whole run), ${fmt(r.steadyReadsPerRunMinute, 2)} (steady, ${fmt(r.steadySeconds, 0)} s)`,
+    `  cloud calls per run per minute         ${fmt(r.apiCallsPerRunMinute, 2)}`,
+    `  403 rateLimitExceeded                  ${r.rateLimited}${r.rateLimited ? `  ${JSON.stringify(r.rateLimitedByMethod)}` : ''}`,
+    `  direct looks per run per minute        ${fmt(r.looksPerRunMinute, 2)}`,
+    `  history events per run-hour            ${fmt(r.historyEventsPerRunHour, 0)} (${fmt(r.historyEventsPerRun, 0)} per run, ${h.executions} executions for ${h.runsAnalysed} runs)`,
+    `  runs that waited > ${SLOT_WAIT_MS / 1000} s for an activity  ${r.slotWaits}${waits ? `  (${waits})` : ''}`,
+    `  activity schedule->start p50/p99/max   ${fmt(h.activityStartP50Ms, 0)} / ${fmt(h.activityStartP99Ms, 0)} / ${fmt(h.activityStartMaxMs, 0)} ms over ${h.activities} first tries (${h.activityRetries} retries)`,
+    `  workflow task schedule->start p50/p99  ${fmt(h.workflowTaskStartP50Ms, 0)} / ${fmt(h.workflowTaskStartP99Ms, 0)} ms (max ${fmt(h.workflowTaskStartMaxMs, 0)}) over ${h.workflowTasks} tasks`,
+    ...(r.steady
+      ? [
+          `  steady window only: slot waits, activity start p99, WFT start p50/p99   ${r.steady.slotWaits} runs, ${fmt(r.steady.activityStartP99Ms, 0)} ms, ${fmt(r.steady.workflowTaskStartP50Ms, 0)} / ${fmt(r.steady.workflowTaskStartP99Ms, 0)} ms`,
+        ]
+      : []),
+    `  preemptions (unreplaced)               ${r.preemptions} (${r.preemptionsUnreplaced})`,
+    `  preemption -> insert p50/p99/max       ${fmt(r.preemptionToInsertP50S, 2)} / ${fmt(r.preemptionToInsertP99S, 2)} / ${fmt(r.preemptionToInsertMaxS, 2)} s`,
+    `  its steps, p50 / p99 s (${r.replacementPath.paths} preempted runs' histories):`,
+    ...r.replacementPath.steps.map((s) => `    ${s.step.padEnd(38)} ${fmt(s.p50S, 2)} / ${fmt(s.p99S, 2)}`),
+    '',
+    `  Compute API calls by method (${r.api.calls} in ${fmt(r.api.elapsedSeconds, 0)} s):`,
+    ...methods,
+  ].join('\n');
+}
+
+/** The last line of `--json`: the fixed keys first, then everything else. */
+export function scaleJson(r: ScaleResult): string {
+  const { runs, completed, workerPeakRssMb, apiReadsPerRunMinute, rateLimited, slotWaits, preemptions, preemptionToInsertP50S, preemptionToInsertP99S, ...rest } = r;
+  return JSON.stringify({
+    runs,
+    completed,
+    workerPeakRssMb,
+    apiReadsPerRunMinute,
+    rateLimited,
+    slotWaits,
+    preemptions,
+    preemptionToInsertP50S: preemptionToInsertP50S ?? null,
+    preemptionToInsertP99S: preemptionToInsertP99S ?? null,
+    ...rest,
+  });
+}
