@@ -75,7 +75,7 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
         signalArgs: [namespaced ? { ...request, runId, namespace: team } : request],
         staticSummary: `team ${team}: budget, GPU quota and queue`,
       });
-      return { teamWebhooks: (options.teamWebhooks?.[team]?.length ?? 0) > 0 };
+      return { teamWebhooks: (options.teamWebhooks?.[team]?.length ?? 0) > 0, team };
     },
     async admissionOf({ team: named, runId: asked }) {
       const { taskQueue } = Context.current().info;

@@ -37,7 +37,7 @@ import type { Whoami } from '../../client/identity';
 import { buildGceProvider } from '../../workers/providers';
 import { createSternaWorkers } from '../../workers/worker';
 import { setBudgetUpdate, statusQuery } from '../../workflows/messages';
-import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId } from '../../workflows/teams/contract';
+import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId, type AdmissionAsked } from '../../workflows/teams/contract';
 import type { TeamView } from '../../workflows/teams/rules';
 import type { RunSpecInput } from '../../workflows/spec';
 import type { RunResult } from '../../workflows/run/views';
@@ -224,6 +224,12 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     // The observer (system namespace) told the run (A's namespace) of its VM: signals the platform's worker sent.
     const signals = (await (await clientFor(TEAM_A, tokens.admin)).workflow.getHandle(run.workflowId).fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation') ?? [];
     assert.ok(signals.length > 0, 'the observer signalled the run across namespaces');
+    // The team askAdmission says it charges is the run's namespace, whatever the run names.
+    const teamActivities = createTeamActivities({ namespaces });
+    const asked: AdmissionAsked | undefined = await new MockActivityEnvironment({ namespace: TEAM_A, taskQueue, workflowType: 'trainingRun', workflowExecution: { workflowId: `${taskQueue}-a-probe`, runId: 'any' } }).run(() =>
+      teamActivities.askAdmission({ team: 'default', request: { runId: 'ignored', gpus: 1, reserveUsd: 0, priority: 3, askedAt: 0 } }).then((a) => a || undefined),
+    );
+    assert.equal(asked?.team, TEAM_A);
     // What a run reports to its ledger across namespaces (reportToTeam, the API for the run's
     // spend and end): the team and the run are the caller's, so this reaches A's ledger for this run.
     const asTheRun = new MockActivityEnvironment({ namespace: TEAM_A, taskQueue, workflowType: 'trainingRun', workflowExecution: { workflowId: run.workflowId, runId: 'any' } });

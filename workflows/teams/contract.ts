@@ -47,6 +47,12 @@ export const admissionOfQuery = defineQuery<AdmissionDecision | null, [runId: st
 export interface AdmissionAsked {
   /** Whether the worker has webhooks for this team (STERNA_NOTIFY_TEAMS): without them a run with none of its own sends nothing. */
   teamWebhooks: boolean;
+  /**
+   * The team the ledger charges: the run's namespace with a namespace per team, else the
+   * team the run named (absent from runs recorded before it said). What the run should show
+   * and report as its team.
+   */
+  team?: string;
 }
 
 export interface TeamActivities {
