@@ -13,6 +13,7 @@
  *   sterna zones [--json]
  *   sterna plan examples/run.json
  *   sterna deploy status [--json] | sterna deploy promote BUILD_ID
+ *   sterna whoami [--json]                       (the namespace and identity all of these act as)
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -39,6 +40,7 @@ import { addTeamCommands } from './team';
 import { addZonesCommand } from './zones';
 import { addLogsCommand } from './logs';
 import { addDeployCommands } from './deploy';
+import { addWhoamiCommand } from './whoami';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -243,6 +245,7 @@ addCheckCommand(program, readSpec, (path) => {
 });
 addLogsCommand(program, connect);
 addDeployCommands(program, connect);
+addWhoamiCommand(program);
 
 program
   .parseAsync()

@@ -61,7 +61,7 @@ export { SecretScheme, parseSecretRef, secretManagerPath } from './secrets';
 export { checkSpec, describeProblems, specWarnings } from './spec';
 export type { RunSpec, RunSpecInput } from './spec';
 export { isBucketName } from './storage-uri';
-export { admissionOfQuery, admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId } from './teams/contract';
+export { admissionOfQuery, admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamOfLedgerId, teamQuery, teamWorkflowId } from './teams/contract';
 export type { TeamActivities, TeamInput, TeamLedgerWorkflow } from './teams/contract';
 export { PERIODS } from './teams/period';
 export type { Period } from './teams/period';
