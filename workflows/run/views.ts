@@ -8,6 +8,7 @@ import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
+import { runTeamOf } from './team';
 import type { CheckpointRef, ProvisioningModel } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import { waitingFor } from './flex-start';
@@ -248,7 +249,7 @@ export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number
     { key: SternaPreemptions, value: state.preemptions },
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
     ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
-    ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
+    ...(runTeamOf(state, spec) ? [{ key: SternaTeam, value: runTeamOf(state, spec)! }] : []),
     ...(state.gpu ? [{ key: SternaGpuUtil, value: Math.round(meanUtilisation(state.gpu)!) }] : []),
   ];
 }
