@@ -217,10 +217,17 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.equal(result.status, 'completed');
     assert.equal(result.attempts.at(-1)?.outcome, 'completed');
     const admin = await clientFor(SYSTEM, tokens.admin);
-    // The ledger is A's namespace's, in the system namespace, and it admitted this run.
-    const ledger = (await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery)) as { team: string; running: { runId: string }[]; ended?: { runId: string }[] };
-    assert.equal(ledger.team, TEAM_A);
-    assert.ok([...ledger.running, ...(ledger.ended ?? [])].some((r) => r.runId === run.workflowId), JSON.stringify(ledger));
+    // The ledger is A's namespace's, in the system namespace: it admitted this run, and the
+    // run's own end report (reportToTeam, across namespaces) gave its GPUs back with its total.
+    const after = await eventually(async () => {
+      const view = (await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery)) as TeamView;
+      return view.runs.some((r) => r.runId === run.workflowId && !r.running) ? view : undefined;
+    });
+    assert.equal(after.team, TEAM_A);
+    assert.deepEqual(after.runs.find((r) => r.runId === run.workflowId), { runId: run.workflowId, spentUsd: result.totalCostUsd, running: false });
+    assert.ok(!after.running.some((r) => r.runId === run.workflowId));
+    // Its spec names no team: it is shown as its namespace's run.
+    assert.deepEqual((await run.describe()).searchAttributes.SternaTeam, [TEAM_A]);
     // The observer (system namespace) told the run (A's namespace) of its VM: signals the platform's worker sent.
     const signals = (await (await clientFor(TEAM_A, tokens.admin)).workflow.getHandle(run.workflowId).fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'observation') ?? [];
     assert.ok(signals.length > 0, 'the observer signalled the run across namespaces');
@@ -230,16 +237,6 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
       teamActivities.askAdmission({ team: 'default', request: { runId: 'ignored', gpus: 1, reserveUsd: 0, priority: 3, askedAt: 0 } }).then((a) => a || undefined),
     );
     assert.equal(asked?.team, TEAM_A);
-    // What a run reports to its ledger across namespaces (reportToTeam, the API for the run's
-    // spend and end): the team and the run are the caller's, so this reaches A's ledger for this run.
-    const asTheRun = new MockActivityEnvironment({ namespace: TEAM_A, taskQueue, workflowType: 'trainingRun', workflowExecution: { workflowId: run.workflowId, runId: 'any' } });
-    await asTheRun.run(createTeamActivities({ namespaces }).reportToTeam, { totalUsd: result.totalCostUsd, ended: true });
-    const after = await eventually(async () => {
-      const view = (await admin.workflow.getHandle(teamWorkflowId(taskQueue, TEAM_A)).query(teamQuery)) as TeamView;
-      return view.runs.some((r) => r.runId === run.workflowId && !r.running) ? view : undefined;
-    });
-    assert.deepEqual(after.runs.find((r) => r.runId === run.workflowId), { runId: run.workflowId, spentUsd: result.totalCostUsd, running: false });
-    assert.ok(!after.running.some((r) => r.runId === run.workflowId));
     // The fleet workflows it used live in the system namespace, and none of them in A's.
     const typesIn = async (client: Client) => {
       const types = new Set<string>();
