@@ -6,6 +6,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { parseAgentValues } from '../../activities/agent/script';
+import { lastLineLines } from '../../cli/format';
 import { acceptContinuation } from '../../workflows/run/continuation';
 import { boundLastLine, LAST_LINE_CHARS, markdownCode } from '../../workflows/run/last-line';
 import type { RunState } from '../../workflows/run/state';
@@ -69,6 +70,7 @@ describe('the last printed line (pure, no server)', () => {
       assert.match(details, /\*\*Last line\*\* `step 5 loss 1\.25 \$\u200b\$x\$\u200b\$`$/);
       assert.ok(!details.includes('$$'));
       assert.equal(statusOf(run.state, run.now, run.spec).lastLine, 'step 5 loss 1.25 $$x$$');
+      assert.deepEqual(lastLineLines(statusOf(run.state, run.now, run.spec)), ['  last line: step 5 loss 1.25 $$x$$'], '`sterna status` prints it');
       // The same line heard again changes nothing (not even when it was heard).
       const before = run.state;
       run.at(20).observe(1, { phase: 'training', step: 6, lastLine: 'step 5 loss 1.25 $$x$$' });

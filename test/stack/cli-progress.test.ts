@@ -131,5 +131,8 @@ describe('following a run on the emulator stack', function () {
     assert.match(metadata.currentDetails ?? '', /\*\*Step\*\* 400 of 800 \(50\.0%\)/);
     assert.match(metadata.currentDetails ?? '', /\*\*Cost so far\*\* \d+\.\d{4} USD of a 5 USD budget/);
     assert.doesNotMatch(metadata.currentDetails ?? '', /\$/, 'no dollar signs: the UI renders a pair as math');
+    // The last line the trainer printed (examples/trainer.ts ends with "done: ..."), from its agent's sterna/last-line.
+    assert.match(s.lastLine ?? '', /^done: step 400, loss \d+\.\d{6}$/);
+    assert.match(metadata.currentDetails ?? '', /\*\*Last line\*\* `done: step 400, loss \d+\.\d{6}`$/);
   });
 });
