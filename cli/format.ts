@@ -22,6 +22,11 @@ export function nodesLines(s: RunStatus): string[] {
   return s.nodes ? [`  nodes: ${s.nodes.map((n) => `${n.rank} ${n.name}`).join(', ')}`] : [];
 }
 
+/** The last line the current attempt printed (secrets replaced by *** on the VM). */
+export function lastLineLines(s: RunStatus): string[] {
+  return s.lastLine !== undefined ? [`  last line: ${s.lastLine}`] : [];
+}
+
 /** Where the run's prices come from, and what could not be priced (empty before the first offers). */
 export function pricesLines(s: RunStatus): string[] {
   const p = s.prices;

@@ -30,7 +30,7 @@ import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { checkSpec, type RunSpec, type RunSpecInput, searchAttributeCreateCommands, specWarnings } from '../workflows/api';
 import { addKeyToFile, defaultKeyFile } from '../codec/keys';
 import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
-import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
+import { lastLineLines, nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
 import { addCheckCommand } from './check';
@@ -173,6 +173,7 @@ program
     if (opts.json) return console.log(JSON.stringify(status, null, 2));
     console.log(progressLine(status));
     for (const line of nodesLines(status)) console.log(line);
+    for (const line of lastLineLines(status)) console.log(line);
     for (const line of pricesLines(status)) console.log(line);
     for (const e of status.timeline.slice(-10)) console.log(`  ${e.at}  ${e.event}`);
   });

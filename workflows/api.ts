@@ -52,6 +52,7 @@ export type { NotifyEvent } from './run/notify';
 export type { DeliveryReport, NotifyActivities, ReapedNotice } from './run/notify-contract';
 export { NotifyKind, WebhookFormat, teamWebhooksSchema, webhookEnvName } from './run/notify-spec';
 export type { TeamWebhooks, WebhookTarget } from './run/notify-spec';
+export { LAST_LINE_CHARS, boundLastLine } from './run/last-line';
 export { formatSeconds } from './run/progress';
 export { Phase } from './run/state';
 export { RELEASING_MEMO } from './run/views';

@@ -14,6 +14,7 @@ import { stagingView, type StagingView } from './data-placement';
 import { waitingFor } from './flex-start';
 import { describeShape } from '../gpu-slices';
 import { gangNodesView, gangSize } from './gang';
+import { lastLineOf, markdownCode } from './last-line';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -100,6 +101,8 @@ export interface RunStatus {
   waiting?: string;
   /** A gang run: every node of the current attempt, by rank (run/gang.ts). */
   nodes?: { rank: number; name: string }[];
+  /** The last line the current attempt printed (its agent's `sterna/last-line`, secrets replaced by ***), once it printed one. */
+  lastLine?: string;
   timeline: TimelineEvent[];
 }
 
@@ -156,6 +159,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(current?.checkpointInterval ? { checkpointInterval: current.checkpointInterval } : {}),
     ...withWaiting(current, state.phase),
     ...(current && gangSize(current.ref) > 1 ? { nodes: gangNodesView(current.ref) } : {}),
+    ...withLastLine(state, current),
     timeline: state.timeline,
   };
 }
@@ -183,7 +187,14 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   if (state.gpu) extra.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
   if (state.preemptions > 0) extra.push(`**Preemptions** ${state.preemptions}`);
   if (extra.length) lines.push(extra.join(' · '));
+  const last = lastLineOf(state, live?.attempt);
+  if (last !== undefined) lines.push(`**Last line** ${markdownCode(last)}`);
   return lines.join('  \n');
+}
+
+function withLastLine(state: RunState, current: Attempt | undefined): { lastLine?: string } {
+  const text = lastLineOf(state, current?.attempt);
+  return text !== undefined ? { lastLine: text } : {};
 }
 
 function withWaiting(current: Attempt | undefined, phase: Phase): { waiting?: string } {
