@@ -6,7 +6,7 @@ const nodeBuiltins = ['node:*', 'fs', 'path', 'os', 'child_process', 'crypto', '
 
 // Product code (and the test beds the demo runs) sits below the build scripts, the
 // benchmarks and the tests: nothing in it may import them (docs/architecture.md).
-const productFolders = ['workflows', 'activities', 'workers', 'cli', 'client', 'config', 'codec', 'processes', 'emulator', 'kube', 'examples'];
+const productFolders = ['workflows', 'activities', 'workers', 'cli', 'client', 'logs', 'config', 'codec', 'processes', 'emulator', 'kube', 'examples'];
 const upwardImports = { group: ['**/scripts/*', '**/bench/**', '**/test/**'], message: 'Product code never imports scripts/, bench/ or test/: move what both need into product code.' };
 
 // Other folders use workflows/ through its public surface, workflows/api.ts (the benchmarks

@@ -29,6 +29,11 @@ export function keptLines(s: RunStatus): string[] {
   return [`  kept: attempt ${k.attempt} (${k.name} in ${k.zone}) until ${k.until}; the reaper deletes it then`, ...k.reach.map((line) => `    reach it: ${line}`), `    cost: ${k.cost}`];
 }
 
+/** The last line the current attempt printed (secrets replaced by *** on the VM). */
+export function lastLineLines(s: RunStatus): string[] {
+  return s.lastLine !== undefined ? [`  last line: ${s.lastLine}`] : [];
+}
+
 /** Where the run's prices come from, and what could not be priced (empty before the first offers). */
 export function pricesLines(s: RunStatus): string[] {
   const p = s.prices;

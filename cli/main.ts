@@ -13,6 +13,7 @@
  *   sterna zones [--json]
  *   sterna plan examples/run.json
  *   sterna deploy status [--json] | sterna deploy promote BUILD_ID
+ *   sterna whoami [--json]                       (the namespace and identity all of these act as)
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
@@ -23,13 +24,13 @@ import type { Client } from '@temporalio/client';
 import { Command, CommanderError } from 'commander';
 import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun, type StartSpec } from '../client';
 import { DEFAULT_MAX_WORKDIR_BYTES, listWorkdir, WorkdirProblemError } from '../client/workdir';
-import { sizeText } from '../client/workdir/pack';
+import { sizeText } from '../client/workdir';
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { checkSpec, type RunSpec, type RunSpecInput, searchAttributeCreateCommands, specWarnings } from '../workflows/api';
 import { addKeyToFile, defaultKeyFile } from '../codec/keys';
 import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
-import { keptLines, nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
+import { keptLines, lastLineLines, nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
 import { addCheckCommand } from './check';
@@ -39,6 +40,7 @@ import { addTeamCommands } from './team';
 import { addZonesCommand } from './zones';
 import { addLogsCommand } from './logs';
 import { addDeployCommands } from './deploy';
+import { addWhoamiCommand } from './whoami';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -171,6 +173,7 @@ program
     if (opts.json) return console.log(JSON.stringify(status, null, 2));
     console.log(progressLine(status));
     for (const line of nodesLines(status)) console.log(line);
+    for (const line of lastLineLines(status)) console.log(line);
     for (const line of keptLines(status)) console.log(line);
     for (const line of pricesLines(status)) console.log(line);
     for (const e of status.timeline.slice(-10)) console.log(`  ${e.at}  ${e.event}`);
@@ -244,6 +247,7 @@ addCheckCommand(program, readSpec, (path) => {
 });
 addLogsCommand(program, connect);
 addDeployCommands(program, connect);
+addWhoamiCommand(program);
 
 program
   .parseAsync()

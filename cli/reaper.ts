@@ -8,7 +8,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { type Command, InvalidArgumentError } from 'commander';
-import { installReaperSchedule, reaperLog, runReaperOnce, DEFAULT_REAPER_INTERVAL_SECONDS } from '../activities/reaper/schedule';
+import { installReaperSchedule, reaperLog, runReaperOnce, DEFAULT_REAPER_INTERVAL_SECONDS } from '../activities/reaper';
 import { DEFAULT_GRACE_SECONDS, type ReapedResource, type ReaperResult } from '../workflows/api';
 import { secondsOption } from './args';
 

@@ -11,7 +11,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { type Command, InvalidArgumentError } from 'commander';
-import { listZoneMemories, readZoneMemory, type ZoneMemoryRef } from '../activities/zones/client';
+import { listZoneMemories, readZoneMemory, type ZoneMemoryRef } from '../activities/zones';
 import { type Backend, DEFAULT_COOLDOWN_SECONDS, type ProvisioningModel, zoneMemoryWorkflowId, type ZonePrior, zonePriors } from '../workflows/api';
 import { secondsOption } from './args';
 

@@ -15,12 +15,10 @@
  * emulator's at STERNA_GCE_ENDPOINT; Cloud Storage with Application Default Credentials).
  */
 import type { Client } from '@temporalio/client';
-import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
-import { runStoragePrefix, type LogLine } from '../activities/logs/layout';
-import { readRunLog, RunLogReader, type LogEvent } from '../activities/logs/reader';
-import { logStoreFor, LogStoreError, type LogStoreSettings } from '../activities/logs/store';
+import { logStoreFor, LogStoreError, readRunLog, RunLogReader, runStoragePrefix, type LogEvent, type LogLine, type LogStoreSettings } from '../logs';
 import { checkSpec, describeProblems } from '../workflows/api';
 import { ClientErrorKind, explain, SternaClientError } from './errors';
+import { startedSpecInput } from './run-input';
 
 export type { LogEvent, LogLine, LogStoreSettings };
 
@@ -70,16 +68,7 @@ interface RunWhere {
 /** Where the run keeps its checkpoints (and its log), and whether it is still running. */
 async function runWhere(client: Client, workflowId: string): Promise<RunWhere> {
   try {
-    const handle = client.workflow.getHandle(workflowId);
-    const description = await handle.describe();
-    const history = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId: description.runId },
-      maximumPageSize: 1,
-    });
-    const started = history.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
-    const [input] = await decodeArrayFromPayloads(client.options.loadedDataConverter, started?.input?.payloads);
-    const specInput = input && typeof input === 'object' && 'continued' in input ? (input as unknown as { spec: unknown }).spec : input;
+    const { description, specInput } = await startedSpecInput(client, workflowId);
     const check = checkSpec(specInput);
     const status = description.status.name;
     if (!check.ok) {

@@ -31,6 +31,11 @@
  * workflow bundle, so the same code is the same version); STERNA_PROMOTE=new (default) makes a
  * version that was never current the current one once it polls, `manual` leaves that to
  * `sterna deploy promote`; STERNA_WORKER_VERSIONING=off runs unversioned.
+ * Tenancy (docs/tenancy.md): STERNA_TEAM_NAMESPACES, comma-separated, names the Temporal
+ * namespaces of the teams: the worker serves each (one Temporal worker per namespace in this
+ * process), a run's team is the namespace it executes in, and the fleet workflows live in
+ * STERNA_SYSTEM_NAMESPACE (default: TEMPORAL_NAMESPACE or the profile's, else `default`),
+ * which must not be a team's. Unset: one namespace (TEMPORAL_NAMESPACE) for runs and fleet.
  * Metrics: STERNA_METRICS_PORT serves Prometheus metrics at /metrics (Sterna's and the
  * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
  * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
@@ -57,6 +62,9 @@ function jsonOf<T extends z.ZodType>(schema: T, example: string) {
     })
     .pipe(schema);
 }
+
+/** A Temporal namespace name (letters, digits, - _ .; the server's own rule is no wider for what Sterna creates). */
+const namespaceName = () => z.string().regex(/^[A-Za-z0-9][-_.A-Za-z0-9]{0,254}$/, 'a Temporal namespace name such as team-a or sterna-system (letters, digits, - _ .)');
 
 const gkeName = () => z.string().regex(/^[a-z][-a-z0-9]{0,62}$/, 'a name such as us-central1-a, nvidia-l4 or g2-standard-8');
 
@@ -160,6 +168,12 @@ const EnvSchema = z.object({
   STERNA_WORKER_VERSIONING: z.enum(['on', 'off'], 'on or off').default('on'),
   STERNA_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9][-_.A-Za-z0-9]{0,99}$/, 'a deployment name such as sterna or sterna-prod (letters, digits, - _ .)').default('sterna'),
   STERNA_BUILD_ID: z.string().regex(/^[A-Za-z0-9][-_.A-Za-z0-9]{0,99}$/, 'a build id such as 2026-12-07.1 or a git sha (letters, digits, - _ .)').optional(),
+  STERNA_SYSTEM_NAMESPACE: namespaceName().optional(),
+  STERNA_TEAM_NAMESPACES: z
+    .string()
+    .transform((list) => list.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(namespaceName()).min(1, 'at least one team namespace, e.g. team-a,team-b'))
+    .optional(),
   STERNA_PROMOTE: z.enum(['new', 'manual'], 'new (a version never current becomes current once it polls) or manual (sterna deploy promote)').default('new'),
 });
 
@@ -237,6 +251,27 @@ export interface WorkerConfig {
   storage?: StorageConfig;
   /** The Worker Deployment this worker is a version of (workers/deployment.ts); absent: unversioned. */
   versioning?: VersioningConfig;
+  /** A namespace per team (STERNA_TEAM_NAMESPACES); absent: one namespace for runs and fleet. */
+  tenancy?: TenancyConfig;
+}
+
+export interface TenancyConfig {
+  /** STERNA_SYSTEM_NAMESPACE; absent: the connection's namespace (TEMPORAL_NAMESPACE, the profile's, else `default`). */
+  system?: string;
+  /** The team namespaces, each served by a worker of this process. */
+  teams: string[];
+}
+
+/** The system namespace and the teams', checked: the system namespace is no team's, and no team is named twice. */
+export function resolveTenancy(tenancy: TenancyConfig | undefined, connectionNamespace: string): { system: string; teams: string[]; mode: 'namespaces' | 'single' } {
+  if (!tenancy) return { system: connectionNamespace, teams: [connectionNamespace], mode: 'single' };
+  const system = tenancy.system ?? connectionNamespace;
+  if (tenancy.teams.includes(system)) {
+    throw new WorkerConfigError(`invalid worker configuration:\n  STERNA_TEAM_NAMESPACES: ${system} is the system namespace (STERNA_SYSTEM_NAMESPACE, else TEMPORAL_NAMESPACE), where the fleet workflows live; a team needs a namespace of its own`);
+  }
+  const twice = tenancy.teams.find((t, i) => tenancy.teams.indexOf(t) !== i);
+  if (twice) throw new WorkerConfigError(`invalid worker configuration:\n  STERNA_TEAM_NAMESPACES: ${twice} is listed twice`);
+  return { system, teams: [...tenancy.teams], mode: 'namespaces' };
 }
 
 export interface VersioningConfig {
@@ -328,7 +363,11 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
   const storage = e.STERNA_STORAGE_LOCATIONS === 'off' ? undefined : { endpoint: (e.STERNA_STORAGE_ENDPOINT ?? e.STERNA_GCE_ENDPOINT ?? 'https://storage.googleapis.com').replace(/\/+$/, '') };
   const versioning = e.STERNA_WORKER_VERSIONING === 'off' ? undefined : { deploymentName: e.STERNA_DEPLOYMENT, buildId: e.STERNA_BUILD_ID, promote: e.STERNA_PROMOTE };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, workflowThreads: e.STERNA_WORKFLOW_THREADS, observer, prices, reaper, metrics, notify, storage, versioning };
+  if (e.STERNA_SYSTEM_NAMESPACE && !e.STERNA_TEAM_NAMESPACES) {
+    throw new WorkerConfigError('invalid worker configuration:\n  STERNA_SYSTEM_NAMESPACE is set without STERNA_TEAM_NAMESPACES: name the teams\' namespaces too (e.g. STERNA_TEAM_NAMESPACES=team-a,team-b), or unset it to run everything in TEMPORAL_NAMESPACE');
+  }
+  const tenancy = e.STERNA_TEAM_NAMESPACES ? { system: e.STERNA_SYSTEM_NAMESPACE, teams: e.STERNA_TEAM_NAMESPACES } : undefined;
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, workflowThreads: e.STERNA_WORKFLOW_THREADS, observer, prices, reaper, metrics, notify, storage, versioning, tenancy };
 }
 
 /** Node auto-provisioning as pools: it creates a node of any listed accelerator in any listed zone. */

@@ -2,6 +2,10 @@
  * `npm run worker`: one Sterna worker on task queue `sterna` (STERNA_TASK_QUEUE),
  * connected with the standard Temporal environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
  * TLS and API-key variables or a profile), default the local dev server.
+ *
+ * With STERNA_TEAM_NAMESPACES (docs/tenancy.md) the process serves the system namespace
+ * and every team namespace, one Temporal worker each on the same connection (whose
+ * credentials are the platform's), sharing providers, caches and read budget.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
@@ -12,14 +16,15 @@ import { startPriceBook } from '../activities/pricing';
 import { sternaDataConverter } from '../codec/data-converter';
 import { installReaperSchedule } from '../activities/reaper';
 import { catalogPriceBook } from '../config/price-book';
-import { loadWorkerConfig } from '../config/worker-config';
+import { loadWorkerConfig, resolveTenancy } from '../config/worker-config';
 import { buildBillingCatalog, priceBookSettings } from './pricing';
 import { buildBucketLocator, buildCheckTargets, buildDatasetChecker, buildProviders } from './providers';
 import { WORKFLOW_BUNDLE } from './bundle';
 import { promoteWhenPolling, versionOf } from './deployment';
-import { createSternaWorker } from './worker';
+import { createSternaWorkers } from './worker';
+import { activityNamespace, NamespaceClients } from '../activities/namespaces';
 import { installSdkMetrics, startMetricsServer } from './metrics';
-import { sternaMetrics } from '../activities/metrics/registry';
+import { sternaMetrics } from '../activities/metrics';
 import { logStoreSettingsFor } from '../activities/logs';
 
 async function main(): Promise<void> {
@@ -30,18 +35,21 @@ async function main(): Promise<void> {
   if (!existsSync(codePath)) throw new Error(`no workflow bundle at ${codePath}: run \`npm run build\` first (or set STERNA_WORKFLOW_BUNDLE)`);
   // The SDK's runtime is process-wide: its exporter is set before the first connection.
   if (config.metrics) installSdkMetrics(config.metrics);
-  const { connectionOptions, namespace } = loadClientConnectConfig();
+  const { connectionOptions, namespace: envNamespace } = loadClientConnectConfig();
+  const tenancy = resolveTenancy(config.tenancy, envNamespace ?? 'default');
   const connection = await NativeConnection.connect({ address: '127.0.0.1:7233', ...connectionOptions });
   const providers = await buildProviders(config, catalogPriceBook());
-  // What each run's checks read before it creates anything (search attributes through this worker's own connection).
-  const checks = await buildCheckTargets(config, { connect: async () => ({ operatorService: connection.operatorService, namespace: namespace ?? 'default' }) });
+  // What each run's checks read before it creates anything: its own namespace's search attributes, through this worker's connection.
+  const checks = await buildCheckTargets(config, { connect: async () => ({ operatorService: connection.operatorService, namespace: activityNamespace() ?? tenancy.system }) });
   const dataConverter = sternaDataConverter();
-  const client = new Client({ connection, namespace: namespace ?? 'default', dataConverter });
+  const namespaces = new NamespaceClients(tenancy, (namespace) => new Client({ connection, namespace, dataConverter }));
+  // The fleet's client: the system namespace's (the one namespace there is without tenancy).
+  const client = namespaces.system;
   const version = config.versioning && versionOf(config.versioning, readFileSync(codePath));
   const observer = observerOptions({ settings: { intervalSeconds: config.observer.intervalSeconds, progressReadSeconds: config.observer.progressReadSeconds, readsPerMinute: config.observer.readsPerMinute } });
-  const worker = await createSternaWorker({
+  const workers = await createSternaWorkers({
     connection,
-    namespace: namespace ?? 'default',
+    namespaces,
     taskQueue: config.taskQueue,
     providers,
     workflowBundle: { codePath },
@@ -60,17 +68,21 @@ async function main(): Promise<void> {
     logs: logStoreSettingsFor(config),
     checks: checks.targets,
   });
-  const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client }) : undefined;
+  const metricsServer = config.metrics ? await startMetricsServer({ metrics: sternaMetrics(), host: config.metrics.host, port: config.metrics.port, sdkPort: config.metrics.sdkPort, client, runClients: namespaces.teams() }) : undefined;
   if (metricsServer) console.log(`metrics at ${metricsServer.url} (the Temporal SDK's exporter on 127.0.0.1:${config.metrics!.sdkPort})`);
-  console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')})${version ? `, deployment ${version.deploymentName} version ${version.buildId}` : ', unversioned'}`);
-  const running = worker.run();
+  const served = tenancy.mode === 'namespaces' ? `namespaces: system ${tenancy.system}, teams ${tenancy.teams.join(', ')}` : `namespace ${tenancy.system}`;
+  console.log(`sterna worker on task queue ${config.taskQueue} (${[config.gce && 'gce', config.gke && 'gke'].filter(Boolean).join(', ')}; ${served})${version ? `, deployment ${version.deploymentName} version ${version.buildId}` : ', unversioned'}`);
+  // One stops, all stop: a namespace left unserved would strand its runs silently.
+  const running = Promise.all(workers.map(({ worker }) => worker.run().finally(() => workers.forEach((w) => w.worker.getState() === 'RUNNING' && w.worker.shutdown()))));
   // Awaited below, after the version is settled and the fleet workflows are started.
   running.catch(() => undefined);
   if (version) {
-    // The version exists once this worker polls; new runs reach it once it is current.
-    const outcome = await promoteWhenPolling(client, version, config.versioning!.promote).catch((err: Error) => (console.error(err.message), undefined));
-    const said = { promoted: 'made current', 'already-current': 'current', 'left-as-is': 'not current: new runs go to the current version (`sterna deploy promote` to change that)' } as const;
-    if (outcome) console.log(`version ${version.buildId}: ${said[outcome]}`);
+    // A Worker Deployment is a namespace's: the version exists in each once its worker polls there.
+    for (const { namespace } of workers) {
+      const outcome = await promoteWhenPolling(namespaces.of(namespace), version, config.versioning!.promote).catch((err: Error) => (console.error(`${namespace}: ${err.message}`), undefined));
+      const said = { promoted: 'made current', 'already-current': 'current', 'left-as-is': 'not current: new runs go to the current version (`sterna deploy promote` to change that)' } as const;
+      if (outcome) console.log(`version ${version.buildId} in ${namespace}: ${said[outcome]}`);
+    }
   }
   if (config.observer.startOnBoot) {
     // Runs start their observer when they provision; starting it here too means a worker

@@ -8,8 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Client } from '@temporalio/client';
 import { Runtime } from '@temporalio/worker';
-import { feedFromVisibility } from '../activities/metrics/visibility';
-import type { SternaMetrics } from '../activities/metrics/registry';
+import { feedFromVisibility, type SternaMetrics } from '../activities/metrics';
 import type { MetricsConfig } from '../config/worker-config';
 
 /**
@@ -35,6 +34,8 @@ export interface MetricsServerOptions {
   sdkPort?: number;
   /** Runs by phase, cost and GPU per run come from visibility when given. */
   client?: Client;
+  /** The runs' namespaces when they are not `client`'s (one per team namespace). */
+  runClients?: Client[];
 }
 
 /** The SDK exporter's exposition text on loopback `port`, or '' while it is not up. */
@@ -49,7 +50,7 @@ export async function sdkText(port: number): Promise<string> {
 }
 
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
-  const refresh = options.client ? feedFromVisibility(options.metrics, { client: options.client }) : async () => undefined;
+  const refresh = options.client ? feedFromVisibility(options.metrics, { client: options.client, runClients: options.runClients }) : async () => undefined;
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (req.method !== 'GET' || path !== '/metrics') {

@@ -4,13 +4,12 @@
  * loopback and a pass-through auth client, so no credential lookup leaves the machine.
  */
 import { GoogleAuth, PassThroughClient } from 'google-auth-library';
-import { GceProvider } from '../activities/providers/gce';
+import { computeClients, GceProvider } from '../activities/providers';
 import type { PriceBook } from '../config/price-book';
 import type { Providers } from '../activities';
 import type { GceConfig, StorageConfig, WorkerConfig } from '../config/worker-config';
 import { BucketLocator } from '../activities/storage';
-import { DatasetChecker } from '../activities/storage/datasets';
-import { computeClients } from '../activities/providers/gce-clients';
+import { DatasetChecker } from '../activities/storage';
 import type { CheckTargets } from '../activities/check';
 
 export function gceClientOptions(gce: GceConfig): ConstructorParameters<typeof GceProvider>[0]['clientOptions'] {

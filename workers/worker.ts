@@ -2,6 +2,10 @@
  * Builds a Sterna worker: the trainingRun and fleetObserver workflows plus their
  * activities on one task queue. Production ships a prebuilt bundle (`workflowBundle`);
  * development and tests bundle from source (`workflowsPath`).
+ *
+ * With a namespace per team (`namespaces`, docs/tenancy.md), `createSternaWorkers` makes
+ * one Temporal worker per namespace (the system one and each team's) in this process, all
+ * sharing one set of activities: the same providers, placement caches and read budget.
  */
 import { getHeapStatistics } from 'node:v8';
 import { Client } from '@temporalio/client';
@@ -18,16 +22,17 @@ import { sternaDataConverter } from '../codec/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
-import { meteredProviders } from '../activities/metrics/metered-provider';
-import type { SternaMetrics } from '../activities/metrics/registry';
+import { meteredProviders, type SternaMetrics } from '../activities/metrics';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
 import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
-import { createLogActivities, type LogStoreSettings } from '../activities/logs';
+import { createLogActivities } from '../activities/logs';
+import type { LogStoreSettings } from '../logs';
 import { createCheckActivities, type CheckTargets } from '../activities/check';
-import type { DatasetChecker } from '../activities/storage/datasets';
+import type { DatasetChecker } from '../activities/storage';
+import type { NamespaceClients } from '../activities/namespaces';
 
 export interface SternaWorkerOptions {
   connection: NativeConnection;
@@ -68,37 +73,69 @@ export interface SternaWorkerOptions {
   logs?: LogStoreSettings;
   /** What the checks before each run read (workers/providers.ts buildCheckTargets); without them runs are not checked. */
   checks?: CheckTargets;
+  /**
+   * The system and team namespaces (activities/namespaces.ts): fleet workflows are reached
+   * in the system one, runs in their team's. Absent: everything in `namespace`, as before.
+   */
+  namespaces?: NamespaceClients;
 }
 
-export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
+/**
+ * The activities of every Sterna workflow, built once: workers of several namespaces in
+ * one process share them (and so their providers, caches and read budget). Which
+ * namespace each one acts in is the `namespaces`' and the calling workflow's.
+ */
+export function createSternaActivities(options: Omit<SternaWorkerOptions, 'taskQueue' | 'workflowBundle' | 'maxConcurrentActivities' | 'maxCachedWorkflows' | 'workflowThreads' | 'version'>): object {
   const namespace = options.namespace ?? 'default';
   const dataConverter = options.dataConverter ?? sternaDataConverter();
-  const client = options.client ?? new Client({ connection: options.connection, namespace, dataConverter });
+  const namespaces = options.namespaces;
+  // The fleet workflows' client: the system namespace's, or the one namespace there is.
+  const client = namespaces?.system ?? options.client ?? new Client({ connection: options.connection, namespace, dataConverter });
   const providers = options.metrics ? meteredProviders(options.providers, options.metrics) : options.providers;
+  return {
+    ...createActivities(providers, {
+      ...(options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
+      askObserver: observerAsker({ providers, client, observer: options.observer }),
+      readZoneMemory: zoneMemoryReader({ providers, client }),
+    }),
+    ...createFleetActivities({ providers, client, namespaces, observer: options.observer }),
+    ...createPricingActivities(options.prices ?? {}),
+    ...createReaperActivities({ providers, client, namespaces }),
+    ...createTeamActivities({ client, namespaces, teamWebhooks: options.notify?.teams }),
+    ...createNotifyActivities({ ...options.notify, client, namespaces }),
+    ...createZoneActivities({ providers, client }),
+    ...createThroughputActivities({ client }),
+    ...createMemoryActivities({ providers, client }),
+    ...createStorageActivities(options.storage, options.datasets),
+    ...createLogActivities(options.logs),
+    ...createCheckActivities(options.checks),
+  };
+}
+
+/**
+ * One worker per namespace the `namespaces` name (the system one first, then each team's),
+ * on the same task queue name in each, sharing one set of activities.
+ */
+export async function createSternaWorkers(options: SternaWorkerOptions & { namespaces: NamespaceClients }): Promise<{ namespace: string; worker: Worker }[]> {
+  const activities = createSternaActivities(options);
+  const { system, teams } = options.namespaces.tenancy;
+  const served = [...new Set([system, ...teams])];
+  const workers: { namespace: string; worker: Worker }[] = [];
+  for (const namespace of served) workers.push({ namespace, worker: await createSternaWorker({ ...options, namespace, client: options.namespaces.of(namespace) }, activities) });
+  return workers;
+}
+
+/** One worker in `options.namespace`; `activities` when they are shared with other namespaces' workers (createSternaWorkers). */
+export async function createSternaWorker(options: SternaWorkerOptions, activities: object = createSternaActivities(options)): Promise<Worker> {
+  const namespace = options.namespace ?? 'default';
+  const dataConverter = options.dataConverter ?? sternaDataConverter();
   return Worker.create({
     connection: options.connection,
     namespace,
     dataConverter,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: sharedModules() } }),
-    activities: {
-      ...createActivities(providers, {
-        ...(options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
-        askObserver: observerAsker({ providers, client, observer: options.observer }),
-        readZoneMemory: zoneMemoryReader({ providers, client }),
-      }),
-      ...createFleetActivities({ providers, client, observer: options.observer }),
-      ...createPricingActivities(options.prices ?? {}),
-      ...createReaperActivities({ providers, client }),
-      ...createTeamActivities({ client, teamWebhooks: options.notify?.teams }),
-      ...createNotifyActivities({ ...options.notify, client }),
-      ...createZoneActivities({ providers, client }),
-      ...createThroughputActivities({ client }),
-      ...createMemoryActivities({ providers, client }),
-      ...createStorageActivities(options.storage, options.datasets),
-      ...createLogActivities(options.logs),
-      ...createCheckActivities(options.checks),
-    },
+    activities,
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     // The SDK's own default assumes 1.7 MB a cached workflow; a Sterna run holds about 0.4.

@@ -5,7 +5,7 @@
  * on demand (activities/fleet/ensure-observer.ts), the price book when a worker that
  * keeps one starts or a run first asks for prices (activities/pricing).
  */
-export { trainingRun, type ContinuedRun } from './training-run';
+export { trainingRun, type ContinuedRun } from './run/training-run';
 export { fleetObserver } from './fleet/observer';
 export { priceBook } from './pricing-book/workflow';
 export { sternaReaper } from './reaper/reaper';

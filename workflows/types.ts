@@ -91,6 +91,11 @@ export interface AgentSnapshot {
   setupStep?: { step: number; of: number };
   /** A setup command's own exit code, when it failed (the agent's exit is then 71, SetupFailed). */
   setupExitCode?: number;
+  /**
+   * The last line the command (or setup) printed, as the agent published it
+   * (`sterna/last-line`): secrets replaced by ***, made safe and bounded (run/last-line.ts).
+   */
+  lastLine?: string;
 }
 
 /** What the agent read from nvidia-smi: the mean over the VM's GPUs, memory summed. */

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type AgentInputs, type CheckpointRef, type GpuReading, parseSecretRef, secretManagerPath, SecretScheme } from '../../workflows/api';
+import { type AgentInputs, boundLastLine, type CheckpointRef, type GpuReading, parseSecretRef, secretManagerPath, SecretScheme } from '../../workflows/api';
 
 export type { AgentInputs };
 
@@ -104,6 +104,8 @@ export function parseAgentValues(values: Record<string, string>): {
   setupStep?: { step: number; of: number };
   /** The failed setup command's own exit code (with exit AgentExit.SetupFailed). */
   setupExitCode?: number;
+  /** The last line the command (or setup) printed, secrets replaced by *** (sterna-agent.sh `publish_last_line`), bounded again here. */
+  lastLine?: string;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
   const seconds = (v: string | undefined) => (v !== undefined && /^\d{1,9}(\.\d{1,6})?$/.test(v.trim()) ? Number(v.trim()) : undefined);
@@ -130,6 +132,7 @@ export function parseAgentValues(values: Record<string, string>): {
     moving: values.moving === 'TRUE' ? true : undefined,
     setupStep: parseSetupStep(values['setup-step']),
     setupExitCode: int(values['setup-exit']),
+    lastLine: boundLastLine(values['last-line']),
   };
 }
 

@@ -13,7 +13,7 @@
 # A node of a gang (sterna-num-nodes > 1) knows its rank; only rank 0 publishes checkpoints.
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
 # sterna/gpu, sterna/checkpoint, sterna/checkpoint-ms, sterna/exit, sterna/staged-bytes,
-# sterna/reused-bytes, sterna/total-bytes, sterna/checkpoint-interval), GCE's own way for
+# sterna/reused-bytes, sterna/total-bytes, sterna/checkpoint-interval, sterna/last-line), GCE's own way for
 # a VM to report without SSH. A checkpoint is published only after it is fully uploaded.
 # SIGTERM (the preemption notice) is forwarded to the trainer, which writes a final
 # checkpoint; the agent uploads it before the notice period ends. The run's ask to move
@@ -80,7 +80,8 @@ publish() { # publish KEY VALUE
     return
   fi
   for try in 1 2 3 4 5; do
-    curl -sf -X PUT -H 'Metadata-Flavor: Google' --data-binary "$2" \
+    # The value goes on stdin: a value starting with @ (a printed line can) is never read as a file name.
+    printf '%s' "$2" | curl -sf -X PUT -H 'Metadata-Flavor: Google' --data-binary @- \
       "$MD/instance/guest-attributes/sterna/$1" >/dev/null && return 0
     sleep "$try"
   done
@@ -266,6 +267,89 @@ if [ -n "$LOG_URI" ]; then
   LOG_SHIPPER=$!
   trap stop_log_shipper EXIT
 fi
+
+# --- the last line: what the command (or setup) printed last, for the run's details ---
+# sterna/last-line is the last non-blank line the command or setup printed, read from the
+# part of the spool already shipped (so the line shown is also in the run's log): looked
+# at with the status updates (never more often) and published only when a chunk was
+# shipped since and the line changed. It leaves the VM (the run keeps it in its history,
+# encrypted, and the web UI shows it), so it is made safe first: every secret value the
+# agent injected (and each line of a value that spans lines, of 4 bytes or more) becomes
+# ***; of a line redrawn with carriage returns (a progress bar) only what was drawn last
+# stays; terminal escapes, control characters and bytes that are not UTF-8 go; and it is
+# cut to 160 characters.
+LAST_LINE_CHARS=160
+LAST_LINE_WINDOW=16384
+last_line_at="" last_line=""
+
+redact() { # redact TEXT -> stdout: TEXT with every secret value the agent holds replaced by ***
+  local s="$1" name value part
+  for name in "${!SECRETS[@]}"; do
+    value="${SECRETS[$name]}"
+    [ -z "$value" ] || s="${s//"$value"/***}"
+    case "$value" in *$'\n'* | *$'\r'*) ;; *) continue ;; esac
+    while IFS= read -r part; do
+      part="${part%$'\r'}"
+      [ "${#part}" -lt 4 ] || s="${s//"$part"/***}"
+    done <<< "${value//$'\r'/$'\n'}"
+  done
+  printf '%s' "$s"
+}
+
+safe_line() { # safe_line TEXT -> stdout: TEXT fit to leave the VM (above); run with LC_ALL=C, so lengths are bytes
+  local s="$1" n=0 i b
+  while [[ "$s" == *$'\r' ]]; do s="${s%$'\r'}"; done
+  s="${s##*$'\r'}"
+  s="$(redact "$s")"
+  s="$(printf '%s' "$s" | sed -E $'s#\e\\[[0-9;?]*[ -/]*[@-~]##g' | tr -d '\000-\037\177')"
+  if command -v iconv >/dev/null 2>&1; then
+    s="$(printf '%s' "$s" | iconv -f UTF-8 -t UTF-8 -c 2>/dev/null)"
+  else
+    s="$(printf '%s' "$s" | tr -d '\200-\377')"   # no iconv (a small image): ASCII only
+  fi
+  # Once more: a secret could have been split by what was taken out.
+  s="$(redact "$s")"
+  s="${s#"${s%%[! ]*}"}" s="${s%"${s##*[! ]}"}"
+  # At most 160 characters: in UTF-8 a character starts at every byte that is not 10xxxxxx.
+  for ((i = 0; i < ${#s}; i++)); do
+    b="${s:i:1}"
+    case "$b" in [$'\x80'-$'\xbf']) ;; *) n=$((n + 1)); [ "$n" -lt "$LAST_LINE_CHARS" ] || break ;; esac
+  done
+  if [ "$i" -lt "${#s}" ]; then s="${s:0:i}…"; fi
+  printf '%s' "$s"
+}
+
+last_printed_line() { # last_printed_line END -> stdout: the last line the command or setup printed before spool offset END, made safe
+  local end="$1" start w lines i rest stream text
+  start=$((end > LAST_LINE_WINDOW ? end - LAST_LINE_WINDOW : 0))
+  w="$(tail -c +"$((start + 1))" -- "$LOG_SPOOL" 2>/dev/null | head -c "$((end - start))" | tr -d '\000'; printf x)"
+  w="${w%x}"
+  # Whole lines only; the window's first may have begun before it.
+  case "$w" in *$'\n') ;; *$'\n'*) w="${w%$'\n'*}"$'\n' ;; *) return 1 ;; esac
+  [ "$start" = 0 ] || w="${w#*$'\n'}"
+  mapfile -t lines < <(printf '%s' "$w")
+  for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
+    rest="${lines[i]#* }"          # "<time> <stream> <text>"
+    stream="${rest%% *}"
+    case "$stream" in out | err | setup-out | setup-err) ;; *) continue ;; esac
+    case "$rest" in *' '*) text="${rest#* }" ;; *) continue ;; esac
+    text="$(safe_line "$text")"
+    [ -z "$text" ] || { printf '%s' "$text"; return 0; }
+  done
+  return 1
+}
+
+publish_last_line() { # -> sterna/last-line, when a chunk was shipped since the last look and the line changed
+  local end line
+  [ -n "$LOG_SPOOL" ] || return 0
+  end="$(cat -- "$LOG_SHIPPED" 2>/dev/null)"
+  [[ "$end" =~ ^[0-9]{1,18}$ ]] && [ "$end" != "$last_line_at" ] || return 0
+  last_line_at="$end"
+  line="$(export LC_ALL=C; last_printed_line "$end")" || return 0
+  [ "$line" != "$last_line" ] || return 0
+  last_line="$line"
+  publish last-line "$line"
+}
 
 # --- the working directory (spec.workdir) --------------------------------------------
 # "<sha256> <uri>" of a .tar.gz that `sterna start` or the client packed and uploaded
@@ -593,6 +677,7 @@ setup_failed() { # setup_failed CODE -> the container gone, the watcher ended, t
     WATCHER=""
   fi
   stop_log_shipper
+  publish_last_line
   publish phase failed; publish exit "$1"; exit "$1"
 }
 
@@ -726,6 +811,7 @@ run_setup() { # the setup commands, once; ends the agent (71) when one fails
   while kill -0 "$pid" 2>/dev/null; do
     step="$(cat -- "$ENTRY_STEP" 2>/dev/null)"
     if [[ "$step" =~ ^[0-9]+/[0-9]+$ ]] && [ "$step" != "$shown" ]; then shown="$step"; publish setup-step "$step"; fi
+    publish_last_line
     sleep "$POLL" &
     wait $! 2>/dev/null
   done
@@ -827,6 +913,7 @@ while kill -0 "$TRAINER" 2>/dev/null; do
   [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] && set_interval "$(attr sterna-checkpoint-interval)"
   publish_progress
   publish_gpu
+  publish_last_line
   upload_new_checkpoints
   if [ "$moving" = 0 ] && [ "$stopping" = 0 ] && move_asked; then
     moving=1
@@ -864,6 +951,7 @@ upload_new_checkpoints
 [ "$stopping" = 1 ] || log "the trainer exited $code"
 # The whole log is in the bucket before the run hears of the exit (and releases the VM).
 stop_log_shipper
+publish_last_line
 publish exit "$code"
 publish phase exited
 

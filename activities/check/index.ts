@@ -24,6 +24,7 @@
  *   const findings = await runChecks(spec, targets);   // targets: workers/providers.ts buildCheckTargets
  *   activities: { ...createCheckActivities(targets) }  // checkBeforeRun({ spec }) -> Finding[]
  */
+import { activityNamespace } from '../namespaces';
 import { CodecKeyError, loadCodecKeys } from '../../codec/keys';
 import { LRUCache } from 'lru-cache';
 import { type CheckActivities, type Finding, imageReferenceProblem, modelsOf, type RunSpec } from '../../workflows/api';
@@ -103,7 +104,8 @@ export function createCheckActivities(targets: CheckTargets | undefined): CheckA
   const answers = new LRUCache<string, Promise<Finding[]>>({ max: 256, ttl: CHECK_CACHE_MS });
   return {
     checkBeforeRun({ spec }) {
-      const key = JSON.stringify([spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null, spec.workdir?.uri ?? null]);
+      // Per namespace too: each team's namespace has its own search attributes to check.
+      const key = JSON.stringify([activityNamespace() ?? null, spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null, spec.workdir?.uri ?? null]);
       let answer = answers.get(key);
       if (!answer) {
         answer = runChecks(spec, targets);

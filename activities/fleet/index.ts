@@ -11,14 +11,18 @@ import type { Providers } from '../index';
 import type { ComputeProvider } from '../providers/provider';
 import { boundSettings } from './bounds';
 import { startObserver, type ObserverOptions } from './ensure-observer';
-import { signalWithClient, watchFleet, type SignalRun } from './watch';
+import { signalWithClient, signalWithLocator, watchFleet, type SignalRun } from './watch';
+import { NamespaceClients, RunLocator } from '../namespaces';
 import { tellZoneMemory } from '../zones/client';
 
 export { DEFAULT_OBSERVER_OPTIONS, observerOptions, startObserver, type ObserverOptions } from './ensure-observer';
 
 export interface FleetActivityOptions {
   providers: Providers;
+  /** The fleet's namespace, which is also the runs' when `namespaces` is not given. */
   client: Client;
+  /** The system and team namespaces (activities/namespaces.ts): the observer lives in the system one, the runs it signals in the teams'. */
+  namespaces?: NamespaceClients;
   /**
    * What ensureObserver starts the observer with; without it, this worker starts none.
    * Its settings also bound what this worker's watchFleet does, whatever the observer asks
@@ -59,15 +63,19 @@ export function createFleetActivities(options: FleetActivityOptions): FleetActiv
     if (!provider) throw new Error(`this worker has no ${backend} provider configured; see docs/workers.md`);
     return provider;
   };
-  const signalRun = options.signalRun ?? signalWithClient(options.client);
+  const namespaces = options.namespaces ?? NamespaceClients.single(options.client);
+  const fleet = namespaces.system;
+  const signalRun = options.signalRun ?? (options.namespaces ? signalWithLocator(new RunLocator(options.namespaces)) : signalWithClient(options.client));
 
   return {
     async watchFleet(input) {
+      // It signals runs of every team: only the platform's observer, in the system namespace, may.
+      namespaces.requireSystemCaller('watchFleet');
       const provider = providerFor(input.backend);
       const { taskQueue } = Context.current().info;
       const workflowId = zoneMemoryWorkflowId(taskQueue, input.backend, provider.fleetScope());
       const settings = boundSettings(input.settings, options.observer?.settings ?? DEFAULT_FLEET_SETTINGS);
-      return watchFleet(provider, signalRun, { ...input, settings }, (outcomes) => tellZoneMemory(options.client, { workflowId, taskQueue, outcomes }));
+      return watchFleet(provider, signalRun, { ...input, settings }, (outcomes) => tellZoneMemory(fleet, { workflowId, taskQueue, outcomes }));
     },
 
     async ensureObserver({ backend }) {
@@ -75,7 +83,7 @@ export function createFleetActivities(options: FleetActivityOptions): FleetActiv
       if (!observer) return null;
       const { taskQueue, workflowExecution } = Context.current().info;
       const scope = providerFor(backend).fleetScope();
-      return startObserver(options.client, { taskQueue, backend, scope, options: observer, requester: workflowExecution?.workflowId ?? 'an activity' });
+      return startObserver(fleet, { taskQueue, backend, scope, options: observer, requester: workflowExecution?.workflowId ?? 'an activity' });
     },
   };
 }

@@ -18,6 +18,7 @@ import { carry, resume, type FleetMemory } from './memory';
 import { absorbLook, emptyMemory, hasDraining, markSent, observationsDue, planFollow, planLook, Tell, type LookResults } from './planner';
 import { fleetPreemptions } from '../zones/from-fleet';
 import { mapLimited } from '../map-limited';
+import type { RunLocator } from '../namespaces';
 
 /** Reads and signals in flight at once. */
 const CONCURRENCY = 16;
@@ -39,6 +40,25 @@ export function signalWithClient(client: Client): SignalRun {
       if (err instanceof WorkflowNotFoundError) return 'closed';
       throw err;
     }
+  };
+}
+
+/**
+ * Signals a run in whichever team namespace it runs (activities/namespaces.ts RunLocator).
+ * A workflow id two teams both run is not signalled in either (warned): each run then
+ * looks at its own resource, as when the observer is silent.
+ */
+export function signalWithLocator(locator: RunLocator): SignalRun {
+  return async (workflowId, observation) => {
+    const located = await locator.locate(workflowId);
+    if (located === 'not-found') return 'closed';
+    if (located === 'ambiguous') {
+      Context.current().log.warn('a resource names a workflow id running in several team namespaces; not signalled', { workflowId, resource: observation.name });
+      return 'closed';
+    }
+    const outcome = await signalWithClient(located.client)(workflowId, observation);
+    if (outcome === 'closed') locator.forget(workflowId);
+    return outcome;
   };
 }
 

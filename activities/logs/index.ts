@@ -8,13 +8,7 @@
  */
 import type { WorkerConfig } from '../../config/worker-config';
 import type { LogActivities } from '../../workflows/api';
-import { runStoragePrefix, type LogLine } from './layout';
-import { lastLines } from './reader';
-import { logStoreFor, type LogStoreSettings } from './store';
-
-export { AGENT_STREAM, runStoragePrefix, type LogLine } from './layout';
-export { lastLines, readRunLog, RunLogReader, type LogEvent, type ReadLogOptions } from './reader';
-export { logStoreFor, LogStoreError, type LogStore, type LogStoreSettings } from './store';
+import { lastLines, logStoreFor, runStoragePrefix, type LogLine, type LogStoreSettings } from '../../logs';
 
 /** Where this worker's VMs' buckets are, for reading them back. */
 export function logStoreSettingsFor(config: Pick<WorkerConfig, 'gce' | 'storage'>): LogStoreSettings {

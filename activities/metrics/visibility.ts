@@ -10,6 +10,8 @@ import type { SternaMetrics } from './registry';
 
 export interface VisibilityGaugeOptions {
   client: Client;
+  /** Where runs execute when not in `client`'s namespace (each team namespace); their counts add up. */
+  runClients?: Client[];
   /** Reads at most this often (default 15 s); scrapes in between see the last reading. */
   refreshMs?: number;
   /** Open runs listed at most (their per-run gauges); default 1,000. */
@@ -22,23 +24,30 @@ export function feedFromVisibility(metrics: SternaMetrics, options: VisibilityGa
   let readAt = -Infinity;
   let reading: Promise<void> | undefined;
 
+  const clients = options.runClients?.length ? options.runClients : [options.client];
   const read = async () => {
-    const { client } = options;
     const counts = await Promise.all(
-      Object.values(Phase).map(async (phase) => [phase, (await client.workflow.count(`WorkflowType = "trainingRun" AND SternaPhase = "${phase}"`)).count] as const),
+      Object.values(Phase).map(async (phase) => {
+        const each = await Promise.all(clients.map(async (client) => (await client.workflow.count(`WorkflowType = "trainingRun" AND SternaPhase = "${phase}"`)).count));
+        return [phase, each.reduce((a, b) => a + b, 0)] as const;
+      }),
     );
     for (const [phase, count] of counts) metrics.runs.set({ phase }, count);
     metrics.runCost.reset();
     metrics.runGpuMean.reset();
     let listed = 0;
-    for await (const run of client.workflow.list({ query: 'WorkflowType = "trainingRun" AND ExecutionStatus = "Running"' })) {
-      const attrs = run.searchAttributes as Record<string, unknown[] | undefined>;
-      const cost = attrs.SternaCostUsd?.[0];
-      const gpu = attrs.SternaGpuUtil?.[0];
-      const team = attrs.SternaTeam?.[0];
-      if (typeof cost === 'number') metrics.runCost.set({ run: run.workflowId, team: typeof team === 'string' ? team : '' }, cost);
-      if (typeof gpu === 'number') metrics.runGpuMean.set({ run: run.workflowId }, gpu);
-      if (++listed >= maxOpenRuns) break;
+    for (const client of clients) {
+      for await (const run of client.workflow.list({ query: 'WorkflowType = "trainingRun" AND ExecutionStatus = "Running"' })) {
+        if (listed >= maxOpenRuns) break;
+        const attrs = run.searchAttributes as Record<string, unknown[] | undefined>;
+        const cost = attrs.SternaCostUsd?.[0];
+        const gpu = attrs.SternaGpuUtil?.[0];
+        // With a namespace per team the namespace is the team, whatever the run's attribute says.
+        const team = options.runClients?.length ? client.options.namespace : attrs.SternaTeam?.[0];
+        if (typeof cost === 'number') metrics.runCost.set({ run: run.workflowId, team: typeof team === 'string' ? team : '' }, cost);
+        if (typeof gpu === 'number') metrics.runGpuMean.set({ run: run.workflowId }, gpu);
+        listed++;
+      }
     }
   };
 

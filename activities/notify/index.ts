@@ -12,9 +12,10 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import { startedSpecInput } from '../../client/run-input';
 import { type DeliveryReport, type NotifyActivities, type NotifyEvent, notifyKey, NotifyKind, type ReapedNotice, SternaTeam, type TeamWebhooks, webhookEnvName, type WebhookTarget } from '../../workflows/api';
 import { payloadFor, uiLink } from './payload';
+import { RunLocator, type NamespaceClients } from '../namespaces';
 
 /** One request's limit: a webhook slower than this is tried again later. */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -28,6 +29,12 @@ export interface NotifyOptions {
   env?: NodeJS.ProcessEnv;
   /** For the reaped notice: reads the run's spec from its start. */
   client?: Client;
+  /**
+   * The team namespaces (activities/namespaces.ts): in `namespaces` mode a run's team is its
+   * namespace, whatever its event says, and a reaped resource's run is looked for in every
+   * team namespace.
+   */
+  namespaces?: NamespaceClients;
 }
 
 interface Destination {
@@ -39,13 +46,16 @@ interface Destination {
 export function createNotifyActivities(options: NotifyOptions = {}): NotifyActivities {
   const env = options.env ?? process.env;
 
-  async function deliver(event: NotifyEvent, webhooks: readonly WebhookTarget[]): Promise<DeliveryReport> {
+  const namespaced = options.namespaces?.tenancy.mode === 'namespaces';
+  const locator = options.namespaces ? new RunLocator(options.namespaces) : undefined;
+
+  async function deliver(event: NotifyEvent, webhooks: readonly WebhookTarget[], runNamespace?: string): Promise<DeliveryReport> {
     const context = Context.current();
     const destinations: Destination[] = [
       ...webhooks.map((target, i) => ({ label: target.ref ? `run webhook ${i + 1} (${target.ref})` : `run webhook ${i + 1} (${originOf(target.url!)})`, target })),
       ...(event.team ? (options.teams?.[event.team] ?? []) : []).map((target, i) => ({ label: `team ${event.team} webhook ${i + 1}${target.ref ? ` (${target.ref})` : ''}`, target })),
     ];
-    const url = uiLink(options.uiBaseUrl, context.info.workflowNamespace ?? 'default', event.runId);
+    const url = uiLink(options.uiBaseUrl, runNamespace ?? context.info.namespace, event.runId);
     const done = new Set<number>((context.info.heartbeatDetails as number[] | undefined) ?? []);
     const beat = () => context.heartbeat([...done]);
     const timer = setInterval(beat, 2000);
@@ -84,11 +94,16 @@ export function createNotifyActivities(options: NotifyOptions = {}): NotifyActiv
 
   return {
     async deliverNotification({ event, webhooks }) {
-      return deliver(event, webhooks);
+      // The team whose webhooks hear of a run is the namespace it runs in, not what its event says.
+      return deliver(namespaced ? { ...event, team: options.namespaces!.callerTeam('deliverNotification') } : event, webhooks);
     },
 
     async notifyReaped(notice: ReapedNotice) {
-      const run = options.client ? await runOf(options.client, notice.workflowId) : undefined;
+      const located = locator ? await locator.locate(notice.workflowId) : undefined;
+      const client = located === undefined ? options.client : typeof located === 'object' ? located.client : undefined;
+      const runNamespace = typeof located === 'object' ? located.namespace : undefined;
+      const found = client ? await runOf(client, notice.workflowId) : undefined;
+      const run = found && namespaced && runNamespace ? { ...found, team: runNamespace } : found;
       const event: NotifyEvent = {
         key: notifyKey(notice.workflowId, NotifyKind.Reaped, notice.resource.name),
         kind: NotifyKind.Reaped,
@@ -101,7 +116,7 @@ export function createNotifyActivities(options: NotifyOptions = {}): NotifyActiv
         costUsd: 0,
         resource: notice.resource,
       };
-      return deliver(event, run?.webhooks ?? []);
+      return deliver(event, run?.webhooks ?? [], runNamespace);
     },
   };
 }
@@ -152,16 +167,9 @@ async function post(url: string, key: string, body: unknown, cancelled: AbortSig
  */
 async function runOf(client: Client, workflowId: string): Promise<{ status: string; team?: string; name?: string; webhooks: WebhookTarget[] } | undefined> {
   try {
-    const description = await client.workflow.getHandle(workflowId).describe();
+    const { description, specInput } = await startedSpecInput(client, workflowId);
     const team = description.typedSearchAttributes.get(SternaTeam);
-    const history = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId: description.runId },
-      maximumPageSize: 1,
-    });
-    const started = history.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
-    const [input] = await decodeArrayFromPayloads(client.options.loadedDataConverter, started?.input?.payloads);
-    const spec = (input && typeof input === 'object' && 'continued' in input ? (input as unknown as { spec: unknown }).spec : input) as { name?: string; notify?: { webhooks?: WebhookTarget[] } } | undefined;
+    const spec = specInput as { name?: string; notify?: { webhooks?: WebhookTarget[] } } | undefined;
     return { status: description.status.name, team: typeof team === 'string' ? team : undefined, name: spec?.name, webhooks: spec?.notify?.webhooks ?? [] };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;

@@ -17,6 +17,8 @@ import { LRUCache } from 'lru-cache';
 import { type BucketAnswer, isBucketName, type StorageActivities } from '../../workflows/api';
 import type { DatasetChecker } from './datasets';
 
+export { DatasetChecker } from './datasets';
+
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';
 export const STORAGE_READ_SCOPE = 'https://www.googleapis.com/auth/devstorage.read_only';
 

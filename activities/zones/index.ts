@@ -11,7 +11,7 @@ import type { Providers } from '../index';
 import { type Backend, sliceFor, type ZoneActivities, type ZoneMemory, zoneMemoryWorkflowId } from '../../workflows/api';
 import { readZoneMemory, tellZoneMemory } from './client';
 
-export { readZoneMemory, tellZoneMemory, listZoneMemories } from './client';
+export { readZoneMemory, tellZoneMemory, listZoneMemories, type ZoneMemoryRef } from './client';
 
 export interface ZoneActivityOptions {
   providers: Providers;

@@ -13,7 +13,7 @@ import { sizeText, packWorkdir, WorkdirTooLargeError } from './pack';
 import { uploadWorkdir, type UploadedWorkdir, type WorkdirStorage } from './upload';
 import { WorkdirProblemError } from './walk';
 
-export { DEFAULT_MAX_WORKDIR_BYTES, packWorkdir, WorkdirTooLargeError, type PackedWorkdir, type PackOptions } from './pack';
+export { DEFAULT_MAX_WORKDIR_BYTES, packWorkdir, sizeText, WorkdirTooLargeError, type PackedWorkdir, type PackOptions } from './pack';
 export { uploadWorkdir, workdirObjectUri, type UploadedWorkdir, type UploadRequester, type WorkdirStorage } from './upload';
 export { listWorkdir, WorkdirProblemError, type WorkdirEntry, type WorkdirListing } from './walk';
 

@@ -32,6 +32,8 @@ interface AgentRun {
   checkpoint?: string;
   /** The sha256 of the workdir it unpacked (`sterna/workdir`). */
   workdir?: string;
+  /** Every guest attribute it published under sterna/, by key. */
+  guest: Record<string, string>;
   /** Every trainer start of this run (the recorder keys them by STERNA_RUN_ID). */
   trainers: TrainerRecord[];
   serialLog: string;
@@ -125,7 +127,7 @@ describe('the agent runs exactly the trainer it was given', function () {
               .filter((r) => r.env.STERNA_RUN_ID === inputs.runId)
           : [];
         const files = fileNames(view.dir);
-        const run = { phase: guest.phase, exit: guest.exit, checkpoint: guest.checkpoint, workdir: guest.workdir, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
+        const run = { phase: guest.phase, exit: guest.exit, checkpoint: guest.checkpoint, workdir: guest.workdir, guest: { ...guest }, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
         const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
         await done(del.latestResponse.name as string);
         return run;
@@ -209,6 +211,48 @@ describe('the agent runs exactly the trainer it was given', function () {
     await eventually('the notice published', async () => ((await guest()).preempted === 'TRUE' ? true : undefined), 30_000, 50);
     const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
     await done(del.latestResponse.name as string);
+  });
+
+  describe('the last printed line (sterna/last-line, for the run\'s current details)', () => {
+    it('publishes the command\'s last line while it trains, as its log is shipped, made safe: escapes, redraws, bad bytes and length', async () => {
+      // Each line is printed once the test asks for it (a file go-<i>), so each is seen on its own.
+      const lines = [
+        "printf 'epoch 1 loss 0.5\\n'",
+        "printf '\\033[31mred\\033[0m on stderr\\n' >&2",
+        "printf 'progress 10%%\\rprogress 55%%\\rprogress 100%%\\r\\n'",
+        `printf '\\377'; printf '\\303\\251%.0s' {1..300}; printf '\\n'`,
+        "printf '@/etc/hostname\\n'",
+        "printf 'final words\\n   \\n\\033[0m\\n'",
+      ];
+      const gate = join(scratch, 'last-line-gates');
+      mkdirSync(gate);
+      const script = lines.map((line, i) => `while [ ! -e ${gate}/go-${i} ]; do sleep 0.05; done; ${line}`).join('\n');
+      const name = await bootAgent({ runId: 'last-line', argv: ['bash', '-c', script], env: {} });
+      const guest = async () => (await emu.instances()).find((i) => i.name === name)?.guestAttributes.sterna ?? {};
+      const expected = ['epoch 1 loss 0.5', 'red on stderr', 'progress 100%', `${'é'.repeat(159)}…`, '@/etc/hostname'];
+      for (const [i, want] of expected.entries()) {
+        writeFileSync(join(gate, `go-${i}`), '');
+        const seen = await eventually(`line ${i} published`, async () => {
+          const g = await guest();
+          return g['last-line'] === want ? g : undefined;
+        }, 30_000, 50);
+        assert.equal(seen.exit, undefined, 'published while the command runs, not only at its end');
+      }
+      writeFileSync(join(gate, `go-${expected.length}`), '');
+      const view = await eventually('the agent exited', async () => (await emu.instances()).find((i) => i.name === name && i.exitCode !== undefined), 30_000, 100);
+      const last = view.guestAttributes.sterna ?? {};
+      assert.equal(last.exit, '0');
+      assert.equal(last['last-line'], 'final words', 'blank lines and a bare escape do not replace the last line');
+      const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
+      await done(del.latestResponse.name as string);
+    });
+
+    it('publishes setup\'s last line when a setup command fails', async () => {
+      const run = await runAgent({ runId: 'last-line-setup', argv: [join(bin, 'record')], env: {}, setup: ['echo installing', 'echo "ERROR: No matching distribution found for torch==9" >&2; exit 3'] });
+      assert.equal(run.exit, '71', run.serialLog);
+      assert.equal(run.guest['last-line'], 'ERROR: No matching distribution found for torch==9');
+      assert.deepEqual(run.trainers, []);
+    });
   });
 
   it('passes hostile argv items and env values through byte for byte, and adds nothing', async () => {
@@ -306,12 +350,31 @@ describe('the agent runs exactly the trainer it was given', function () {
     const LEAST = ['https://www.googleapis.com/auth/devstorage.read_write', 'https://www.googleapis.com/auth/logging.write'];
     // Spaces, quotes, a command substitution, non-ASCII and trailing newlines: all must arrive as they are.
     const VALUE = ` hf_$(touch pwned)'"\`x\` ünï€ =\n\n`;
+    const WANDB_KEY = 'wk-Secr3t-Value-42';
     const ref = (secret: string) => `gcp-secret-manager://projects/${PROJECT}/secrets/${secret}/versions/latest`;
     before(async () => {
       await emu.admin.addSecretVersion(PROJECT, 'hf-token', 'an older version');
       await emu.admin.addSecretVersion(PROJECT, 'hf-token', VALUE);
       await emu.admin.addSecretVersion(PROJECT, 'team-b-only', 'not for this VM', { accessors: ['team-b@agent-test.iam.gserviceaccount.com'] });
       await emu.admin.addSecretVersion(PROJECT, 'has-nul', 'a\u0000b');
+      await emu.admin.addSecretVersion(PROJECT, 'wandb-key', WANDB_KEY);
+    });
+
+    it('a command that prints its secret shows *** in its last line, never the value (one line or many)', async () => {
+      const sa = [{ email: 'default', scopes: [CLOUD_PLATFORM] }];
+      const secrets = { HF_TOKEN: ref('hf-token'), WANDB_KEY: ref('wandb-key') };
+      const single = await runAgent({ runId: 'last-line-secret', argv: ['bash', '-c', 'echo "loading"; echo "key=$WANDB_KEY, again $WANDB_KEY."'], env: {}, secrets, serviceAccounts: sa });
+      assert.equal(single.exit, '0', single.serialLog);
+      assert.equal(single.guest['last-line'], 'key=***, again ***.');
+      // HF_TOKEN spans lines (and ends with two newlines): each of its lines is replaced where it shows.
+      const multi = await runAgent({ runId: 'last-line-secret-lines', argv: ['bash', '-c', 'printf "tok=%s" "$HF_TOKEN"'], env: {}, secrets, serviceAccounts: sa });
+      assert.equal(multi.exit, '0', multi.serialLog);
+      assert.equal(multi.guest['last-line'], 'tok=***');
+      for (const run of [single, multi]) {
+        for (const [key, value] of Object.entries(run.guest)) {
+          assert.ok(!value.includes(WANDB_KEY) && !value.includes('hf_'), `sterna/${key} holds no secret: ${value}`);
+        }
+      }
     });
 
     it('gives the trainer the exact value, in its environment only: not in the serial log nor any file of the VM', async () => {

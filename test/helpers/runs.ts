@@ -8,7 +8,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { statusQuery } from '../../workflows/messages';
 import type { RunStatus } from '../../workflows/run/views';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 
 type Run = WorkflowHandle<typeof trainingRun>;
 

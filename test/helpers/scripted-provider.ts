@@ -41,6 +41,8 @@ export class ScriptedProvider implements ComputeProvider {
   readonly backend = 'gce' as const;
   readonly vms = new Map<string, Vm>();
   readonly created: string[] = [];
+  /** How long a delete takes (ms): a real one takes seconds, and tests of what happens meanwhile need the window. */
+  releaseDelayMs = 0;
   private readonly scripts = new Map<string, Script[]>();
 
   constructor(
@@ -145,6 +147,7 @@ export class ScriptedProvider implements ComputeProvider {
     const vm = this.vms.get(ref.name);
     if (!vm || vm.deleted) return { outcome: ReleaseOutcome.Absent };
     if (!isOwnedBy(vm.request.labels, owner)) return { outcome: ReleaseOutcome.NotOurs };
+    if (this.releaseDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.releaseDelayMs));
     vm.deleted = true;
     return { outcome: ReleaseOutcome.Deleted, startedAt: vm.startedAt, stoppedAt: new Date().toISOString() };
   }

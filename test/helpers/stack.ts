@@ -17,7 +17,7 @@ import { buildCheckTargets, buildDatasetChecker, buildGceProvider } from '../../
 import { BucketLocator } from '../../activities/storage';
 import { observerOptions } from '../../activities/fleet';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './emulator';
 import { spawnLogged, type Spawned } from './processes';

@@ -8,7 +8,7 @@ import { agentAttributes } from '../../activities/agent/script';
 import { internalAddress } from '../../emulator/render';
 import { addGradients, dataParallelStep, gradientSum, shardOf, step, type Checkpoint } from '../../examples/trainer';
 import type { ProvisionRequest } from '../../workflows/activity-contract';
-import { acceptContinuation } from '../../workflows/continuation';
+import { acceptContinuation } from '../../workflows/run/continuation';
 import { executionToken, isOwnedBy, resourceName, runKey } from '../../workflows/naming';
 import { gangObservation, gangRef, gangRelease, gangSnapshot, gangSize, namesPartOf, nodeRefs, nodeRequest, nodeSays, rankIn } from '../../workflows/run/gang';
 import type { Action as Command, Context, RunEvent } from '../../workflows/run/protocol';

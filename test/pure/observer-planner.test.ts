@@ -126,6 +126,23 @@ describe('fleet planner', () => {
     assert.ok(stepOnly.length >= 2, 'progress is still reported now and then');
   });
 
+  it('passes the agent\'s last printed line on with what it tells, and a new line alone is not news', () => {
+    const printing = (line: string): Agent => ({ values: { phase: 'training', step: 10, lastLine: line } });
+    let result = look(emptyMemory(T0, settings), [vm(1)], T0, () => printing('line 0'));
+    assert.equal(only(result.due).observation.snapshot.lastLine, 'line 0');
+    // A new line on every read, nothing else new: read about once a minute, told only when the run would otherwise look itself.
+    const told: { atS: number; line?: string }[] = [];
+    for (let t = INTERVAL_MS; t <= 600_000; t += INTERVAL_MS) {
+      result = look(result.memory, [vm(1)], T0 + t, () => printing(`line ${t / 1000}`));
+      for (const d of result.due) told.push({ atS: t / 1000, line: d.observation.snapshot.lastLine });
+    }
+    assert.ok(told.length >= 1 && told.length <= 2, JSON.stringify(told));
+    for (const t of told) assert.ok(t.atS >= settings.maxSilenceSeconds, JSON.stringify(told));
+    // What is told carries the line as last read, not a stale one.
+    for (const t of told) assert.match(t.line ?? '', /^line \d+$/);
+    assert.notEqual(told[0].line, 'line 0');
+  });
+
   it('tells a quiet run at least every maxSilenceSeconds, so its own look is only a fallback', () => {
     let memory = look(emptyMemory(T0, settings), [vm(1)], T0, () => training(10, 10)).memory;
     const toldAt: number[] = [];

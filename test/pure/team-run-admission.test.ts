@@ -8,6 +8,7 @@ import { executionToken } from '../../workflows/naming';
 import { COST_REFRESH_SECONDS, costMemoOf, costRefreshAt } from '../../workflows/run/cost-refresh';
 import type { Action as Command, Context, RunEvent } from '../../workflows/run/protocol';
 import { stepOn } from '../helpers/run-harness';
+import { runTeamOf } from '../../workflows/run/team';
 import { initialState, Phase, type RunState } from '../../workflows/run/state';
 import { ledger } from '../../workflows/run/views';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../../workflows/spec';
@@ -66,6 +67,19 @@ describe('a run\'s team admission (pure machine)', () => {
     const refused = run.send({ kind: 'admission', decision: { runId: 'run-7', outcome: 'refused', team: 'default', failure: 'BudgetExceeded', message: 'team default: month budget $1.00 …', details: { team: 'default' } } });
     assert.deepEqual(refused, { kind: 'fail', failure: 'BudgetExceeded', message: 'team default: month budget $1.00 …', details: { team: 'default' } });
     assert.equal(run.state.admission?.team, 'default', 'a run without labels.team belongs to the default team');
+  });
+
+  it('is its ledger\'s team once asked (with a namespace per team, the namespace), and shows and reports as that team', () => {
+    const run = new Run({ labels: { team: 'vision' } });
+    run.send({ kind: 'start' });
+    run.send({ kind: 'admission-asked', teamWebhooks: false, team: 'team-a' });
+    assert.equal(run.state.admission?.team, 'team-a', 'the charged team, not the one the spec named');
+    run.send({ kind: 'admission', decision: { runId: 'run-7', outcome: 'admitted', team: 'team-a' } });
+    assert.equal(runTeamOf(run.state, run.spec), 'team-a');
+    const unnamed = new Run();
+    unnamed.send({ kind: 'start' });
+    unnamed.send({ kind: 'admission-asked', team: 'default' });
+    assert.equal(runTeamOf(unnamed.state, unnamed.spec), undefined, 'the default team names no team');
   });
 
   it('does not ask once an attempt exists', () => {

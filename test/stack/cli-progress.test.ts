@@ -131,5 +131,18 @@ describe('following a run on the emulator stack', function () {
     assert.match(metadata.currentDetails ?? '', /\*\*Step\*\* 400 of 800 \(50\.0%\)/);
     assert.match(metadata.currentDetails ?? '', /\*\*Cost so far\*\* \d+\.\d{4} USD of a 5 USD budget/);
     assert.doesNotMatch(metadata.currentDetails ?? '', /\$/, 'no dollar signs: the UI renders a pair as math');
+    // The last line the trainer printed (examples/trainer.ts ends with "done: ..."), from its agent's sterna/last-line.
+    assert.match(s.lastLine ?? '', /^done: step 400, loss \d+\.\d{6}$/);
+    assert.match(metadata.currentDetails ?? '', /\*\*Last line\*\* `done: step 400, loss \d+\.\d{6}`$/);
+    // The details (and so the line) leave the worker encrypted, as every payload does: the
+    // raw answer to the query the web UI sends is binary/encrypted, readable only through the codec.
+    const raw = await stack.env.client.workflowService.queryWorkflow({
+      namespace: stack.env.namespace,
+      execution: { workflowId: run.workflowId },
+      query: { queryType: '__temporal_workflow_metadata' },
+    });
+    const [payload] = raw.queryResult?.payloads ?? [];
+    assert.equal(Buffer.from(payload?.metadata?.encoding ?? []).toString(), 'binary/encrypted');
+    assert.ok(!Buffer.from(payload?.data ?? []).toString('latin1').includes('done: step'), 'no plain text of the line on the wire');
   });
 });

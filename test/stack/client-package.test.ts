@@ -102,9 +102,8 @@ describe('the client package, packed and installed by a service outside the repo
   it('holds the client and the plain modules it reaches, with declarations, and requires only its declared dependencies, pinned as the repository pins them', () => {
     // Nothing of the worker, the providers, the emulator, the CLI, the benchmarks or the tests.
     const top = new Set(packed.files.filter((f) => f.startsWith('dist/')).map((f) => f.split('/')[1]));
-    assert.deepEqual([...top].sort(), ['activities', 'client', 'codec', 'workflows']);
-    // activities/ holds the worker's side effects: only the log reader comes along (runLogs).
-    assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/activities/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/activities/logs/layout', 'dist/activities/logs/reader', 'dist/activities/logs/store']);
+    // Of the run's log, its layout, store and reader (runLogs); nothing of activities/ (the worker's side effects).
+    assert.deepEqual([...top].sort(), ['client', 'codec', 'logs', 'workflows']);
     // codec/ holds the codec server too: only the payload codec and its keys come along.
     assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/codec/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/codec/data-converter', 'dist/codec/keys', 'dist/codec/payload-codec']);
     for (const entry of ['client/index', 'client/plan']) {

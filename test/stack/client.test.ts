@@ -24,7 +24,7 @@ import type { RunSpecInput } from '../../workflows/spec';
 import type { TrainingRunWorkflow } from '../../workflows/messages';
 import type { TeamLedgerWorkflow } from '../../workflows/teams/contract';
 import type { teamLedger } from '../../workflows/teams/workflow';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { eventually } from '../helpers/processes';
 import { ScriptedProvider } from '../helpers/scripted-provider';
 import { freePort, sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';

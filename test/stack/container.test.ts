@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { agentAttributes, agentScript, AgentExit, IMAGE_ATTRIBUTE, type AgentInputs } from '../../activities/agent/script';
-import { parseLogLine, type LogLine } from '../../activities/logs/layout';
+import { parseLogLine, type LogLine } from '../../logs/layout';
 import { ensurePodman, type PodmanSetup } from '../../processes/podman';
 import { runLogs } from '../../client/logs';
 import { statusQuery } from '../../workflows/messages';

@@ -20,7 +20,7 @@ import { localBucketMapper } from '../../workers/providers';
 import { setDeadlineUpdate, statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { eventually } from '../helpers/processes';
 import { startKubeStack, type KubeStack } from '../helpers/kube';
 import { sternaTestWorker, testEnv, uniqueTaskQueue } from '../helpers/temporal';

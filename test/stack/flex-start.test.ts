@@ -18,7 +18,7 @@ import { modelsOf } from '../../workflows/pricing';
 import { flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS } from '../../workflows/run/flex-start';
 import type { RunStatus } from '../../workflows/run/views';
 import { checkSpec, parseSpec, type RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import type { Offer } from '../../workflows/types';
 import { eventually } from '../helpers/processes';
 import { exampleSpec, startStack, type Stack } from '../helpers/stack';

@@ -15,7 +15,7 @@ import { dataParallelStep, parseData, shardOf, type Checkpoint } from '../../exa
 import { runKey } from '../../workflows/naming';
 import { statusQuery, type ResourceObservation } from '../../workflows/messages';
 import { rankOffers } from '../../workflows/placement';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { allEvents, payloadValue } from '../helpers/histories';
 import { eventually } from '../helpers/processes';
 import { exampleSpec, startStack, type Stack } from '../helpers/stack';

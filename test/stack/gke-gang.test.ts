@@ -22,7 +22,7 @@ import { localBucketMapper } from '../../workers/providers';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { resultWithin } from '../helpers/runs';
 import { eventually } from '../helpers/processes';
 import { startKubeStack, type KubeStack } from '../helpers/kube';

@@ -14,7 +14,7 @@ import { loadWorkerConfig } from '../../config/worker-config';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { localBucketMapper } from '../../workers/providers';
 import { startKubeStack, type KubeStack } from '../helpers/kube';
 import { eventually } from '../helpers/processes';

@@ -12,7 +12,7 @@ import type { FakeNode } from '../../kube/node-agent';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { eventually } from '../helpers/processes';
 import { startKubeStack, type KubeStack } from '../helpers/kube';
 import { testEnv } from '../helpers/temporal';

@@ -13,7 +13,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunStatus } from '../../workflows/run/views';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { eventually } from '../helpers/processes';
 import { exampleSpec, PROJECT, startStack, type Stack } from '../helpers/stack';
 

@@ -8,7 +8,7 @@ import { runKey } from '../../workflows/naming';
 import { preemptionNoticeSignal, statusQuery } from '../../workflows/messages';
 import { rankOffers } from '../../workflows/placement';
 import type { RunStatus } from '../../workflows/run/views';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { executionHistories, saveHistory } from '../helpers/histories';
 import { eventually } from '../helpers/processes';
 import { whereRunIs } from '../helpers/runs';

@@ -5,7 +5,7 @@ import { runLogs } from '../../client/logs';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { collect, lines, PRINTER, texts, truth } from '../helpers/logs';
 import { eventually } from '../helpers/processes';
 import { NODES, startKubeStack, type KubeStack } from '../helpers/kube';
@@ -58,6 +58,10 @@ describe('a run\'s log outlives its pods (GKE: a real Kubernetes control plane)'
     }
     assert.deepEqual(all.filter((e) => e.kind === 'attempt').map((e) => e.attempt), [1, 2]);
     assert.ok(lines(all).some((l) => l.attempt === 1 && l.stream === 'agent' && /SIGTERM/.test(l.text)), 'the agent says it was stopped by SIGTERM');
+    // The pod's agent published its trainer's last line as an annotation (sterna/last-line): the
+    // last attempt's last line on stdout ("done") or stderr, whichever its annotator wrote last.
+    const last = (await run.query(statusQuery)).lastLine;
+    assert.ok([truth(truthDir, 2, 'out').at(-1), truth(truthDir, 2, 'err').at(-1)].includes(last), `last line ${JSON.stringify(last)}`);
     await stack.agent.addNode(NODES.find((n) => n.name === node)!);
   });
 });

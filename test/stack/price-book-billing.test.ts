@@ -25,7 +25,7 @@ import { statusQuery } from '../../workflows/messages';
 import { priceBookWorkflowId, type PriceBookSettings } from '../../workflows/pricing-book/contract';
 import { priceBookQuery, refreshPricesSignal } from '../../workflows/pricing-book/messages';
 import type { RunStatus } from '../../workflows/run/views';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 import { eventually } from '../helpers/processes';
 import { exampleSpec, PROJECT } from '../helpers/stack';

@@ -201,6 +201,8 @@ describe('the reaper beside a run that continues as new', function () {
     const zone = { zone: 'us-central1-a', spot: 0.2, onDemand: 0.7 };
     const provider = new ScriptedProvider([zone]);
     for (let i = 1; i <= 55; i++) provider.script('us-central1-a', { kind: 'preempt', step: i, afterPolls: 1 });
+    // Deletes take a moment, as GCE's do: a window in which passes can meet an attempt mid-release, however loaded the machine.
+    provider.releaseDelayMs = 400;
     const taskQueue = uniqueTaskQueue('reaper-can');
     const worker = await sternaTestWorker(taskQueue, { gce: provider });
     const env = await testEnv();

@@ -232,4 +232,26 @@ describe('secrets stay out of the Kubernetes objects (GKE, a real control plane)
       'the run result': JSON.stringify(result),
     });
   });
+
+  it('a command that prints its secret shows *** in the last line its pod publishes, which its run keeps', async () => {
+    const example = JSON.parse(readFileSync(join(repoRoot, 'examples', 'run.json'), 'utf8')) as RunSpecInput;
+    const spec: RunSpecInput = {
+      ...example,
+      backend: 'gke',
+      resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] },
+      recovery: { ...example.recovery, pollSeconds: 0.3 },
+      command: ['node', '-e', 'console.log(`logged in with ${process.env.WANDB_API_KEY}, ok`)'],
+      secrets: { WANDB_API_KEY: 'k8s://wandb/api-key' },
+    };
+    const env = await testEnv();
+    const workflowId = `${stack.taskQueue}-secret-printed`;
+    const handle = await env.client.workflow.start('trainingRun', { taskQueue: stack.taskQueue, workflowId, args: [spec] });
+    const result = (await handle.result()) as RunResult;
+    assert.equal(result.status, 'completed');
+    // The pod published it as its annotation sterna/last-line; the pod is gone with the run's release, the line is in the run.
+    assert.equal((await handle.query(statusQuery)).lastLine, 'logged in with ***, ok');
+    const nodeFiles = everyFile(join(dirname(stack.bucketsDir), 'nodes'));
+    assert.ok(nodeFiles.some((f) => f.path.endsWith('container.log') && f.text.includes(`logged in with ${SECRET}`)), 'the command did print it');
+    assertNowhere(SECRET, await rawHistories(stack.taskQueue));
+  });
 });

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runLogs } from '../../client/logs';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { collect, lines } from '../helpers/logs';
 import { startKubeStack, type KubeStack } from '../helpers/kube';
 import { testEnv } from '../helpers/temporal';

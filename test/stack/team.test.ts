@@ -5,7 +5,7 @@ import { getTeam, setTeamLimits } from '../../client';
 import { statusQuery } from '../../workflows/messages';
 import type { RunResult } from '../../workflows/run/views';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 import { join } from 'node:path';
 import { teamWorkflowId, type TeamInput } from '../../workflows/teams/contract';
 import { allEvents, saveHistory } from '../helpers/histories';

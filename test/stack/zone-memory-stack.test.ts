@@ -21,7 +21,7 @@ import { observerOptions } from '../../activities/fleet';
 import { createSternaWorker } from '../../workers/worker';
 import { statusQuery } from '../../workflows/messages';
 import { runKey } from '../../workflows/naming';
-import type { trainingRun } from '../../workflows/training-run';
+import type { trainingRun } from '../../workflows/run/training-run';
 
 const cli = join(__dirname, '..', '..', 'cli', 'main.js');
 

@@ -36,6 +36,8 @@ export function absorbAdmissionEvent(state: RunState, event: Extract<RunEvent, {
       return absorbChecks(state, event.findings, nowMs);
     case 'admission-asked':
       if (event.teamWebhooks !== undefined && state.admission) state.admission.teamWebhooks = event.teamWebhooks;
+      // The ledger's word on whose run this is wins over the spec's: with a namespace per team, it is the namespace.
+      if (event.team !== undefined && state.admission) state.admission.team = event.team;
       return undefined;
     case 'admission': {
       const refused = absorbAdmission(state, event.decision, nowMs);

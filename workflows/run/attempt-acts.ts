@@ -7,7 +7,7 @@
 import { isCancellation } from '@temporalio/workflow';
 import { namedFailureOf } from '../failures';
 import type { Owner } from '../naming';
-import type { runActivities } from '../run-activities';
+import type { runActivities } from './activities';
 import type { RunSpec } from '../spec';
 import type { RunEvent } from './protocol';
 import { provisionRequest, provisionSummary } from './requests';

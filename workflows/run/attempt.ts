@@ -20,6 +20,7 @@ import { AGENT_EXITS, exitReason, NOT_RUNNABLE_EXITS } from './endings';
 import { movedOff, movePlanFor } from './flex-cut';
 import { cutAtMs, reachedRunDuration } from './flex-start';
 import { gangObservation, namesPartOf } from './gang';
+import { absorbLastLine } from './last-line';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { limitAtMs } from './limits';
 import { absorbIntervalSet, absorbLiveZoneMemory, liveIntervalStep, liveIntervalTimer } from './live-interval';
@@ -98,6 +99,8 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
     if (observation.quietSeconds !== undefined) state.observerQuietSeconds = observation.quietSeconds;
   }
   const s = observation.snapshot;
+  // Before anything ends the attempt: a failed attempt's last line is the one most worth showing.
+  absorbLastLine(state, live.attempt, s.lastLine, now);
   absorbStaging(state, live.attempt, s, now);
   if (s.step !== undefined) state.step = s.step;
   if (s.checkpoint && s.checkpoint.step > (state.lastCheckpoint?.step ?? -1)) {

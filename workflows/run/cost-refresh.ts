@@ -6,7 +6,8 @@
  * visibility without asking a worker. Pure.
  */
 import { gangSize } from './gang';
-import { teamOf } from '../teams/rules';
+import { DEFAULT_TEAM } from '../teams/rules';
+import { runTeamOf } from './team';
 import type { RunSpec } from '../spec';
 import { AttemptOutcome, type RunState } from './state';
 import { runningSeconds } from './views';
@@ -70,7 +71,7 @@ export function costMemoOf(state: RunState, spec: RunSpec, nowMs: number): CostM
     lines.set(key, line);
   }
   return {
-    team: teamOf(spec),
+    team: runTeamOf(state, spec) ?? DEFAULT_TEAM,
     ...(spec.labels.project ? { project: spec.labels.project } : {}),
     phase: state.phase,
     costUsd,

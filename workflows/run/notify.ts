@@ -17,6 +17,7 @@
  * deadline re-arms them. Pure (workflow sandbox and tests alike).
  */
 import type { RunSpec } from '../spec';
+import { runTeamOf } from './team';
 import { remainingWorkSeconds } from './limits';
 import { currentAttempt, Phase, type NotifyMemory, type RunState } from './state';
 import { NotifyKind } from './notify-spec';
@@ -65,7 +66,7 @@ export type NotifyMoment =
 /** True when anyone may listen: per-run webhooks, or a team (whose webhooks the worker holds). */
 /** Someone may listen: the run's own webhooks, or its team's unless the worker said the team has none. */
 export function mayNotify(spec: RunSpec, state: RunState): boolean {
-  return (spec.notify?.webhooks.length ?? 0) > 0 || (spec.labels.team !== undefined && state.admission?.teamWebhooks !== false);
+  return (spec.notify?.webhooks.length ?? 0) > 0 || (runTeamOf(state, spec) !== undefined && state.admission?.teamWebhooks !== false);
 }
 
 export function notifyKey(runId: string, kind: NotifyKind, n: number | string): string {
@@ -162,7 +163,7 @@ function eventBase(state: RunState, spec: RunSpec, nowMs: number): Omit<NotifyEv
   return {
     runId: state.runId,
     ...(spec.name ? { name: spec.name } : {}),
-    ...(spec.labels.team ? { team: spec.labels.team } : {}),
+    ...(runTeamOf(state, spec) ? { team: runTeamOf(state, spec) } : {}),
     phase: state.phase,
     at: new Date(nowMs).toISOString(),
     ...(last ? { attempt: last.attempt, zone: last.offer.zone } : {}),

@@ -4,7 +4,7 @@
  * answered together as the machine's `offers` event.
  */
 import { isCancellation } from '@temporalio/workflow';
-import type { runActivities } from '../run-activities';
+import type { runActivities } from './activities';
 import type { RunSpec } from '../spec';
 import type { BucketAnswer, DatasetAnswer } from '../activity-contract';
 import { datasetsToCheck } from './datasets';

@@ -53,8 +53,8 @@ export type RunEvent =
   | { kind: 'checked'; findings?: Finding[] }
   /** The team's answer to the run's admission request (workflows/teams). */
   | { kind: 'admission'; decision: AdmissionDecision }
-  /** The admission request reached the team. */
-  | { kind: 'admission-asked'; teamWebhooks?: boolean }
+  /** The admission request reached the team; `team`: the team its ledger charges (the run's namespace, with a namespace per team). */
+  | { kind: 'admission-asked'; teamWebhooks?: boolean; team?: string }
   /** The ask for a final checkpoint before the flex-start cut reached the agent, or could not (`detail` says why). */
   | { kind: 'move-asked'; attempt: number; delivered: boolean; detail?: string }
   /** Accepted updates (run/validators.ts checked them first). */

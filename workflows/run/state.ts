@@ -230,6 +230,8 @@ export interface RunState {
   zoneMemory?: ZoneMemory;
   /** The GPUs as the agent last reported them, and their average (gpu-util.ts). */
   gpu?: GpuState;
+  /** The last line the live attempt printed, as its agent last published it, and when the run heard it (epoch ms; run/last-line.ts). */
+  lastLine?: { attempt: number; text: string; atMs: number };
   /** The trainer's own report of its total steps (the spec's monitoring.totalSteps wins). */
   totalSteps?: number;
   /** Where the current attempt's step rate is measured from (progress.ts). */

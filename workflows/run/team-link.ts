@@ -2,16 +2,17 @@
  * The run's link to its team workflow: asks for admission (an activity, since only a
  * client can signal-with-start), hears that there is an answer (a signal), reads the
  * answer from the team's ledger (a query, through an activity), and tells the team what
- * it spent and when it ended (signals from the workflow itself, when the reducer says:
- * run/effects.ts). Only runs that asked their team ever send anything.
+ * it spent and when it ended (the reportToTeam activity, when the reducer says:
+ * run/effects.ts; a workflow cannot signal the ledger itself once teams have namespaces
+ * of their own). Only runs that asked their team ever send anything.
  *
  * The signal itself is never the answer: anyone who may signal the run could send one,
  * and a forged `admitted` would run it past its team's GPU quota while the ledger still
  * counted it as queued.
  */
-import { getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { RunSpec } from '../spec';
-import { admissionSignal, runEndedSignal, runSpendSignal, teamWorkflowId, type TeamActivities } from '../teams/contract';
+import { admissionSignal, type TeamActivities } from '../teams/contract';
 import { teamOf } from '../teams/rules';
 import { admissionRequestOf } from './admission';
 import type { Inbox } from './inbox';
@@ -25,6 +26,12 @@ export class TeamLink {
   private readonly acts = proxyActivities<TeamActivities>({
     startToCloseTimeout: '30 seconds',
     retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+  });
+  /** Reports are a courtesy with an end: a run's end never waits long on a ledger it cannot reach (its sweep of closed runs catches up). */
+  private readonly reports = proxyActivities<TeamActivities>({
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '5 minutes',
+    retry: { initialInterval: '1 second', maximumInterval: '30 seconds', nonRetryableErrorTypes: ['InvalidSpec', 'NamespaceNotAllowed'] },
   });
 
   constructor(
@@ -62,21 +69,17 @@ export class TeamLink {
 
   async ask(): Promise<RunEvent> {
     const asked = await this.acts.askAdmission({ team: teamOf(this.spec), request: admissionRequestOf(this.spec, this.state()) });
-    return asked ? { kind: 'admission-asked', teamWebhooks: asked.teamWebhooks } : { kind: 'admission-asked' };
+    return asked ? { kind: 'admission-asked', teamWebhooks: asked.teamWebhooks, ...(asked.team !== undefined ? { team: asked.team } : {}) } : { kind: 'admission-asked' };
   }
 
   /** Tells the team the run's ledger total so far, without waiting. */
   reportSpend(team: string, totalUsd: number): void {
-    void this.team(team).signal(runSpendSignal, { runId: this.state().runId, totalUsd }).catch(() => undefined);
+    void this.reports.reportToTeam({ team, totalUsd, ended: false }).catch(() => undefined);
   }
 
   /** The run ended: its GPUs go back to the team, with its final ledger total. */
   async ended(team: string, totalUsd: number): Promise<void> {
-    // A team that is gone (terminated) has nothing to give back to.
-    await this.team(team).signal(runEndedSignal, { runId: this.state().runId, totalUsd }).catch(() => undefined);
-  }
-
-  private team(team: string) {
-    return getExternalWorkflowHandle(teamWorkflowId(workflowInfo().taskQueue, team));
+    // A ledger that cannot be told now releases the run's GPUs at its own sweep of closed runs.
+    await this.reports.reportToTeam({ team, totalUsd, ended: true }).catch(() => undefined);
   }
 }

@@ -8,12 +8,14 @@ import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { SternaAccelerator, SternaAttempt, SternaCostUsd, SternaGpuUtil, SternaPhase, SternaPreemptions, SternaTeam, SternaZone } from '../search-attributes';
 import type { RunSpec } from '../spec';
+import { runTeamOf } from './team';
 import type { CheckpointRef, ProvisioningModel } from '../types';
 import { stagingView, type StagingView } from './data-placement';
 import { waitingFor } from './flex-start';
 import { describeShape } from '../gpu-slices';
 import { gangNodesView, gangSize } from './gang';
 import { keptDetails, keptView, type KeptView } from './keep';
+import { lastLineOf, markdownCode } from './last-line';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
   if (!attempt.startedAt) return 0;
@@ -100,6 +102,8 @@ export interface RunStatus {
   waiting?: string;
   /** A gang run: every node of the current attempt, by rank (run/gang.ts). */
   nodes?: { rank: number; name: string }[];
+  /** The last line the current attempt printed (its agent's `sterna/last-line`, secrets replaced by ***), once it printed one. */
+  lastLine?: string;
   /** A failed attempt kept for inspection (recovery.keepOnFailure): until when, and how to reach it (run/keep.ts). */
   kept?: KeptView;
   timeline: TimelineEvent[];
@@ -158,6 +162,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     ...(current?.checkpointInterval ? { checkpointInterval: current.checkpointInterval } : {}),
     ...withWaiting(current, state.phase),
     ...(current && gangSize(current.ref) > 1 ? { nodes: gangNodesView(current.ref) } : {}),
+    ...withLastLine(state, current),
     ...withKept(state),
     timeline: state.timeline,
   };
@@ -186,9 +191,16 @@ export function currentDetailsOf(state: RunState, spec: RunSpec, nowMs: number):
   if (state.gpu) extra.push(`**GPU** ${state.gpu.utilisation}% now, ${Math.round(meanUtilisation(state.gpu)!)}% average${state.gpu.idle ? ' (idle: flagged)' : ''}`);
   if (state.preemptions > 0) extra.push(`**Preemptions** ${state.preemptions}`);
   if (extra.length) lines.push(extra.join(' · '));
+  const last = lastLineOf(state, live?.attempt);
+  if (last !== undefined) lines.push(`**Last line** ${markdownCode(last)}`);
   const kept = keptDetails(state);
   if (kept) lines.push(kept);
   return lines.join('  \n');
+}
+
+function withLastLine(state: RunState, current: Attempt | undefined): { lastLine?: string } {
+  const text = lastLineOf(state, current?.attempt);
+  return text !== undefined ? { lastLine: text } : {};
 }
 
 function withKept(state: RunState): { kept?: KeptView } {
@@ -259,7 +271,7 @@ export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number
     { key: SternaPreemptions, value: state.preemptions },
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
     ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
-    ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
+    ...(runTeamOf(state, spec) ? [{ key: SternaTeam, value: runTeamOf(state, spec)! }] : []),
     ...(state.gpu ? [{ key: SternaGpuUtil, value: Math.round(meanUtilisation(state.gpu)!) }] : []),
   ];
 }

@@ -10,6 +10,13 @@ export function teamWorkflowId(taskQueue: string, team: string): string {
   return `sterna-team/${taskQueue}/${team}`;
 }
 
+/** The team a ledger's workflow id names (after the last `/`: a namespace name has none); undefined for any other id. */
+export function teamOfLedgerId(workflowId: string): string | undefined {
+  if (!workflowId.startsWith('sterna-team/')) return undefined;
+  const team = workflowId.slice(workflowId.lastIndexOf('/') + 1);
+  return team && workflowId.length > 'sterna-team/'.length + team.length + 1 ? team : undefined;
+}
+
 export interface TeamInput {
   team: string;
   /** How often the team checks that its running runs still exist (default 15 minutes); carried through continue-as-new. */
@@ -40,6 +47,12 @@ export const admissionOfQuery = defineQuery<AdmissionDecision | null, [runId: st
 export interface AdmissionAsked {
   /** Whether the worker has webhooks for this team (STERNA_NOTIFY_TEAMS): without them a run with none of its own sends nothing. */
   teamWebhooks: boolean;
+  /**
+   * The team the ledger charges: the run's namespace with a namespace per team, else the
+   * team the run named (absent from runs recorded before it said). What the run should show
+   * and report as its team.
+   */
+  team?: string;
 }
 
 export interface TeamActivities {
@@ -49,4 +62,17 @@ export interface TeamActivities {
   admissionOf(input: { team: string; runId: string }): Promise<AdmissionDecision | null>;
   /** Of these runs (workflow ids), the ones whose newest execution is closed or that do not exist. */
   closedRuns(input: { runIds: string[] }): Promise<string[]>;
+  /**
+   * The ledger's answer to one of its runs, when they live in another namespace (the team's):
+   * a workflow cannot signal across namespaces. The namespace is the ledger's team, read
+   * from the calling ledger's own workflow id; 'gone' when the run does not exist there.
+   */
+  tellRun(input: { runId: string; decision: AdmissionDecision }): Promise<'delivered' | 'gone'>;
+  /**
+   * A run's ledger total so far (runSpendSignal), or its end (runEndedSignal, `ended`), to
+   * its team's ledger in the system namespace. The run and the team are the caller's own
+   * (its workflow id and namespace), never the input's: `team` serves only where runs and
+   * ledgers share one namespace, and must otherwise be absent or the caller's namespace.
+   */
+  reportToTeam(input: { team?: string; totalUsd: number; ended: boolean }): Promise<void>;
 }

@@ -50,6 +50,12 @@ export interface AdmissionRequest {
   priority: number;
   /** Epoch ms the run asked first; the queue's second key. */
   askedAt: number;
+  /**
+   * The namespace the run executes in, set by the askAdmission activity from the server's
+   * record of the caller (never by the run): the ledger then answers through the tellRun
+   * activity. Absent when runs and ledger share one namespace.
+   */
+  namespace?: string;
 }
 
 export interface Waiter extends AdmissionRequest {
@@ -94,6 +100,8 @@ export interface TeamState {
   history: ClosedPeriod[];
   /** The latest refusals (at most ENDED_RUNS_KEPT), so a refused run that asks is told the same (absent in ledgers from before). */
   refused?: Extract<AdmissionDecision, { outcome: 'refused' }>[];
+  /** The namespace this team's runs execute in when it is not the ledger's own (the first request that said so); absent before tenancy. */
+  runsNamespace?: string;
 }
 
 /** What the team tells one run. */

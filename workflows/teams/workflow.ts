@@ -5,6 +5,10 @@
  *
  *   run --askAdmission (signal-with-start)--> team --admission signal--> run
  *   run --runSpend (as attempts bill) / runEnded (finally)--> team
+ *
+ * With a namespace per team (docs/tenancy.md) the ledgers live in the system namespace and
+ * the runs in their team's: both directions then go through activities (askAdmission,
+ * reportToTeam; tellRun, closedRuns), whose clients the worker's configuration picks.
  *   client / CLI --setTeamLimits update / team query--> team
  *
  * The rules are rules.ts; this file only wires messages to them and sends the answers.
@@ -31,6 +35,8 @@ export async function teamLedger(input: TeamInput): Promise<void> {
   const look = () => outbox.push(...settle(state, Date.now()));
 
   setHandler(admissionRequestSignal, (request) => {
+    // The askAdmission activity names the runs' namespace when it is the team's own, not the ledger's.
+    if (request.namespace !== undefined && request.namespace === state.team) state.runsNamespace = request.namespace;
     const again = enqueue(state, request);
     if (again) outbox.push(again);
     look();
@@ -89,6 +95,16 @@ export async function teamLedger(input: TeamInput): Promise<void> {
 
   /** Sends a run its answer; a run that is gone cannot hold GPUs, so it leaves the team. */
   async function tell(decision: AdmissionDecision): Promise<void> {
+    if (state.runsNamespace !== undefined) {
+      // In the team's namespace: only an activity's client reaches it. An answer that could
+      // not be sent is not lost: the run reads the ledger's standing answer when it asks again.
+      const told = await acts.tellRun({ runId: decision.runId, decision }).catch(() => 'unsent' as const);
+      if (told === 'gone') {
+        release(state, decision.runId);
+        look();
+      }
+      return;
+    }
     try {
       await getExternalWorkflowHandle(decision.runId).signal(admissionSignal, decision);
     } catch {

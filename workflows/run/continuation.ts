@@ -15,12 +15,13 @@
  *      derived, and providers act only on resources labelled with this execution's owner.
  */
 import { z } from 'zod';
-import { failure, FailureType } from './failures';
-import { resourceName } from './naming';
-import type { ZoneEvent } from './placement';
-import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './run/state';
-import { parseSpec, type RunSpec } from './spec';
-import { ProvisioningModel, type Offer } from './types';
+import { failure, FailureType } from '../failures';
+import { resourceName } from '../naming';
+import type { ZoneEvent } from '../placement';
+import { LAST_LINE_CHARS } from './last-line';
+import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './state';
+import { parseSpec, type RunSpec } from '../spec';
+import { ProvisioningModel, type Offer } from '../types';
 
 /** The input of a run continued as new: the validated spec and the state so far. */
 export interface ContinuedRun {
@@ -200,6 +201,8 @@ function buildRunStateSchema() {
         idle: z.boolean().optional(),
       })
       .optional(),
+    // Bounded as run/last-line.ts bounds it: 160 code points are at most 320 UTF-16 units.
+    lastLine: z.strictObject({ attempt: z.int().min(1), text: z.string().min(1).max(2 * LAST_LINE_CHARS), atMs: z.number().finite() }).optional(),
     totalSteps: z.int().min(1).optional(),
     progressMark: z.strictObject({ attempt: z.int().min(1), step: z.int().min(0), atMs: z.number().finite() }).optional(),
     intervalCheckAt: z.number().finite().optional(),

@@ -5,9 +5,9 @@
  * attempt count, since the limits are the machine's own timers.
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import type { CheckActivities, LogActivities, SternaActivities, StorageActivities } from './activity-contract';
-import { nonRetryableFailureTypes } from './failures';
-import type { FleetActivities } from './fleet/contract';
+import type { CheckActivities, LogActivities, SternaActivities, StorageActivities } from '../activity-contract';
+import { nonRetryableFailureTypes } from '../failures';
+import type { FleetActivities } from '../fleet/contract';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

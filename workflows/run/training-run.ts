@@ -10,27 +10,27 @@
  */
 import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, executionProblem, isContinuedRun, type ContinuedRun, type Execution } from './continuation';
-import { failure, FailureType, namedFailureOf } from './failures';
-import { executionToken } from './naming';
-import { AttemptActs } from './run/attempt-acts';
-import { finalReleases } from './run/ending';
-import { finalKeep } from './run/keep';
-import { installRunHandlers } from './run/handlers';
-import { Inbox } from './run/inbox';
-import { absorb, step } from './run/machine';
-import { MemoryLink } from './run/memory-link';
-import { NotifyLink } from './run/notify-link';
-import { PlacementActs } from './run/placement-acts';
-import { ownerOf, type Action, type Context, type Effect, type RunEvent } from './run/protocol';
-import { Publisher } from './run/publish';
-import { Releases } from './run/releases';
-import { freshRun } from './run/requests';
-import { Phase, type RunState } from './run/state';
-import { TeamLink } from './run/team-link';
-import { resultOf, type RunResult } from './run/views';
-import { runActivities } from './run-activities';
-import type { RunSpec, RunSpecInput } from './spec';
-import { continueOnCurrentVersion, newVersionCurrent } from './versions';
+import { failure, FailureType, namedFailureOf } from '../failures';
+import { executionToken } from '../naming';
+import { AttemptActs } from './attempt-acts';
+import { finalReleases } from './ending';
+import { finalKeep } from './keep';
+import { installRunHandlers } from './handlers';
+import { Inbox } from './inbox';
+import { absorb, step } from './machine';
+import { MemoryLink } from './memory-link';
+import { NotifyLink } from './notify-link';
+import { PlacementActs } from './placement-acts';
+import { ownerOf, type Action, type Context, type Effect, type RunEvent } from './protocol';
+import { Publisher } from './publish';
+import { Releases } from './releases';
+import { freshRun } from './requests';
+import { Phase, type RunState } from './state';
+import { TeamLink } from './team-link';
+import { resultOf, type RunResult } from './views';
+import { runActivities } from './activities';
+import type { RunSpec, RunSpecInput } from '../spec';
+import { continueOnCurrentVersion, newVersionCurrent } from '../versions';
 
 export type { ContinuedRun };
 

@@ -16,7 +16,7 @@
  * where stream is `out` or `err` (the command's stdout / stderr), `agent` (the agent's
  * own log), or another lowercase name (setup's).
  */
-import { runKey } from '../../workflows/api';
+import { runKey } from '../workflows/api';
 
 /** The agent's own lines: what it did and why it stopped (a preemption notice...). */
 export const AGENT_STREAM = 'agent';
