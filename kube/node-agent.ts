@@ -16,7 +16,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
 import { guardProcessGroup, stopGuard } from '../config/process-guard';
 import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/gpu-slices';
@@ -201,7 +201,9 @@ export class NodeAgent {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, this.options.token);
     const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      // The pod's `node` is the one running this kubelet (a supported one, whatever PATH
+      // the test run was started with), as an emulator VM's is.
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
       HOME: dir,
       HOSTNAME: pod.metadata!.name!,
       KUBERNETES_SERVICE_HOST: this.options.apiHost,
