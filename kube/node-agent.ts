@@ -17,8 +17,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
 import { guardProcessGroup, stopGuard } from '../config/process-guard';
+import { watchContinuously } from './continuous-watch';
 import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/gpu-slices';
 
 /** Status writes a pod gets before the stand-in kubelet gives up on it (about a minute of conflicts). */
@@ -166,14 +167,11 @@ export class NodeAgent {
   }
 
   async start(): Promise<void> {
-    const watch = new Watch(this.kc);
-    this.watch = await watch.watch(
+    this.watch = await watchContinuously(
+      this.kc,
       `/api/v1/namespaces/${this.namespace}/pods`,
-      {},
       (type: string, pod: V1Pod) => void this.onPod(type, pod).catch((err: Error) => console.error(`node agent: ${err.message}`)),
-      (err: unknown) => {
-        if (err && this.watch) console.error(`node agent watch ended: ${String(err)}`);
-      },
+      (line) => console.error(`node agent: ${line}`),
     );
   }
 
