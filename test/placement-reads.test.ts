@@ -92,4 +92,22 @@ describe('placement reads shared by a worker', function () {
     }
     assert.ok((await calls(name))['compute.regions.get'] >= 2);
   });
+
+  // bench:chaos: a worker restarted during the GET outage had no answer to fall back on,
+  // and every run placing then failed NoCapacity ("no zone offers nvidia-l4 x1").
+  it('retries a first read GCE refuses, with no earlier answer to serve: never "no zone offers it"', async () => {
+    const good = await provider().gce.findCapacity(L4);
+    assert.ok(good.offers.length > 0);
+    const { name, gce } = provider();
+    await emu.admin.injectFault({ fraction: 1, status: 503, method: 'GET', path: '/aggregated/acceleratorTypes', count: 2 });
+    try {
+      // Concurrent placements share the refused read, as a worker's runs do.
+      const found = await Promise.all(Array.from({ length: 5 }, () => gce.findCapacity(L4)));
+      for (const f of found) assert.deepEqual(f.offers, good.offers);
+    } finally {
+      await emu.admin.clearFaults();
+    }
+    const usage = (await emu.admin.apiUsage(name)).projects.find((p) => p.project === name)?.methods['compute.acceleratorTypes.aggregatedList'];
+    assert.deepEqual({ calls: usage?.calls, errors: usage?.errors }, { calls: 3, errors: 2 }, 'refused twice, then read once for all five');
+  });
 });

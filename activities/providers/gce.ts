@@ -252,6 +252,13 @@ export class GceProvider implements ComputeProvider {
    * placement; the insert still decides).
    */
   private readonly acceleratorZones: LRUCache<string, Map<string, string[]>>;
+  /**
+   * Why the last read of the accelerator zones failed. A failed read with no earlier
+   * answer to fall back on leaves the cache nothing to give (lru-cache's `fetch` then
+   * resolves to undefined, for the caller that started the read and every one that
+   * joined it); placement throws this rather than read "no zone offers it".
+   */
+  private acceleratorZonesError: unknown;
   private readonly regionQuotas: LRUCache<string, IQuota[]>;
   private readonly metadataRunIds = new LRUCache<string, { id: string | undefined }>({ max: 20_000 });
 
@@ -263,7 +270,11 @@ export class GceProvider implements ComputeProvider {
       max: 1,
       ttl: options.acceleratorZonesTtlMs ?? 10 * 60_000,
       allowStaleOnFetchRejection: true,
-      fetchMethod: () => this.listAcceleratorZones(),
+      fetchMethod: () =>
+        this.listAcceleratorZones().catch((err: unknown) => {
+          this.acceleratorZonesError = err;
+          throw err;
+        }),
     });
     this.regionQuotas = new LRUCache({
       max: 256,
@@ -309,7 +320,10 @@ export class GceProvider implements ComputeProvider {
 
   /** Every zone offering a requested accelerator, priced from `prices`. */
   private async listOffers(request: CapacityRequest, prices: PriceBook): Promise<CapacityFound> {
-    const zonesByAccelerator = (await this.acceleratorZones.fetch('zones')) ?? new Map<string, string[]>();
+    const zonesByAccelerator = await this.acceleratorZones.fetch('zones');
+    // No answer, not an empty one: the run would fail NoCapacity ("no zone offers it")
+    // on a 503. Thrown, a transient error is retried here (api) and by the activity.
+    if (!zonesByAccelerator) throw this.acceleratorZonesError ?? new Error('listing where accelerators are offered (acceleratorTypes.aggregatedList) failed');
     const quotasOf = async (region: string) => (await this.regionQuotas.fetch(region)) ?? [];
     const offers: Offer[] = [];
     const unpriced: UnpricedZone[] = [];
