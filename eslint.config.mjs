@@ -29,6 +29,9 @@ export default tseslint.config(
             { group: ['../activities/*', '../activities', '**/activities/**'], allowTypeImports: true, message: 'Import activities as types only.' },
             { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'Workflows use @temporalio/workflow only.' },
           ],
+          // A rule change ships as a new worker version that new executions and continued
+          // chains move to (docs/versions.md), never as a branch kept for old histories.
+          paths: [{ name: '@temporalio/workflow', importNames: ['patched', 'deprecatePatch'], message: 'Change rules by deploying a new worker version (docs/versions.md), not with patches.' }],
         },
       ],
     },

@@ -36,7 +36,7 @@ export interface ActivityOptions {
 export function createActivities(providers: Providers, options: ActivityOptions = {}): SternaActivities {
   const providerFor = (backend: string): ComputeProvider => {
     const provider = providers[backend as keyof Providers];
-    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
+    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see docs/workers.md`);
     return provider;
   };
 

@@ -20,7 +20,7 @@ import { sternaDataConverter } from '../config/data-converter';
 import { readTraceFile } from '../config/spot-trace';
 import { quotaMetric, zonesWith } from '../config/catalog';
 import { regionOf } from '../workflows/region';
-import type { DevServer } from '../config/dev-server';
+import type { TemporalServer } from '../config/temporal-server-process';
 import { EmulatorAdminClient, type AdminInstanceView } from '../emulator/admin-client';
 import type { FaultSpec } from '../emulator/faults';
 import { reaperLog } from '../activities/reaper/schedule';
@@ -133,7 +133,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
   const workDir = mkdtempSync(join(tmpdir(), 'sterna-chaos-'));
   const bucketsDir = join(workDir, 'buckets');
   const dbFile = join(workDir, 'temporal.sqlite');
-  let temporal: DevServer | undefined;
+  let temporal: TemporalServer | undefined;
   let emulatorChild: Child | undefined;
   let worker: Child | undefined;
   let connection: Connection | undefined;

@@ -22,7 +22,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { sternaDataConverter } from '../config/data-converter';
-import type { DevServer } from '../config/dev-server';
+import type { TemporalServer } from '../config/temporal-server-process';
 import { EmulatorAdminClient } from '../emulator/admin-client';
 import { statusQuery } from '../workflows/messages';
 import { runKey } from '../workflows/naming';
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   mkdirSync(join(bucketsDir, 'sterna-examples', 'bench-logs'), { recursive: true });
   mkdirSync(truthDir);
   writeFileSync(join(bucketsDir, 'sterna-examples', 'bench-logs', 'printer.js'), PRINTER);
-  let temporal: DevServer | undefined;
+  let temporal: TemporalServer | undefined;
   const children: Child[] = [];
   let connection: Connection | undefined;
   try {

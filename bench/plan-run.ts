@@ -19,7 +19,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { sternaDataConverter } from '../config/data-converter';
-import type { DevServer } from '../config/dev-server';
+import type { TemporalServer } from '../config/temporal-server-process';
 import { catalogPriceBook } from '../config/price-book';
 import { planTrainingRun } from '../client/plan';
 import { EmulatorAdminClient } from '../emulator/admin-client';
@@ -96,7 +96,7 @@ export async function runPlanBench(o: PlanBenchOptions, log: (line: string) => v
   const startTick = o.startTick ?? Math.floor(seededRandom(o.seed)() * trace.ticks);
   const workDir = mkdtempSync(join(tmpdir(), 'sterna-plan-bench-'));
   const bucketsDir = join(workDir, 'buckets');
-  let temporal: DevServer | undefined;
+  let temporal: TemporalServer | undefined;
   let emulator: EmulatorHandle | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;

@@ -50,11 +50,13 @@ const program = new Command('bench:policy')
   .option('--seed <n>', 'seed for window start ticks', (v) => Number.parseInt(v, 10), 1)
   .option('--grid-seconds <s>', 'resample to this tick length (default: the trace gap)', positive)
   .option('--instance-type <name>', 'instance group in traces with several (default: the first)')
+  .option('--nodes <n>', 'a gang of n nodes: a zone has capacity only when availableNodes >= n there (traces that count nodes), at n x the price', count, 1)
   .addOption(new Option('--view <view>', 'what the online policies see: every zone each tick, what a live run learns, or that plus the fleet observer').choices(Object.values(View)).default(View.Live))
   .addOption(new Option('--memory <memory>', 'zone statistics from before the window (warm) or none (cold)').choices(Object.values(Memory)).default(Memory.Cold))
   .option('--memory-hours <h>', 'warm memory: hours of trace before the window', positive, DEFAULT_MEMORY_HOURS)
   .option('--probe-fraction <f>', 'share of a tick a failed launch from idle costs (live and fleet views)', share, 1)
   .option('--fleet-fraction <f>', 'fleet view: chance another run sees a given zone at a given tick', fraction, DEFAULT_FLEET_FRACTION)
+  .option('--reverse-zones', 'list the zones in reverse order (where prices tie, the policies\' tie-breaks follow the order)')
   .option('--on-demand-price-factor <f>', 'multiply every on-demand price (a stress test of the price ratio)', positive, 1)
   .option('--hindsight', 'also report the two-threshold policy with thresholds chosen per window in hindsight')
   .option('--flex', 'offer the flex-start (DWS) tier: the optimum and sterna with and without it')
@@ -63,10 +65,13 @@ const program = new Command('bench:policy')
   .option('--out <file>', 'write the full results as JSON');
 
 function main(): void {
-  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; hindsight?: boolean; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; out?: string }>();
+  const o = program.parse().opts<{ trace: string; jobHours: number; deadlineHours: number; changeoverHours: number; windows: number; seed: number; gridSeconds?: number; instanceType?: string; nodes: number; view: View; memory: Memory; memoryHours: number; probeFraction: number; fleetFraction: number; onDemandPriceFactor: number; reverseZones?: boolean; hindsight?: boolean; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; out?: string }>();
+  // The workflow refuses flex-start for GCE gangs (workflows/spec.ts): the bench does not offer what no gang can use.
+  if (o.flex === true && o.nodes > 1) throw new Error('--flex with --nodes above 1: flex-start is not offered to gangs (a GCE gang cannot use it); drop one of them');
   const started = performance.now();
-  const loaded = loadTrace(o.trace, o.instanceType);
-  const trace = scaleOnDemand(resample(loaded, o.gridSeconds ?? loaded.gapSeconds), o.onDemandPriceFactor);
+  const loaded = loadTrace(o.trace, o.instanceType, o.nodes);
+  const ordered = o.reverseZones === true ? { ...loaded, zones: [...loaded.zones].reverse() } : loaded;
+  const trace = scaleOnDemand(resample(ordered, o.gridSeconds ?? ordered.gapSeconds), o.onDemandPriceFactor);
   const flex = o.flex === true ? { meanWaitHours: o.flexWaitHours, maxWaitHours: o.flexMaxWaitHours } : undefined;
   const result = runBench(trace, { ...o, flex }, { view: o.view, memory: o.memory });
   console.log(formatReport(result, (performance.now() - started) / 1000));

@@ -7,6 +7,7 @@ export function formatReport(r: BenchResult, seconds: number): string {
   const tickHours = r.gridSeconds / 3600;
   const lines = [
     `trace ${r.trace}, instances ${r.instanceGroup}${r.instanceGroups.length > 1 ? ` (of ${r.instanceGroups.join(', ')})` : ''}`,
+    ...(r.nodes !== undefined ? [`gang of ${r.nodes} nodes: a zone has capacity at a tick only when availableNodes >= ${r.nodes} there; one node lost ends the attempt; costs are ${r.nodes} x the node's price`] : []),
     `zones ${r.zones.join(', ')}`,
     `view ${r.view}, memory ${r.memory} (the optimum sees everything)`,
     `grid ${r.gridSeconds} s; job ${r.jobHours} h, deadline ${r.deadlineHours} h, changeover ${r.changeoverHours} h -> ${r.changeoverTicks} tick(s) = ${(r.changeoverTicks * tickHours).toFixed(3)} h; ${r.windows.length} windows; ${seconds.toFixed(1)} s`,

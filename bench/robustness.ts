@@ -15,7 +15,8 @@ import type { ThresholdPair } from './hindsight';
 import { ticksFor } from './problem';
 import { type BenchOptions, type BenchResult, type FlexSummary, Memory, type Variant, flexSummary, runBenchVariants } from './run';
 import { View } from './simulate';
-import { type Trace, drySpells, loadTrace, resample } from './trace';
+import { readTraceFile } from '../config/spot-trace';
+import { type Trace, countsNodes, drySpells, groupLabel, narrowTrace, resample } from './trace';
 
 export interface RobustnessCase {
   trace: Trace;
@@ -29,7 +30,10 @@ export interface RobustnessCase {
 
 export interface RobustnessRow {
   trace: string;
+  /** The instance group, and for a gang its size (`p3.2xlarge (V100 x1), gang of 8`). */
   group: string;
+  /** A gang of this many nodes (absent: one). */
+  nodes?: number;
   gridSeconds: number;
   deadlineHours: number;
   changeoverHours: number;
@@ -118,7 +122,8 @@ export function robustnessRows(c: RobustnessCase, seeds: readonly number[], wind
     const paired = pairedDifference(ratios.get('sterna')!, ratios.get(bestOther)!, blocks);
     return {
       trace: c.trace.name,
-      group: c.trace.group,
+      group: groupLabel(c.trace),
+      ...(c.trace.nodes > 1 ? { nodes: c.trace.nodes } : {}),
       gridSeconds: c.trace.gapSeconds,
       deadlineHours: c.deadlineHours,
       changeoverHours: c.changeoverHours,
@@ -285,16 +290,28 @@ export function formatFlexSummary(rows: readonly RobustnessRow[]): string {
   return lines.join('\n');
 }
 
-/** Every instance group of every trace file in `dir`, on the native grid and one `coarse` times coarser. */
-export function robustnessTraces(dir: string, files: readonly string[], coarse: number): Trace[] {
+/**
+ * Every instance group of every trace file in `dir`, on the native grid and one `coarse`
+ * times coarser; for each gang size in `nodes` above 1, the same on the files that count
+ * nodes (availableNodes). Sizes asked for (`asked`, not the default) above 1 with no such
+ * file among `files` are an error.
+ */
+export function robustnessTraces(dir: string, files: readonly string[], coarse: number, nodes: readonly number[] = [1], asked = false): Trace[] {
   const traces: Trace[] = [];
-  for (const file of files) {
-    const first = loadTrace(join(dir, file));
-    for (const group of first.groups) {
-      const trace = loadTrace(join(dir, file), group);
-      traces.push(trace, resample(trace, trace.gapSeconds * coarse));
+  const gangs = nodes.filter((n) => n > 1);
+  let counted = false;
+  for (const name of files) {
+    const file = readTraceFile(join(dir, name));
+    const sizes = countsNodes(file) ? nodes : nodes.filter((n) => n === 1);
+    counted ||= countsNodes(file);
+    for (const n of sizes) {
+      for (const group of narrowTrace(file).groups) {
+        const trace = narrowTrace(file, group, n);
+        traces.push(trace, resample(trace, trace.gapSeconds * coarse));
+      }
     }
   }
+  if (asked && gangs.length > 0 && !counted) throw new Error(`--nodes ${gangs.join(',')}: none of ${files.join(', ')} counts nodes (availableNodes), so no gang can be placed; add a file that does (e.g. aws-v100-3zone-16node-2023-08.json) or use --nodes 1`);
   return traces;
 }
 
@@ -311,10 +328,11 @@ function main(): void {
     if (parts.length !== 2 || !(wait >= 0) || !(hold >= 0)) throw new InvalidArgumentError('expected two numbers >= 0, in changeovers: wait,hold (e.g. 2.5,8)');
     return { waitChangeovers: wait, holdChangeovers: hold };
   };
-  const o = new Command('bench:robustness')
+  const command = new Command('bench:robustness')
     .description('The robustness table: every trace group, seeds, two grids, R, d, views and memories')
     .option('--traces <dir>', 'trace directory', '../shared/traces')
-    .option('--files <list>', 'trace files', list, ['aws-v100-9zone-2023-02.json', 'aws-gpu-2zone-2022-10.json'])
+    .option('--files <list>', 'trace files', list, ['aws-v100-9zone-2023-02.json', 'aws-gpu-2zone-2022-10.json', 'aws-v100-3zone-16node-2023-08.json'])
+    .option('--nodes <list>', 'gang sizes: 1 on every file, each size above 1 on the files that count nodes (availableNodes)', (v) => list(v).map(Number), [1, 4, 8, 16])
     .option('--windows <n>', 'windows per seed', count, 30)
     .option('--seeds <list>', 'seeds', (v) => list(v).map(Number), [1, 2, 3])
     .option('--coarse <k>', 'the coarser grid, in native ticks', count, 3)
@@ -328,21 +346,22 @@ function main(): void {
     .option('--changeovers <list>', 'd values, hours', (v) => list(v).map(Number), [0.05, 0.2])
     .option('--native-only', 'only the native grid')
     .option('--thresholds <wait,hold>', 'also run the two-threshold family with this one pair, in changeovers (full-view rows): its own table', pairOf)
-    .parse()
-    .opts<{ traces: string; files: string[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; deadlines: number[]; changeovers: number[]; nativeOnly?: boolean; thresholds?: ThresholdPair }>();
+    .parse();
+  const o = command.opts<{ traces: string; files: string[]; nodes: number[]; windows: number; seeds: number[]; coarse: number; views: View[]; memories: Memory[]; out?: string; flex?: boolean; flexWaitHours: number; flexMaxWaitHours: number; deadlines: number[]; changeovers: number[]; nativeOnly?: boolean; thresholds?: ThresholdPair }>();
   const flex = o.flex === true ? { meanWaitHours: o.flexWaitHours, maxWaitHours: o.flexMaxWaitHours } : undefined;
   if (flex && !(flex.meanWaitHours > 0 && flex.maxWaitHours > 0)) throw new Error('--flex-wait-hours and --flex-max-wait-hours must be positive numbers');
   for (const v of o.views) if (!Object.values(View).includes(v)) throw new Error(`--views: ${v} is not one of ${Object.values(View).join(', ')}`);
+  for (const n of o.nodes) if (!Number.isInteger(n) || n < 1) throw new Error(`--nodes: ${n} is not a whole number of nodes >= 1`);
   for (const m of o.memories) if (!Object.values(Memory).includes(m)) throw new Error(`--memories: ${m} is not one of ${Object.values(Memory).join(', ')}`);
   const variants = o.views.flatMap((view) => o.memories.map((memory) => ({ view, memory })));
   const rows: RobustnessRow[] = [];
-  for (const trace of robustnessTraces(o.traces, o.files, o.nativeOnly === true ? 1 : o.coarse).filter((t, i, all) => all.indexOf(t) === i)) {
+  for (const trace of robustnessTraces(o.traces, o.files, o.nativeOnly === true ? 1 : o.coarse, o.nodes, command.getOptionValueSource('nodes') !== 'default').filter((t, i, all) => all.indexOf(t) === i)) {
     for (const deadlineHours of o.deadlines) {
       for (const changeoverHours of o.changeovers) {
         const started = performance.now();
         const batch = robustnessRows({ trace, deadlineHours, changeoverHours, flex, thresholds: o.thresholds }, o.seeds, o.windows, variants);
         rows.push(...batch);
-        console.error(`${trace.name} ${trace.group} ${trace.gapSeconds}s R${deadlineHours} d${changeoverHours}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        console.error(`${trace.name} ${groupLabel(trace)} ${trace.gapSeconds}s R${deadlineHours} d${changeoverHours}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
         if (o.out !== undefined) writeFileSync(o.out, `${JSON.stringify(rows)}\n`);
       }
     }

@@ -48,6 +48,8 @@ export interface BenchResult {
   trace: string;
   instanceGroup: string;
   instanceGroups: string[];
+  /** A gang of this many nodes (absent: one): capacity where availableNodes >= nodes, every price `nodes` times the node's. */
+  nodes?: number;
   gridSeconds: number;
   jobHours: number;
   deadlineHours: number;
@@ -196,6 +198,7 @@ export function runBenchVariants(trace: Trace, options: BenchOptions, variants: 
       trace: trace.name,
       instanceGroup: trace.group,
       instanceGroups: trace.groups,
+      ...(trace.nodes > 1 ? { nodes: trace.nodes } : {}),
       gridSeconds: trace.gapSeconds,
       jobHours: options.jobHours,
       deadlineHours: options.deadlineHours,

@@ -12,7 +12,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { quotaMetric, zonesWith } from '../config/catalog';
 import { regionOf } from '../workflows/region';
-import type { DevServer } from '../config/dev-server';
+import type { TemporalServer } from '../config/temporal-server-process';
 import { EmulatorAdminClient, type ApiUsageView } from '../emulator/admin-client';
 import { gceClientOptions } from '../workers/providers';
 import { mapLimited } from '../activities/map-limited';
@@ -164,7 +164,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
   const workDir = mkdtempSync(join(tmpdir(), 'sterna-scale-'));
   const bucketsDir = join(workDir, 'buckets');
   const children: Child[] = [];
-  let temporal: DevServer | undefined;
+  let temporal: TemporalServer | undefined;
   let connection: Connection | undefined;
   const samplers: (ProcessSampler | SlotSampler)[] = [];
   let keepForPostMortem = false;

@@ -7,11 +7,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDevServer, startDevServerOnFreePort, type DevServer } from '../config/dev-server';
+import { startTemporalServer, type TemporalServer } from '../config/temporal-server-process';
 import { guardProcessGroup, stopGuard, stopProcessGroup } from '../config/process-guard';
 import { bundleWorkflows } from '../workers/bundle';
 import { workerProcess } from '../workers/process-tuning';
-import { WORKFLOW_BUNDLE } from '../scripts/bundle-workflows';
+import { WORKFLOW_BUNDLE } from '../workers/bundle';
 
 /** The compiled tree (build/): this file is build/bench/scale-stack.js. */
 const BUILD = join(__dirname, '..');
@@ -99,9 +99,14 @@ export interface EmulatorSettings {
   timeFactor?: number;
 }
 
+/** The bucket the benchmarks' runs checkpoint to (gs://sterna-bench/...). */
+export const BENCH_BUCKET = 'sterna-bench';
+
 /** The emulator as `npm run emulator` runs it, with synthetic guests; resolves with its endpoint. */
 export async function startEmulatorProcess(workDir: string, settings: EmulatorSettings): Promise<{ child: Child; endpoint: string }> {
   mkdirSync(settings.stateDir, { recursive: true });
+  // The benchmarks' checkpoint bucket exists, as a real project's would: each run checks its buckets first.
+  mkdirSync(join(settings.bucketsDir, BENCH_BUCKET), { recursive: true });
   const args = [
     join(BUILD, 'emulator', 'main.js'),
     '--port', '0',
@@ -184,9 +189,9 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   }
 }
 
-/** The dev server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
-export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }): Promise<DevServer> {
+/** The Temporal server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
+export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }): Promise<TemporalServer> {
   const options = { headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile };
   // A restart must come back on the port its clients know; a first start may take any.
-  return persistent?.port === undefined ? startDevServerOnFreePort(options) : startDevServer({ ...options, port: persistent.port });
+  return startTemporalServer({ ...options, ...(persistent?.port !== undefined ? { port: persistent.port } : {}) });
 }

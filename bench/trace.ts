@@ -24,6 +24,11 @@ export interface Trace {
   groups: string[];
   zones: ZoneSeries[];
   ticks: number;
+  /**
+   * The gang size the trace was narrowed for: a zone has capacity at a tick only when
+   * `availableNodes >= nodes` there, and every price is `nodes` times the node's (1: a single node).
+   */
+  nodes: number;
 }
 
 function groupOf(entry: TraceZoneEntry): string {
@@ -31,27 +36,48 @@ function groupOf(entry: TraceZoneEntry): string {
   return entry.accelerator === undefined ? type : `${type} (${entry.accelerator} x${entry.acceleratorCount})`;
 }
 
-function seriesOf(entry: TraceZoneEntry): ZoneSeries {
+/**
+ * One zone's series for a gang of `nodes`: capacity where at least that many nodes could
+ * run (a single node: `available`), at `nodes` times the node's prices. A gang that runs
+ * loses capacity as soon as fewer than `nodes` could: one node lost ends its attempt, as
+ * the workflow's gang recovery does (workflows/run/gang.ts).
+ */
+function seriesOf(entry: TraceZoneEntry, nodes: number, file: string): ZoneSeries {
   const ticks = entry.available.length;
   const raw = entry.spotPrice;
-  const spotPrice = Array.isArray(raw) ? Float64Array.from(raw) : new Float64Array(ticks).fill(raw);
-  const available = Uint8Array.from(entry.available, (c) => (c === '1' ? 1 : 0));
-  return { zone: entry.zone, available, spotPrice, onDemandPrice: entry.onDemandPrice };
+  const spotPrice = Array.isArray(raw) ? Float64Array.from(raw, (p) => p * nodes) : new Float64Array(ticks).fill(raw * nodes);
+  let available: Uint8Array;
+  if (nodes === 1) available = Uint8Array.from(entry.available, (c) => (c === '1' ? 1 : 0));
+  else if (entry.availableNodes === undefined) {
+    throw new Error(`${file}: zone ${entry.zone} has no availableNodes, so a gang of ${nodes} cannot be placed on it (its available says only whether one node could run); use --nodes 1 or a trace that counts nodes (e.g. aws-v100-3zone-16node-2023-08.json)`);
+  } else available = Uint8Array.from(entry.availableNodes, (n) => (n >= nodes ? 1 : 0));
+  return { zone: entry.zone, available, spotPrice, onDemandPrice: entry.onDemandPrice * nodes };
 }
 
-/** Narrows a parsed trace to one instance group (default: the file's first). */
-export function narrowTrace(file: TraceFile, group?: string): Trace {
+/** Whether every entry of the file counts nodes (availableNodes), so gangs of more than one can be placed on it. */
+export function countsNodes(file: TraceFile): boolean {
+  return file.entries.every((e) => e.availableNodes !== undefined);
+}
+
+/** Narrows a parsed trace to one instance group (default: the file's first), for a gang of `nodes` (default 1). */
+export function narrowTrace(file: TraceFile, group?: string, nodes = 1): Trace {
+  if (!Number.isInteger(nodes) || nodes < 1) throw new Error(`${file.name}: a gang is a whole number of nodes >= 1, not ${nodes}`);
   const groups = [...new Set(file.entries.map(groupOf))];
   const chosen = group === undefined ? groups[0] : groups.find((g) => g === group || g.startsWith(`${group} `));
   if (chosen === undefined) throw new Error(`${file.name}: no instance group ${group}; groups: ${groups.join(', ')}`);
-  const zones = file.entries.filter((e) => groupOf(e) === chosen).map(seriesOf);
+  const zones = file.entries.filter((e) => groupOf(e) === chosen).map((e) => seriesOf(e, nodes, file.name));
   const ticks = Math.min(...zones.map((z) => z.available.length));
-  return { name: file.name, gapSeconds: file.gapSeconds, group: chosen, groups, zones, ticks };
+  return { name: file.name, gapSeconds: file.gapSeconds, group: chosen, groups, zones, ticks, nodes };
 }
 
-/** Load a trace narrowed to one instance group (default: the file's first). */
-export function loadTrace(path: string, group?: string): Trace {
-  return narrowTrace(readTraceFile(path), group);
+/** Load a trace narrowed to one instance group (default: the file's first), for a gang of `nodes` (default 1). */
+export function loadTrace(path: string, group?: string, nodes = 1): Trace {
+  return narrowTrace(readTraceFile(path), group, nodes);
+}
+
+/** The trace's instance group as tables name it: a gang says its size. */
+export function groupLabel(trace: Trace): string {
+  return trace.nodes > 1 ? `${trace.group}, gang of ${trace.nodes}` : trace.group;
 }
 
 /**

@@ -29,3 +29,10 @@ export function runIdArgument(value: string): string {
   if (!value.trim()) throw new InvalidArgumentError('a run id is the workflow id `sterna start` printed; `sterna list` shows them');
   return value;
 }
+
+/** Megabytes (10^6 bytes) as a whole number of bytes: the workdir cap. */
+export function megabytesOption(value: string): number {
+  const mb = /^\s*$/.test(value) ? NaN : Number(value);
+  if (!(Number.isFinite(mb) && mb > 0 && mb <= 1e6)) throw new InvalidArgumentError(`a size in MB above 0, e.g. 250; got ${JSON.stringify(value)}`);
+  return Math.round(mb * 1e6);
+}

@@ -60,7 +60,7 @@ export async function checkFindings(specInput: RunSpecInput | undefined, env: No
     config = loadWorkerConfig(env);
   } catch (err) {
     if (!(err instanceof WorkerConfigError)) throw err;
-    findings.push({ check: 'backend', ok: false, problem: err.message.replace(/\n\s*/g, ' '), fix: 'set the variables it names, as for a worker (README: "Worker configuration")' });
+    findings.push({ check: 'backend', ok: false, problem: err.message.replace(/\n\s*/g, ' '), fix: 'set the variables it names, as for a worker (docs/workers.md)' });
   }
   const built = config ? await buildCheckTargets(config, temporal, env) : undefined;
   try {
@@ -81,7 +81,8 @@ export function addCheckCommand(program: Command, readSpec: (path: string) => Ru
     .option('--json', 'print exactly the list of findings as JSON: [{ check, ok, problem?, fix? }]')
     .action(async (path: string | undefined, opts: { json?: boolean }) => {
       const { findings, specInvalid } = await checkFindings(path === undefined ? undefined : readSpec(path));
-      if (opts.json) console.log(JSON.stringify(findings));
+      // Exactly the keys documented: how a run weighs a finding (transient, checkersOwn) is the run's business.
+      if (opts.json) console.log(JSON.stringify(findings.map(({ check, ok, problem, fix }) => ({ check, ok, ...(problem !== undefined ? { problem } : {}), ...(fix !== undefined ? { fix } : {}) }))));
       else for (const line of findingLines(findings)) console.log(line);
       if (specInvalid) process.exitCode = ExitCode.BadInput;
       else if (blockingFindings(findings).length > 0) process.exitCode = ExitCode.Failed;

@@ -17,12 +17,12 @@ import { startTrainingRun, getStatus } from '../client';
 import { useEphemeralKeyIfNone } from '../config/codec-keys';
 import { startCodecServer } from '../config/codec-server';
 import { sternaDataConverter, sternaPayloadCodec } from '../config/data-converter';
-import { startDevServer } from '../config/dev-server';
+import { startTemporalServer } from '../config/temporal-server-process';
 import { catalogPriceBook } from '../config/price-book';
 import { startEmulator } from '../emulator/server';
 import { EmulatorAdminClient } from '../emulator/admin-client';
 import { publishExampleLocally } from '../examples/publish';
-import { buildGceProvider } from '../workers/providers';
+import { buildCheckTargets, buildGceProvider } from '../workers/providers';
 import { createSternaWorker } from '../workers/worker';
 import { BucketLocator } from '../activities/storage';
 import { runKey } from '../workflows/naming';
@@ -56,14 +56,14 @@ async function main(opts: DemoOptions): Promise<void> {
   process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
 
   try {
-    say('starting the Temporal dev server, the GCE emulator and a worker...');
+    say('starting the Temporal server, the GCE emulator and a worker...');
     const uiPort = (await freePort(8233)) ?? (await freePort(0))!;
     // Payloads are encrypted (a key of the demo's own when none is configured), and the UI
     // shows them decoded through the codec server.
-    if (useEphemeralKeyIfNone()) say('payloads are encrypted with a key made for this demo (none configured; see "Encrypted payloads" in the README)');
+    if (useEphemeralKeyIfNone()) say('payloads are encrypted with a key made for this demo (none configured; see docs/security.md, "Encrypted payloads")');
     const codec = await startCodecServer({ codec: sternaPayloadCodec(), port: (await freePort(8234)) ?? 0, corsOrigins: [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`] });
     cleanups.push(() => codec.close());
-    const server = await startDevServer({ port: (await freePort(7233)) ?? (await freePort(0))!, uiPort, logFile: join(stateDir, 'temporal.log'), uiCodecEndpoint: codec.url });
+    const server = await startTemporalServer({ port: (await freePort(7233)) ?? (await freePort(0))!, uiPort, logFile: join(stateDir, 'temporal.log'), uiCodecEndpoint: codec.url });
     cleanups.push(() => server.stop());
 
     // Emulated time runs 10x faster, so GCE's 30 s preemption notice takes 3 s.
@@ -78,7 +78,10 @@ async function main(opts: DemoOptions): Promise<void> {
     const provider = buildGceProvider({ project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, catalogPriceBook(), 250);
 
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider }, storage: BucketLocator.forEmulator(emulator.endpoint) });
+    // The run checks its quotas and buckets first, and a failed attempt's run carries its log's last lines, as with `npm run worker`.
+    const checks = await buildCheckTargets({ gce: { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir }, storage: { endpoint: emulator.endpoint } }, undefined);
+    cleanups.push(() => checks.close());
+    const worker = await createSternaWorker({ connection, taskQueue: 'sterna', providers: { gce: provider }, storage: BucketLocator.forEmulator(emulator.endpoint), checks: checks.targets, logs: { localBucketsDir: bucketsDir } });
     const running = worker.run();
     cleanups.push(async () => {
       worker.shutdown();

@@ -4,7 +4,7 @@
  *
  *   sterna validate examples/run.json
  *   sterna check examples/run.json [--json]      (credentials, quotas, buckets... before paying)
- *   sterna start examples/run.json --id my-run --follow
+ *   sterna start examples/run.json --id my-run --follow [--workdir DIR]
  *   sterna logs my-run [--follow] [--attempt N|all] [--since 10m] [--tail 100] [--json]
  *   sterna watch my-run [--json] | sterna status my-run | sterna budget my-run 20 | sterna cancel my-run | sterna list
  *   sterna reaper install | sterna reaper run --dry-run | sterna reaper log
@@ -12,20 +12,24 @@
  *   sterna cost --by team --since 7d [--json|--csv]
  *   sterna zones [--json]
  *   sterna plan examples/run.json
+ *   sterna deploy status [--json] | sterna deploy promote BUILD_ID
  *
  * Every failure prints its cause and how to fix it on stderr, and exits 2 when the
  * input was wrong, 1 otherwise (cli/report.ts).
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { Command, CommanderError } from 'commander';
-import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun } from '../client';
+import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun, type StartSpec } from '../client';
+import { DEFAULT_MAX_WORKDIR_BYTES, listWorkdir, WorkdirProblemError } from '../client/workdir';
+import { sizeText } from '../client/workdir/pack';
 import { connectFromEnvironment } from '../client/connect';
 import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { searchAttributeCreateCommands } from '../workflows/search-attributes';
 import { addKeyToFile, defaultKeyFile } from '../config/codec-keys';
 import { checkSpec, specWarnings, type RunSpec, type RunSpecInput } from '../workflows/spec';
-import { deadlineArgument, runIdArgument, secondsOption, usdArgument } from './args';
+import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
 import { nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
@@ -35,6 +39,7 @@ import { addCostCommand } from './cost';
 import { addTeamCommands } from './team';
 import { addZonesCommand } from './zones';
 import { addLogsCommand } from './logs';
+import { addDeployCommands } from './deploy';
 import { ExitCode, reportFailure } from './report';
 
 let connected: Client | undefined;
@@ -43,12 +48,19 @@ async function connect(): Promise<Client> {
   return connected;
 }
 
-function readSpec(path: string): RunSpecInput {
+/** The spec as written: its `workdir` may be a local directory, relative to the spec file. */
+function readStartSpec(path: string): StartSpec {
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as RunSpecInput;
+    return JSON.parse(readFileSync(path, 'utf8')) as StartSpec;
   } catch (err) {
     throw new SternaClientError(ClientErrorKind.InvalidArgument, `cannot read run spec ${path}: ${(err as Error).message}`, 'pass the path of a JSON run spec, e.g. examples/run.json');
   }
+}
+
+/** For what needs no workdir (plan, check): a local workdir is left out rather than refused. */
+function readSpec(path: string): RunSpecInput {
+  const spec = readStartSpec(path);
+  return typeof spec.workdir === 'string' ? { ...spec, workdir: undefined } : (spec as RunSpecInput);
 }
 
 const program = new Command('sterna')
@@ -104,14 +116,19 @@ program
   .command('validate')
   .description('check a run spec without starting anything')
   .argument('<spec>', 'path of a JSON run spec')
-  .action((path: string) => {
+  .action(async (path: string) => {
     // Checked as a run starting now would be: a deadline already past is an error.
+    const spec = readStartSpec(path);
     const check = checkSpec(readSpec(path), { nowMs: Date.now() });
-    if (check.ok) {
+    // A local workdir is listed as a start would pack it (ignore files, symlinks, readable files).
+    const workdir = typeof spec.workdir === 'string' ? await listWorkdir(resolve(dirname(path), spec.workdir)).then(() => undefined, (err: unknown) => err) : undefined;
+    if (check.ok && workdir === undefined) {
       warn(path, check.spec);
       return console.log(`${path}: valid`);
     }
-    for (const p of check.problems) console.error(`${path}: ${p.path}: ${p.message}`);
+    for (const p of check.ok ? [] : check.problems) console.error(`${path}: ${p.path}: ${p.message}`);
+    if (workdir instanceof WorkdirProblemError) for (const p of workdir.problems) console.error(`${path}: workdir: ${p}`);
+    else if (workdir !== undefined) throw workdir;
     process.exitCode = ExitCode.BadInput;
   });
 
@@ -123,11 +140,25 @@ program
   .option('--task-queue <queue>', 'task queue of the Sterna workers', 'sterna')
   .option('--follow', 'show live progress until the run ends')
   .option('--json', 'print {"started": id}, then (with --follow) one JSON object per change and {"result": ...}')
-  .action(async (path: string, opts: { id?: string; taskQueue: string; follow?: boolean; json?: boolean }) => {
-    const spec = readSpec(path);
-    const check = checkSpec(spec);
+  .option('--workdir <dir>', 'the directory the command runs in (instead of the spec\'s workdir): packed, uploaded to the run\'s bucket once, unpacked on every attempt')
+  .option('--workdir-max-mb <mb>', 'the largest packed workdir accepted, in MB', megabytesOption, DEFAULT_MAX_WORKDIR_BYTES)
+  .action(async (path: string, opts: { id?: string; taskQueue: string; follow?: boolean; json?: boolean; workdir?: string; workdirMaxMb: number }) => {
+    const spec = readStartSpec(path);
+    const check = checkSpec(readSpec(path));
     if (check.ok) warn(path, check.spec);
-    const handle = await startTrainingRun(await connect(), spec, { workflowId: opts.id, taskQueue: opts.taskQueue });
+    const handle = await startTrainingRun(await connect(), spec, {
+      workflowId: opts.id,
+      taskQueue: opts.taskQueue,
+      workdir: opts.workdir,
+      // A relative workdir in a spec file is relative to the file, wherever sterna runs.
+      workdirBase: dirname(resolve(path)),
+      workdirMaxBytes: opts.workdirMaxMb,
+      onWorkdir: (w) => {
+        const what = `${w.entries} entries, ${sizeText(w.rawBytes)} packed to ${sizeText(w.packedBytes)}`;
+        if (opts.json) console.log(JSON.stringify({ workdir: { uri: w.uri, sha256: w.sha256, uploaded: w.uploaded, entries: w.entries, rawBytes: w.rawBytes, packedBytes: w.packedBytes } }));
+        else console.error(`workdir: ${what}, ${w.uploaded ? 'uploaded to' : 'unchanged, already at'} ${w.uri}`);
+      },
+    });
     console.log(opts.json ? JSON.stringify({ started: handle.workflowId }) : `started ${handle.workflowId}`);
     if (opts.follow) await follow(handle.workflowId, opts.json);
   });
@@ -187,7 +218,7 @@ program
 
 program
   .command('codec-key')
-  .description('payload encryption keys (see "Encrypted payloads" in the README)')
+  .description('payload encryption keys (see docs/security.md, "Encrypted payloads")')
   .command('new')
   .description('add a new key, first (it encrypts from now on; the others still decrypt), creating the file with mode 600')
   .option('--file <path>', 'the key file', process.env.STERNA_CODEC_KEYS_FILE ?? defaultKeyFile())
@@ -209,6 +240,7 @@ addZonesCommand(program, connect);
 addPlanCommand(program, connect, readSpec);
 addCheckCommand(program, readSpec);
 addLogsCommand(program, connect);
+addDeployCommands(program, connect);
 
 program
   .parseAsync()

@@ -16,6 +16,8 @@ const exitCodes: Record<ClientErrorKind, number> = {
   [ClientErrorKind.UpdateRejected]: ExitCode.BadInput,
   [ClientErrorKind.NamespaceNotFound]: ExitCode.BadInput,
   [ClientErrorKind.PayloadEncryption]: ExitCode.BadInput,
+  [ClientErrorKind.WorkdirRefused]: ExitCode.BadInput,
+  [ClientErrorKind.WorkdirUploadFailed]: ExitCode.Failed,
   [ClientErrorKind.RunFinished]: ExitCode.Failed,
   [ClientErrorKind.RunFailed]: ExitCode.Failed,
   [ClientErrorKind.NoLogs]: ExitCode.Failed,

@@ -39,6 +39,10 @@ export const ClientErrorKind = {
   NoLogs: 'NoLogs',
   /** The run's log is where the run put it, but cannot be read from here (permission, storage API). */
   LogsUnreadable: 'LogsUnreadable',
+  /** The run's working directory cannot be packed: too large, unreadable, or a symlink leaves it. Nothing was started. */
+  WorkdirRefused: 'WorkdirRefused',
+  /** The packed working directory could not be put in the run's bucket (permission, storage API). Nothing was started. */
+  WorkdirUploadFailed: 'WorkdirUploadFailed',
   /** No worker answered a query or update in time: none is polling the run's task queue. */
   NoWorker: 'NoWorker',
   /** The namespace does not exist on the server. */

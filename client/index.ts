@@ -11,6 +11,7 @@
  *   console.log(await getStatus(client, run.workflowId));
  */
 import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { statusQuery, setBudgetUpdate, setDeadlineUpdate, type TrainingRunWorkflow } from '../workflows/messages';
 import type { RunResult, RunStatus } from '../workflows/run/views';
@@ -20,13 +21,31 @@ import { budgetProblem, deadlineProblem } from './arguments';
 import { priorityOf, teamOf } from '../workflows/teams/run-admission';
 import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
 import { requireEncryption } from './encryption';
+import { prepareWorkdir, type PreparedWorkdir, type WorkdirStorage } from './workdir';
 
 export const DEFAULT_TASK_QUEUE = 'sterna';
 
 export interface StartOptions {
   workflowId?: string;
   taskQueue?: string;
+  /**
+   * The local directory the command runs in (instead of the spec's `workdir`): packed,
+   * uploaded to the run's bucket unless already there, and unpacked by the agent on every
+   * attempt (client/workdir).
+   */
+  workdir?: string;
+  /** A relative `workdir` in the spec is relative to this directory (default: the process's working directory). */
+  workdirBase?: string;
+  /** The largest packed workdir accepted, in bytes (default 100 MB). */
+  workdirMaxBytes?: number;
+  /** Where the run's bucket is written (default: as `runLogs` reads it, from the environment). */
+  workdirStorage?: WorkdirStorage;
+  /** Told what was packed and where it went, before the run starts. */
+  onWorkdir?: (workdir: PreparedWorkdir) => void;
 }
+
+/** A spec as a user writes it: `workdir` may be a local directory, which the start packs and uploads. */
+export type StartSpec = Omit<RunSpecInput, 'workdir'> & { workdir?: string | RunSpecInput['workdir'] };
 
 /** For calls a worker must answer (queries, updates): how long to wait for one. */
 export interface CallOptions {
@@ -46,7 +65,24 @@ function invalidArgument(problem: string, workflowId: string): SternaClientError
   return new SternaClientError(ClientErrorKind.InvalidArgument, problem, 'pass a value of that form', { workflowId });
 }
 
-export async function startTrainingRun(client: Client, spec: RunSpecInput, options: StartOptions = {}): Promise<WorkflowHandle<TrainingRunWorkflow>> {
+/**
+ * The spec with its local workdir (the option's, or the spec's path) packed and uploaded:
+ * the rest of the spec is checked first, so a bad spec uploads nothing.
+ */
+async function withUploadedWorkdir(client: Client, spec: StartSpec, options: StartOptions): Promise<RunSpecInput> {
+  const local = options.workdir ?? (typeof spec.workdir === 'string' ? resolve(options.workdirBase ?? '.', spec.workdir) : undefined);
+  if (local === undefined) return spec as RunSpecInput;
+  const rest = checkSpec({ ...spec, workdir: undefined }, { nowMs: Date.now() });
+  if (!rest.ok) throw new InvalidSpecError(rest.problems);
+  // Nothing is uploaded for a start that would be refused for its payloads.
+  requireEncryption(client);
+  const prepared = await prepareWorkdir(local, rest.spec.checkpoint.uri, { maxBytes: options.workdirMaxBytes, storage: options.workdirStorage });
+  options.onWorkdir?.(prepared);
+  return { ...spec, workdir: { uri: prepared.uri, sha256: prepared.sha256 } };
+}
+
+export async function startTrainingRun(client: Client, startSpec: StartSpec, options: StartOptions = {}): Promise<WorkflowHandle<TrainingRunWorkflow>> {
+  const spec = await withUploadedWorkdir(client, startSpec, options);
   // As the run will check it when it starts: a deadline already past is refused here.
   const check = checkSpec(spec, { nowMs: Date.now() });
   if (!check.ok) throw new InvalidSpecError(check.problems);
@@ -148,6 +184,10 @@ export { connectFromEnvironment, sizeAwareRetry, type ConnectOptions } from './c
 export { sternaDataConverter } from '../config/data-converter';
 /** The spec a run is started with, what `getStatus` and `result` answer, and the run as a typed Temporal workflow. */
 export { checkSpec, type RunSpec, type RunSpecInput } from '../workflows/spec';
+/** A run's working directory, packed and uploaded by startTrainingRun (or by hand, before it). */
+export { DEFAULT_MAX_WORKDIR_BYTES, prepareWorkdir, type PreparedWorkdir, type WorkdirOptions, type WorkdirStorage } from './workdir';
+/** A run's log: what its command printed, every attempt, in order (client/logs.ts). */
+export { runLogs, logStoreSettingsFromEnvironment, logsOptionsProblem, type LogEvent, type LogLine, type LogsOptions } from './logs';
 export type { RunResult, RunStatus } from '../workflows/run/views';
 export type { TrainingRunWorkflow } from '../workflows/messages';
 export { ClientErrorKind, InvalidSpecError, SternaClientError, UpdateRejectedError } from './errors';

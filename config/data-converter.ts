@@ -14,7 +14,7 @@ export function sternaPayloadCodec(env: NodeJS.ProcessEnv = process.env): AesGcm
   const keys = loadCodecKeys(env);
   if (!keys) {
     throw new CodecKeyError(
-      `no payload encryption key: run \`sterna codec-key new\` (writes ${defaultKeyFile(env)}), or set STERNA_CODEC_KEYS_FILE or STERNA_CODEC_KEYS; see "Encrypted payloads" in the README`,
+      `no payload encryption key: run \`sterna codec-key new\` (writes ${defaultKeyFile(env)}), or set STERNA_CODEC_KEYS_FILE or STERNA_CODEC_KEYS; see docs/security.md, "Encrypted payloads"`,
     );
   }
   return new AesGcmCodec(keys);

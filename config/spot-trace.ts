@@ -32,6 +32,7 @@ const ZoneEntrySchema = z.looseObject({
   region: z.string().min(1).optional(),
   available: z.string().regex(/^[01]+$/, 'expected a non-empty string of 0s and 1s, one per tick'),
   spotPrice: z.union([Price, z.array(Price).min(1)]).optional(),
+  availableNodes: z.array(z.number().int().nonnegative()).min(1).optional(),
   ...shape,
 });
 
@@ -59,6 +60,11 @@ export interface TraceZoneEntry {
   available: string;
   /** USD/hour for the whole instance: one figure, or one per tick (same length as `available`). */
   spotPrice: number | number[];
+  /**
+   * Per tick, how many nodes of a pool could run there (traces recorded for gangs: a gang
+   * of N fits only where this is >= N); absent when the file did not count nodes.
+   */
+  availableNodes?: number[];
   /** True when the file recorded no spot price and `spotPrice` is on-demand / SPOT_PRICE_DIVISOR. */
   spotPriceDerived: boolean;
 }
@@ -86,6 +92,13 @@ export function parseTraceFile(json: unknown, label = 'trace'): TraceFile {
     if (Array.isArray(recorded) && recorded.length !== z.available.length) {
       throw new Error(`${where}: spotPrice has ${recorded.length} ticks, available has ${z.available.length}`);
     }
+    const nodes = z.availableNodes;
+    if (nodes !== undefined) {
+      if (nodes.length !== z.available.length) throw new Error(`${where}: availableNodes has ${nodes.length} ticks, available has ${z.available.length}`);
+      // `available` is "at least one node": a file where the two disagree was converted wrongly.
+      const tick = nodes.findIndex((n, t) => (n > 0) !== (z.available[t] === '1'));
+      if (tick >= 0) throw new Error(`${where}: tick ${tick}: availableNodes is ${nodes[tick]} but available is ${z.available[tick]} (available must be 1 exactly when availableNodes >= 1)`);
+    }
     return {
       zone: z.zone,
       region: z.region,
@@ -95,6 +108,7 @@ export function parseTraceFile(json: unknown, label = 'trace'): TraceFile {
       onDemandPrice,
       available: z.available,
       spotPrice: recorded ?? onDemandPrice / SPOT_PRICE_DIVISOR,
+      ...(nodes !== undefined ? { availableNodes: nodes } : {}),
       spotPriceDerived: recorded === undefined,
     };
   });

@@ -1,8 +1,9 @@
 /**
  * Starts and stops Sterna's own Temporal server (temporal-server/, built by
  * config/temporal-server.ts): a current server on SQLite with Sterna's search attributes
- * in every namespace, optionally with Temporal's JWT authorization switched on. Its flags
- * follow `temporal server start-dev`, so this launcher mirrors config/dev-server.ts.
+ * in every namespace, optionally with Temporal's JWT authorization switched on. One
+ * launcher for `npm run server`, the demo, the benchmarks and the test suite, so all of
+ * them run the server the same way. Its flags follow `temporal server start-dev`.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -55,6 +56,8 @@ export interface TemporalServerOptions {
 
 export interface TemporalServer {
   address: string;
+  /** `default`, where runs start unless told otherwise. */
+  namespace: string;
   namespaces: string[];
   uiUrl?: string;
   pid: number;
@@ -108,6 +111,7 @@ async function startOn(binary: string, port: number, options: TemporalServerOpti
   }
   return {
     address,
+    namespace: namespaces[0],
     namespaces,
     uiUrl: options.headless ? undefined : `http://127.0.0.1:${uiPort}`,
     pid: child.pid!,

@@ -26,6 +26,11 @@
  * STERNA_STORAGE_ENDPOINT (default: the emulator's when STERNA_GCE_ENDPOINT is set,
  * https://storage.googleapis.com with Application Default Credentials otherwise);
  * STERNA_STORAGE_LOCATIONS=off turns the lookup off (every bucket's location is unknown).
+ * Versions (docs/versions.md): the worker is one version of the Worker Deployment
+ * STERNA_DEPLOYMENT (default `sterna`), its build id STERNA_BUILD_ID (default: a hash of the
+ * workflow bundle, so the same code is the same version); STERNA_PROMOTE=new (default) makes a
+ * version that was never current the current one once it polls, `manual` leaves that to
+ * `sterna deploy promote`; STERNA_WORKER_VERSIONING=off runs unversioned.
  * Metrics: STERNA_METRICS_PORT serves Prometheus metrics at /metrics (Sterna's and the
  * Temporal SDK's), on STERNA_METRICS_HOST (0.0.0.0); the SDK's exporter listens on
  * 127.0.0.1:STERNA_SDK_METRICS_PORT (default: the metrics port + 1). Unset: no metrics.
@@ -153,6 +158,10 @@ const EnvSchema = z.object({
   STERNA_STORAGE_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   STERNA_STORAGE_LOCATIONS: z.enum(['on', 'off'], 'on or off').default('on'),
   STERNA_AGENT_POWEROFF_SECONDS: z.coerce.number().int('whole seconds').min(0, 'seconds after the trainer exits before an unreleased VM powers off').default(600),
+  STERNA_WORKER_VERSIONING: z.enum(['on', 'off'], 'on or off').default('on'),
+  STERNA_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9][-_.A-Za-z0-9]{0,99}$/, 'a deployment name such as sterna or sterna-prod (letters, digits, - _ .)').default('sterna'),
+  STERNA_BUILD_ID: z.string().regex(/^[A-Za-z0-9][-_.A-Za-z0-9]{0,99}$/, 'a build id such as 2026-12-07.1 or a git sha (letters, digits, - _ .)').optional(),
+  STERNA_PROMOTE: z.enum(['new', 'manual'], 'new (a version never current becomes current once it polls) or manual (sterna deploy promote)').default('new'),
 });
 
 export interface GceConfig {
@@ -227,6 +236,16 @@ export interface WorkerConfig {
   notify: { teams?: TeamWebhooks; uiBaseUrl?: string };
   /** Where bucket locations are read; absent: not read (every dataset's location is then unknown unless its spec states it). */
   storage?: StorageConfig;
+  /** The Worker Deployment this worker is a version of (workers/deployment.ts); absent: unversioned. */
+  versioning?: VersioningConfig;
+}
+
+export interface VersioningConfig {
+  deploymentName: string;
+  /** Absent: derived from the workflow bundle (the same code, the same version). */
+  buildId?: string;
+  /** `new`: a version never current becomes current once its worker polls; `manual`: only by `sterna deploy promote`. */
+  promote: 'new' | 'manual';
 }
 
 export class WorkerConfigError extends Error {
@@ -308,7 +327,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env, repoRoot 
   }
   const notify = { teams: e.STERNA_NOTIFY_TEAMS, uiBaseUrl: e.STERNA_NOTIFY_UI_URL };
   const storage = e.STERNA_STORAGE_LOCATIONS === 'off' ? undefined : { endpoint: (e.STERNA_STORAGE_ENDPOINT ?? e.STERNA_GCE_ENDPOINT ?? 'https://storage.googleapis.com').replace(/\/+$/, '') };
-  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, workflowThreads: e.STERNA_WORKFLOW_THREADS, observer, prices, reaper, metrics, notify, storage };
+  const versioning = e.STERNA_WORKER_VERSIONING === 'off' ? undefined : { deploymentName: e.STERNA_DEPLOYMENT, buildId: e.STERNA_BUILD_ID, promote: e.STERNA_PROMOTE };
+  return { taskQueue: e.STERNA_TASK_QUEUE, gce, gke, maxConcurrentActivities: e.STERNA_MAX_CONCURRENT_ACTIVITIES, maxCachedWorkflows: e.STERNA_MAX_CACHED_WORKFLOWS, workflowThreads: e.STERNA_WORKFLOW_THREADS, observer, prices, reaper, metrics, notify, storage, versioning };
 }
 
 /** Node auto-provisioning as pools: it creates a node of any listed accelerator in any listed zone. */

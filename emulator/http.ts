@@ -5,7 +5,12 @@ import { GceError, Reason } from './errors';
 /** Compute Engine refuses request bodies above a few MB; 2 MiB is ample for an instance resource. */
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
-export function readBody(req: IncomingMessage, limitBytes = MAX_BODY_BYTES): Promise<string> {
+export async function readBody(req: IncomingMessage, limitBytes = MAX_BODY_BYTES): Promise<string> {
+  return (await readBodyBytes(req, limitBytes)).toString('utf8');
+}
+
+/** The body's bytes, as they came (an object upload's). */
+export function readBodyBytes(req: IncomingMessage, limitBytes = MAX_BODY_BYTES): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -21,7 +26,7 @@ export function readBody(req: IncomingMessage, limitBytes = MAX_BODY_BYTES): Pro
       chunks.push(chunk);
     });
     req.on('end', () => {
-      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
+      if (!failed) resolve(Buffer.concat(chunks));
     });
     req.on('error', (err) => {
       if (!failed) reject(err);

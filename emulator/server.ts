@@ -1,7 +1,7 @@
 /**
  * The emulator's HTTP server: the GCE API under /compute/v1/, the Cloud Billing Catalog
  * under /v1/services (emulator/billing-catalog.ts), buckets' metadata under /storage/v1/
- * (emulator/storage-api.ts) and their objects, read-only (emulator/storage-objects.ts), the admin API under /emulator/v1/,
+ * (emulator/storage-api.ts) and their objects (emulator/storage-objects.ts: read, and media uploads), the admin API under /emulator/v1/,
  * GCE-style JSON errors everywhere else. `startEmulator` runs it
  * in-process (tests, the demo); `emulator/main.ts` is the command line.
  *
@@ -22,7 +22,7 @@ import { Clock } from './clock';
 import { handleCompute } from './compute-api';
 import { asGceError, GceError, Reason } from './errors';
 import { deadlineExceeded, faultError, Faults, serverTimeoutMs } from './faults';
-import { parseJson, pathSegments, readBody, sendError, sendJson } from './http';
+import { parseJson, pathSegments, readBody, readBodyBytes, sendError, sendJson } from './http';
 import { applyFieldMask, parseFieldMask } from './partial-response';
 import { PROJECT_NUMBER } from './ids';
 import { DEFAULT_TIMINGS, Instances, type LifecycleTimings } from './instances';
@@ -33,7 +33,7 @@ import { Scheduler } from './scheduler';
 import { CalmSpotModel, RandomSpotModel, TraceSpotModel, type RandomSpotOptions, type SpotModel } from './spot-model';
 import { StateStore } from './state-store';
 import { handleStorage, STORAGE_PREFIX, type BucketSettings } from './storage-api';
-import { handleObjects, isObjectsPath } from './storage-objects';
+import { handleObjects, handleUpload, isObjectsPath, isUploadPath, MAX_UPLOAD_BYTES } from './storage-objects';
 import { checkedConfig, DEFAULT_SYNTHETIC_GUEST, SyntheticGuests, type SyntheticGuestConfig } from './synthetic-guest';
 import { loadTrace, traceCatalog, type Trace } from './trace';
 import type { GuestKind, InstanceRecord } from './types';
@@ -75,6 +75,12 @@ export interface EmulatorOptions {
   guest?: GuestKind;
   /** Completed operations kept, oldest dropped first (default 5,000); a long benchmark reading them afterwards wants more. */
   operationsKept?: number;
+  /**
+   * Variables every VM's guest gets besides the emulator's own few: the host machine's
+   * settings a real VM would have from its image, e.g. CONTAINERS_CONF for its podman
+   * (config/podman.ts). Never the emulator's whole environment.
+   */
+  guestEnv?: Record<string, string>;
   /** Synthetic guests' run: steps, stepSeconds, checkpointEvery, ... (see synthetic-guest.ts). */
   synthetic?: Partial<SyntheticGuestConfig>;
   /** Real milliseconds between synthetic guest ticks (default 200). */
@@ -215,7 +221,7 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
   const secrets = new SecretStore();
   let endpoint = '';
   // VMs reach Secret Manager here, through the override gcloud itself honours.
-  const guestEnv = () => ({ CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER: `${endpoint}/` });
+  const guestEnv = () => ({ ...options.guestEnv, CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER: `${endpoint}/` });
   const projectQuotas = { gpusAllRegions: options.gpusAllRegions ?? 0 };
   const instances = new Instances({ state, persist, persistNow: flush, catalog, clock, operations, scheduler, spotModel, timings: { ...DEFAULT_TIMINGS, ...options.timings }, stateDir, log, guest: options.guest ?? 'process', synthetic, tokens, guestEnv, projectQuotas });
   guestEvents.changed = (i) => instances.guestChanged(i);
@@ -320,6 +326,11 @@ async function start(options: EmulatorOptions, stateDir: string): Promise<Emulat
       if (!('media' in result)) return sendJson(res, result.status, result.body);
       res.writeHead(result.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': result.media.length, ...result.headers });
       return void res.end(result.media);
+    }
+    if (isUploadPath(pathname)) {
+      const data = await readBodyBytes(req, MAX_UPLOAD_BYTES);
+      const result = handleUpload({ state, bucketsDir: options.bucketsDir, endpoint: () => endpoint }, method, pathname, query, data);
+      return sendJson(res, result.status, result.body);
     }
     if (pathname.startsWith(`${STORAGE_PREFIX}/`)) {
       req.resume();

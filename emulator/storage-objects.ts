@@ -7,17 +7,28 @@
  *   GET /storage/v1/b/{bucket}/o/{object, URL-encoded}?alt=media  [Range: bytes=N-]
  *       -> the bytes (206 with a Range), 416 for a range past the end, 404 for no object
  *
+ *   GET /storage/v1/b/{bucket}/o/{object, URL-encoded}
+ *       -> the object's metadata (storage#object: name, bucket, size, ...), 404 for no object
+ *   POST /upload/storage/v1/b/{bucket}/o?uploadType=media&name={object}[&ifGenerationMatch=0]
+ *       -> the body becomes the object, written whole then renamed (a packed workdir,
+ *          client/workdir/upload.ts); 412 when ifGenerationMatch=0 and it exists, 403 on
+ *          a bucket declared `readOnly` or `forbidden`
+ *
  * As GCS: names in lexicographic order, a delimiter folds deeper names into `prefixes`,
  * startOffset is inclusive, a page token continues after the last name of a page. A
  * file being written as `<name>.part` (the agent's atomic upload) is an object too,
  * as a GCS upload in progress is not: the agent's readers skip it by name.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve, sep } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { GceError, Reason } from './errors';
 import { bucketSettings, STORAGE_PREFIX, validBucketName, type StorageContext } from './storage-api';
 
 const OBJECTS_PATH = new RegExp(`^${STORAGE_PREFIX}/b/([^/]+)/o(?:/([^/]+))?/?$`);
+const UPLOAD_PATH = new RegExp(`^/upload${STORAGE_PREFIX}/b/([^/]+)/o/?$`);
+/** The largest object upload taken in one request (GCS takes 5 TiB; a packed workdir is capped far lower). */
+export const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
 const MAX_RESULTS = 1000;
 
 export type ObjectsAnswer = { status: number; body: unknown } | { status: number; media: Buffer; headers: Record<string, string> };
@@ -98,11 +109,25 @@ function list(bucketDir: string, query: URLSearchParams): ObjectsAnswer {
   };
 }
 
-function media(bucketDir: string, name: string, query: URLSearchParams, range: string | undefined): ObjectsAnswer {
-  if (query.get('alt') !== 'media') throw new GceError(400, Reason.Invalid, 'The emulator serves an object\'s bytes only (alt=media)');
+/** The file holding object `name`; refuses a name that would leave the bucket's directory. */
+function objectFile(bucketDir: string, name: string): string {
   const segments = name.split('/');
   if (segments.some((s) => s === '' || s === '.' || s === '..') || name.includes('\0')) throw new GceError(400, Reason.Invalid, `Invalid object name: '${name.slice(0, 200)}'`);
-  const file = join(bucketDir, ...segments);
+  return join(bucketDir, ...segments);
+}
+
+function objectResource(bucket: string, name: string, size: number, updated: Date): Record<string, unknown> {
+  const generation = String(updated.getTime() * 1000);
+  return { kind: 'storage#object', id: `${bucket}/${name}/${generation}`, name, bucket, generation, metageneration: '1', contentType: 'application/octet-stream', size: String(size), updated: updated.toISOString() };
+}
+
+function media(bucketDir: string, name: string, query: URLSearchParams, range: string | undefined): ObjectsAnswer {
+  const file = objectFile(bucketDir, name);
+  if (query.get('alt') !== 'media') {
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat?.isFile()) throw new GceError(404, Reason.NotFound, `No such object: ${name.slice(0, 200)}`);
+    return { status: 200, body: objectResource(basename(bucketDir), name, stat.size, stat.mtime) };
+  }
   let data: Buffer;
   try {
     data = readFileSync(file);
@@ -115,4 +140,37 @@ function media(bucketDir: string, name: string, query: URLSearchParams, range: s
   const from = Number(match[1]);
   if (from >= data.length) throw new GceError(416, Reason.Invalid, 'The requested range cannot be satisfied.');
   return { status: 206, media: data.subarray(from), headers: { 'Content-Range': `bytes ${from}-${data.length - 1}/${data.length}` } };
+}
+
+/** True for the object upload path (`/upload/storage/v1/b/{bucket}/o`). */
+export function isUploadPath(pathname: string): boolean {
+  return UPLOAD_PATH.test(pathname);
+}
+
+/** objects.insert, a media upload: the bytes become the object, whole or not at all. */
+export function handleUpload(ctx: StorageContext, method: string, pathname: string, query: URLSearchParams, data: Buffer): { status: number; body: unknown } {
+  const bucket = decode(UPLOAD_PATH.exec(pathname)![1], 'bucket name');
+  if (method !== 'POST') throw new GceError(405, Reason.MethodNotAllowed, `Method ${method} is not allowed on an upload`);
+  if (query.get('uploadType') !== 'media') throw new GceError(400, Reason.Invalid, 'The emulator takes media uploads only (uploadType=media)');
+  const name = query.get('name');
+  if (!name) throw new GceError(400, Reason.Required, 'Required parameter: name');
+  if (!validBucketName(bucket)) throw new GceError(400, Reason.Invalid, `Invalid bucket name: '${bucket.slice(0, 230)}'`);
+  const settings = bucketSettings(ctx, bucket);
+  if (!settings || !ctx.bucketsDir || !existsSync(join(ctx.bucketsDir, bucket))) throw new GceError(404, Reason.NotFound, 'The specified bucket does not exist.');
+  if (settings.forbidden || settings.readOnly) throw new GceError(403, Reason.Forbidden, `sterna-worker@sterna-emulator.iam.gserviceaccount.com does not have storage.objects.create access to the Google Cloud Storage object.`);
+  const bucketDir = resolve(ctx.bucketsDir, bucket);
+  const file = objectFile(bucketDir, name);
+  const condition = query.get('ifGenerationMatch');
+  if (condition !== null && condition !== '0') throw new GceError(400, Reason.Invalid, 'The emulator takes ifGenerationMatch=0 (only if absent) only');
+  if (condition === '0' && existsSync(file)) throw new GceError(412, Reason.ConditionNotMet, 'At least one of the pre-conditions you specified did not hold.');
+  const part = `${file}.part-${randomBytes(6).toString('hex')}`;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(part, data);
+    renameSync(part, file);
+  } catch (err) {
+    rmSync(part, { force: true });
+    throw new GceError(500, Reason.InternalError, `could not write the object: ${(err as Error).message}`);
+  }
+  return { status: 200, body: objectResource(bucket, name, data.length, statSync(file).mtime) };
 }

@@ -4,15 +4,13 @@
  * at every start (as Temporal's production sample does). Tests may bundle from source.
  */
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { bundleWorkflows } from '../workers/bundle';
-
-export const WORKFLOW_BUNDLE = join(__dirname, '..', 'workflow-bundle.js');
+import { bundleWorkflows, WORKFLOW_BUNDLE } from '../workers/bundle';
+import { buildIdOf } from '../workers/deployment';
 
 async function main(): Promise<void> {
   const { code } = await bundleWorkflows();
   writeFileSync(WORKFLOW_BUNDLE, code);
-  console.log(`sterna: workflow bundle ${WORKFLOW_BUNDLE} (${(code.length / 1024).toFixed(0)} KiB)`);
+  console.log(`sterna: workflow bundle ${WORKFLOW_BUNDLE} (${(code.length / 1024).toFixed(0)} KiB, build id ${buildIdOf(code)})`);
 }
 
 if (require.main === module) {

@@ -1,5 +1,5 @@
 /**
- * `npm run server`: the embedded Temporal dev server, with a persistent SQLite file
+ * `npm run server`: Sterna's Temporal server (temporal-server/), with a persistent SQLite file
  * under .state/, the web UI on :8233 and the frontend on :7233, and the codec server
  * (:8234) that lets the UI show the runs' encrypted payloads decoded. Stops on Ctrl-C.
  *
@@ -11,7 +11,7 @@ import { addKeyToFile, defaultKeyFile, loadCodecKeys } from '../config/codec-key
 import { codecServerConfig } from '../config/codec-server-config';
 import { startCodecServer } from '../config/codec-server';
 import { sternaPayloadCodec } from '../config/data-converter';
-import { startDevServer } from '../config/dev-server';
+import { startTemporalServer } from '../config/temporal-server-process';
 import { sternaSearchAttributes } from '../workflows/search-attributes';
 
 const stateDir = join(__dirname, '..', '..', '.state');
@@ -19,10 +19,12 @@ const stateDir = join(__dirname, '..', '..', '.state');
 async function main(): Promise<void> {
   if (!loadCodecKeys()) {
     const id = addKeyToFile(defaultKeyFile());
-    console.log(`created payload key ${id} in ${defaultKeyFile()} (mode 600; see "Encrypted payloads" in the README)`);
+    console.log(`created payload key ${id} in ${defaultKeyFile()} (mode 600; see docs/security.md, "Encrypted payloads")`);
   }
   const codec = await startCodecServer({ codec: sternaPayloadCodec(), ...codecServerConfig() });
-  const server = await startDevServer({
+  const server = await startTemporalServer({
+    port: 7233,
+    uiPort: 8233,
     dbFile: join(stateDir, 'temporal.sqlite'),
     logFile: join(stateDir, 'temporal-server.log'),
     uiCodecEndpoint: codec.url,
@@ -30,7 +32,7 @@ async function main(): Promise<void> {
     await codec.close();
     throw err;
   });
-  console.log(`Temporal dev server ready at ${server.address} (namespace ${server.namespace})`);
+  console.log(`Temporal server ready at ${server.address} (namespace ${server.namespace})`);
   console.log(`Web UI: ${server.uiUrl} (payloads decoded through the codec server at ${codec.url})`);
   console.log(`Search attributes: ${sternaSearchAttributes.map((k) => `${k.name}=${k.type}`).join(', ')}`);
   const stop = () => void Promise.all([server.stop(), codec.close()]).then(() => process.exit(0));

@@ -8,9 +8,10 @@
 import { strict as assert } from 'node:assert';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import { agentAttributes, agentScript, type AgentInputs } from '../activities/agent/script';
+import { packWorkdir } from '../client/workdir';
 import { eventually } from './helpers/processes';
 import { startTestEmulator, type TestEmulator } from './helpers/emulator';
 
@@ -29,6 +30,8 @@ interface AgentRun {
   exit?: string;
   /** What the agent published as its last checkpoint (`sterna/checkpoint`). */
   checkpoint?: string;
+  /** The sha256 of the workdir it unpacked (`sterna/workdir`). */
+  workdir?: string;
   /** Every trainer start of this run (the recorder keys them by STERNA_RUN_ID). */
   trainers: TrainerRecord[];
   serialLog: string;
@@ -122,7 +125,7 @@ describe('the agent runs exactly the trainer it was given', function () {
               .filter((r) => r.env.STERNA_RUN_ID === inputs.runId)
           : [];
         const files = fileNames(view.dir);
-        const run = { phase: guest.phase, exit: guest.exit, checkpoint: guest.checkpoint, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
+        const run = { phase: guest.phase, exit: guest.exit, checkpoint: guest.checkpoint, workdir: guest.workdir, trainers, serialLog: readFileSync(join(view.dir, 'serial-port.log'), 'utf8'), files, contents: filesText(view.dir) };
         const [del] = await instances.delete({ project: PROJECT, zone: ZONE, instance: name });
         await done(del.latestResponse.name as string);
         return run;
@@ -150,6 +153,51 @@ describe('the agent runs exactly the trainer it was given', function () {
   after(async () => {
     await emu?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  describe('a workdir (client/workdir packs it; the agent fetches, checks and unpacks it)', () => {
+    /** A packed project whose run.sh records where it ran and what data it found, then execs the recorder. */
+    async function packedProject(name: string): Promise<{ uri: string; sha256: string; data: string }> {
+      const root = join(scratch, name);
+      mkdirSync(join(root, 'data'), { recursive: true });
+      const data = `rows for ${name}\n`;
+      writeFileSync(join(root, 'data', 'input.txt'), data);
+      writeFileSync(join(root, 'run.sh'), '#!/bin/bash\nset -e\npwd > ran-in.txt\ncp data/input.txt seen.txt\nexec "$@"\n');
+      chmodSync(join(root, 'run.sh'), 0o755);
+      writeFileSync(join(root, '.sternaignore'), 'left-out.txt\n');
+      writeFileSync(join(root, 'left-out.txt'), 'not packed');
+      const packed = await packWorkdir(root);
+      const object = join(scratch, 'bucket', 'workdirs', `${packed.sha256}.tar.gz`);
+      mkdirSync(dirname(object), { recursive: true });
+      writeFileSync(object, packed.data);
+      return { uri: `file://${object}`, sha256: packed.sha256, data };
+    }
+
+    it('unpacks it into the work directory and runs the command there (an executable of the workdir, by a relative path)', async () => {
+      const project = await packedProject('unpacked');
+      const run = await runAgent({ runId: 'workdir', argv: ['./run.sh', join(bin, 'record'), 'arg'], env: {}, workdir: { uri: project.uri, sha256: project.sha256 } });
+      assert.equal(run.exit, '0', run.serialLog);
+      assert.deepEqual(run.trainers.map((t) => [t.program, t.argv]), [['record', ['arg']]]);
+      assert.ok(run.files.includes('run.sh') && run.files.includes('input.txt') && run.files.includes('seen.txt'), run.files.join(' '));
+      assert.ok(!run.files.includes('left-out.txt'), '.sternaignore is honoured');
+      assert.ok(run.contents.includes(project.data), 'the command read the workdir\'s data file by its relative path');
+      assert.equal(run.workdir, project.sha256, 'the agent says which workdir it unpacked');
+    });
+
+    it('a workdir that is missing or does not match its sha256 ends the agent with 69 before the command runs', async () => {
+      const project = await packedProject('mismatch');
+      const other = await packedProject('other');
+      const mismatch = await runAgent({ runId: 'workdir-sha', argv: ['./run.sh', join(bin, 'record')], env: {}, workdir: { uri: project.uri, sha256: other.sha256 } });
+      const missing = await runAgent({ runId: 'workdir-missing', argv: ['./run.sh', join(bin, 'record')], env: {}, workdir: { uri: `${project.uri}.gone`, sha256: project.sha256 } });
+      for (const run of [mismatch, missing]) {
+        assert.deepEqual([run.phase, run.exit, run.trainers], ['failed', '69', []], run.serialLog);
+        assert.ok(!run.files.includes('run.sh'), 'nothing was unpacked');
+      }
+      assert.match(mismatch.serialLog, new RegExp(`workdir: .* has sha256 ${project.sha256}, not the ${other.sha256} the run was started with`));
+      assert.match(missing.serialLog, /workdir: .*\.gone could not be fetched/);
+      const malformed = await runAgent({ runId: 'workdir-malformed', argv: [join(bin, 'record')], env: {}, workdir: { uri: project.uri, sha256: 'not-a-sha256' } });
+      assert.deepEqual([malformed.phase, malformed.exit, malformed.trainers], ['failed', '65', []]);
+    });
   });
 
   it('publishes GCE\'s preemption notice as a guest attribute the moment the metadata server says so', async () => {

@@ -6,6 +6,7 @@
  * and the pure run machine.
  */
 import { strict as assert } from 'node:assert';
+import { admitted } from './helpers/run-harness';
 import { decideAuto, zoneQuotes, type AutoInputs } from '../workflows/auto-policy';
 import { dataCost } from '../workflows/data-cost';
 import { executionToken } from '../workflows/naming';
@@ -30,7 +31,7 @@ class Run {
   readonly spec: RunSpec;
   readonly state: RunState;
 
-  constructor(datasets: RunSpecInput['datasets'], private readonly autoCosts = true) {
+  constructor(datasets: RunSpecInput['datasets']) {
     this.spec = parseSpec({
       command: ['python', 'train.py'],
       checkpoint: { uri: 'gs://ckpt/run' },
@@ -39,11 +40,11 @@ class Run {
       time: { expectedDuration: '10h', deadlineAfter: '20h' },
       datasets,
     });
-    this.state = initialState(WORKFLOW, T0, undefined, T0 + 20 * 3_600_000);
+    this.state = admitted(initialState(WORKFLOW, T0, undefined, T0 + 20 * 3_600_000), this.spec);
   }
 
   send(event: RunEvent): Command {
-    return next(this.state, this.spec, event, { nowMs: T0, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false, autoCosts: this.autoCosts });
+    return next(this.state, this.spec, event, { nowMs: T0, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
   }
 
   /** Where and how the machine provisions first. */
@@ -66,10 +67,6 @@ describe('auto weighs the data cost when it chooses (pure, no server)', () => {
     // 1 GB: $0.08 of egress and 17 s of staging, against $0.40 saved.
     assert.equal(new Run(dataset(1)).placed(), 'us-central1-a SPOT');
     assert.equal(new Run([{ uri: 'gs://data-sg/train', path: 'data' }]).placed(), 'us-central1-a SPOT', 'no location stated: price alone');
-  });
-
-  it('runs recorded before (no autoCosts) keep choosing by price alone', () => {
-    assert.equal(new Run(dataset(500), false).placed(), 'us-central1-a SPOT');
   });
 
   it('finishes on on-demand near the data when the deadline leaves no room for spot', () => {

@@ -342,7 +342,7 @@ describe('sterna check: what a run needs, before paying (dev server, emulator, t
     const config = loadWorkerConfig({ STERNA_GCE_PROJECT: PROJECT, STERNA_GCE_ENDPOINT: emu.endpoint, STERNA_LOCAL_BUCKETS: buckets });
     const { targets, close } = await buildCheckTargets(config, { connect: async () => ({ operatorService: env.nativeConnection.operatorService, namespace: env.namespace ?? 'default' }) });
     try {
-      const findings = await createCheckActivities(targets).checkBeforeRun({ spec: parseSpec(spec()) });
+      const findings = await createCheckActivities(targets).checkBeforeRun({ spec: parseSpec(spec()) }) ?? [];
       assert.deepEqual(blockingFindings(findings).map((f) => f.check), ['quota:GPUS_ALL_REGIONS']);
       assert.equal(find(findings, `temporal:search-attributes:${env.namespace}`).ok, true);
       assert.deepEqual(JSON.parse(JSON.stringify(findings)), findings, 'findings are plain JSON, fit for workflow history');

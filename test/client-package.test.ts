@@ -102,7 +102,9 @@ describe('the client package, packed and installed by a service outside the repo
   it('holds the client and the plain modules it reaches, with declarations, and requires only its declared dependencies, pinned as the repository pins them', () => {
     // Nothing of the worker, the providers, the emulator, the CLI, the benchmarks or the tests.
     const top = new Set(packed.files.filter((f) => f.startsWith('dist/')).map((f) => f.split('/')[1]));
-    assert.deepEqual([...top].sort(), ['client', 'config', 'workflows']);
+    assert.deepEqual([...top].sort(), ['activities', 'client', 'config', 'workflows']);
+    // activities/ holds the worker's side effects: only the log reader comes along (runLogs).
+    assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/activities/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/activities/logs/layout', 'dist/activities/logs/reader', 'dist/activities/logs/store']);
     // config/ holds node-only worker settings too: only the payload codec comes along.
     assert.deepEqual([...new Set(packed.files.filter((f) => f.startsWith('dist/config/')).map((f) => f.replace(/\.(d\.ts|js)$/, '')))].sort(), ['dist/config/codec-keys', 'dist/config/data-converter', 'dist/config/payload-codec']);
     for (const entry of ['client/index', 'client/plan']) {
@@ -139,7 +141,7 @@ describe('the client package, packed and installed by a service outside the repo
     assert.match(error.hint, /plaintextPayloads: true/);
   });
 
-  it('starts, follows and cancels a run on the test stack; its payloads in history are encrypted', async () => {
+  it('starts a run with the service\'s own workdir (packed and uploaded by the installed client), follows it, reads its log, cancels it; its payloads in history are encrypted', async () => {
     stack = await startStack();
     await stack.startWorker();
     const { env } = stack;
@@ -150,7 +152,12 @@ describe('the client package, packed and installed by a service outside the repo
     const workflowId = `${stack.taskQueue}-from-a-service`;
     const serviceEnv = { ...process.env, TEMPORAL_ADDRESS: await testServerAddress(), TEMPORAL_NAMESPACE: env.namespace };
 
-    const { said, code, stderr } = await runService(['run', specFile, workflowId, stack.taskQueue], serviceEnv);
+    // The service's own working directory, packed and uploaded by the installed client
+    // through the storage API (the emulator's), as a deployed service's would be to GCS.
+    const workdir = join(work, 'service-workdir');
+    mkdirSync(workdir);
+    writeFileSync(join(workdir, 'notes.txt'), 'the service\'s own files\n');
+    const { said, code, stderr } = await runService(['run', specFile, workflowId, stack.taskQueue, workdir], { ...serviceEnv, STERNA_STORAGE_ENDPOINT: stack.emulator.endpoint });
     assert.equal(code, 0, `the service failed: ${JSON.stringify(said)}\n${stderr}`);
     const line = (key: string) => said.find((s) => key in s)?.[key];
     assert.equal(line('started'), workflowId);
@@ -158,8 +165,14 @@ describe('the client package, packed and installed by a service outside the repo
     assert.equal(followed.phases.at(-1), 'training');
     assert.equal(typeof followed.step, 'number');
     assert.match(followed.zone, /^us-/);
-    // LOGS (issue 38 item 2): assert here on the lines the service read through the client's
-    // `logs` iterator (packages/client/test/service.ts, marked LOGS), once it exists.
+    const uploaded = line('workdir') as { uri: string; sha256: string; uploaded: boolean; entries: number };
+    assert.deepEqual([uploaded.uploaded, uploaded.entries], [true, 1]);
+    assert.equal(uploaded.uri, `${base.checkpoint.uri}/workdirs/${uploaded.sha256}.tar.gz`);
+    // LOGS: what the service read through the client's runLogs, from the bucket through the
+    // storage API: the agent's lines of attempt 1, up to the workdir it unpacked.
+    const logs = line('logs') as { attempt: number; stream: string; text: string }[];
+    assert.ok(logs.length > 0 && logs.every((l) => l.attempt === 1 && l.stream === 'agent'), JSON.stringify(logs));
+    assert.ok(logs.at(-1)!.text.includes(uploaded.sha256), 'the agent says it unpacked the service\'s workdir');
     assert.equal(line('cancelRequested'), true);
     assert.deepEqual((line('outcome') as { failed?: { kind: string } }).failed?.kind, 'RunFailed');
     const handle = env.client.workflow.getHandle(workflowId);

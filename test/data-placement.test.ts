@@ -4,6 +4,7 @@
  * staging progress the status shows.
  */
 import { strict as assert } from 'node:assert';
+import { admitted } from './helpers/run-harness';
 import { continentOf, dataCost, DEFAULT_DATA_TRANSFER } from '../workflows/data-cost';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { next, type Command, type RunEvent } from '../workflows/run/machine';
@@ -38,11 +39,11 @@ class Run {
       datasets,
       ...extra,
     });
-    this.state = initialState(WORKFLOW, T0, undefined, undefined);
+    this.state = admitted(initialState(WORKFLOW, T0, undefined, undefined), this.spec);
   }
 
   send(event: RunEvent): Command {
-    return next(this.state, this.spec, event, { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false });
+    return next(this.state, this.spec, event, { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
   }
 
   /** The zone the machine provisions first. */
@@ -93,7 +94,7 @@ describe('data-aware placement (pure, no server)', () => {
   it("weighs the agent's measured size when the spec states none", () => {
     const run = new Run([{ uri: 'gs://data-sg/train', path: 'data', location: 'asia-southeast1' }]);
     assert.equal(run.placed(), 'us-central1-a', 'size unknown: nothing to weigh yet');
-    run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false });
+    run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false, observerAsked: true });
     run.observe(5, { phase: 'staging', stagedBytes: 0, totalBytes: 500e9 });
     assert.equal(run.state.staging?.totalBytes, 500e9);
     const rerun = new Run([{ uri: 'gs://data-sg/train', path: 'data', location: 'asia-southeast1' }]);
@@ -104,7 +105,7 @@ describe('data-aware placement (pure, no server)', () => {
   it('shows bytes staged, the rate and the ETA in the status', () => {
     const run = new Run(dataset(1));
     run.placed();
-    run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false });
+    run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false, observerAsked: true });
     run.observe(10, { phase: 'staging', stagedBytes: 0, totalBytes: 1e9 });
     run.observe(20, { phase: 'staging', stagedBytes: 250e6, totalBytes: 1e9 });
     assert.deepEqual(statusOf(run.state, run.now).staging, { attempt: 1, stagedBytes: 250e6, totalBytes: 1e9, bytesPerSecond: 25e6, etaSeconds: 30 });

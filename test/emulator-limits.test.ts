@@ -125,7 +125,7 @@ describe('GCE emulator: API rate quotas', function () {
     assert.equal((await rejection(get('nope', ZONE, 'lenient-project'))).httpStatusCode, 404);
 
     // A short interval: the quota refills at the start of the next one, as GCE's does.
-    await emu.admin.setRateQuotas({ windowSeconds: 1, limits: { read_requests_per_region: 2 } });
+    await emu.admin.setRateQuotas({ windowSeconds: 5, limits: { read_requests_per_region: 2 } });
     await get('vm-quota');
     await get('vm-quota');
     // Read before the refused call: google-gax 6 spends about a second decoding a refusal's

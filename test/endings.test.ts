@@ -7,7 +7,9 @@
 import { strict as assert } from 'node:assert';
 import { FailureType, nonRetryableFailureTypes } from '../workflows/failures';
 import { ZoneEventKind } from '../workflows/placement';
-import { ENDING_NAMES, ENDINGS, Next, PROVISION_FAILURES, type EndingRow } from '../workflows/run/endings';
+import { AGENT_EXITS, ENDING_NAMES, ENDINGS, Next, PROVISION_FAILURES, type EndingRow } from '../workflows/run/endings';
+import { endingOf } from '../workflows/run/machine';
+import { AgentExit } from '../activities/agent/script';
 import { AttemptOutcome, TimelineKind, type Attempt, type Ending } from '../workflows/run/state';
 import { outcomeOf } from '../workflows/zones/from-run';
 import { OutcomeKind } from '../workflows/zones/memory';
@@ -18,9 +20,25 @@ const rows = (): [Ending, EndingRow][] => ENDING_NAMES.map((e) => [e, ENDINGS[e]
 const where = (pick: (row: EndingRow) => boolean): Ending[] => rows().filter(([, row]) => pick(row)).map(([e]) => e).sort();
 
 describe('attempt endings: one table', () => {
+  it('knows every exit the agent names, and ends the run on what no other VM would do differently', () => {
+    for (const code of Object.values(AgentExit)) assert.ok(AGENT_EXITS[code], `agent exit ${code} has no row`);
+    const ending = (exitCode: number, more: object = {}) => endingOf({ lifecycle: 'running', preempted: false, phase: 'failed', exitCode, ...more }, true);
+    assert.deepEqual(ending(AgentExit.SetupFailed, { setupStep: { step: 2, of: 3 }, setupExitCode: 1 }), {
+      outcome: AttemptOutcome.SetupFailed,
+      exitCode: 71,
+      reason: 'a setup command failed: setup command 2 of 3 exited with code 1',
+    });
+    assert.equal(ending(AgentExit.ImageUnavailable)?.outcome, AttemptOutcome.ImageUnavailable);
+    assert.equal(ending(AgentExit.NoContainerRuntime)?.outcome, AttemptOutcome.ImageUnavailable);
+    assert.equal(ending(69)?.outcome, AttemptOutcome.WorkdirUnavailable);
+    assert.equal(ending(AgentExit.ContainerFailed)?.outcome, AttemptOutcome.Failed, 'a container the runtime could not start may start on another VM');
+    assert.equal(ending(66)?.outcome, AttemptOutcome.Failed);
+    for (const e of [AttemptOutcome.SetupFailed, AttemptOutcome.ImageUnavailable, AttemptOutcome.WorkdirUnavailable]) assert.equal(ENDINGS[e].next, Next.Fail);
+  });
+
   it('keeps the stored strings of every outcome', () => {
     assert.deepEqual(Object.values(AttemptOutcome).sort(), [
-      'completed', 'conflict', 'failed', 'not-runnable', 'preempted', 'quota-exceeded', 'run-duration-reached', 'running', 'stockout', 'stopped', 'switched', 'wait-expired',
+      'completed', 'conflict', 'failed', 'image-unavailable', 'not-runnable', 'preempted', 'quota-exceeded', 'run-duration-reached', 'running', 'setup-failed', 'stockout', 'stopped', 'switched', 'wait-expired', 'workdir-unavailable',
     ]);
   });
 

@@ -9,7 +9,6 @@
 import { strict as assert } from 'node:assert';
 import { CHECKPOINT_SAFETY, MOVE_MARGIN_SECONDS, planMove } from '../workflows/run/flex-cut';
 import { FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
-import { type Context } from '../workflows/run/machine';
 import { PRIOR_CHECKPOINT_SECONDS } from '../workflows/run/checkpoint-interval';
 import { parseSpec, type RunSpecInput } from '../workflows/spec';
 import type { Offer } from '../workflows/types';
@@ -31,15 +30,11 @@ class Run extends RunHarness {
     super(WORKFLOW, parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, pricing: { mode: 'flex-start' }, ...input }));
   }
 
-  override context(): Context {
-    return { ...super.context(), flexCut: true };
-  }
-
   /** Places the next attempt on `offers` and has it running (and training) from `atSeconds`. */
   running(offers: Offer[], atSeconds: number): number {
     this.send({ kind: 'offers', offers });
     const attempt = this.provisionedAttempt();
-    this.at(atSeconds).send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
+    this.at(atSeconds).send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false, observerAsked: true });
     return attempt;
   }
 }
@@ -70,7 +65,7 @@ describe('flex-start run-duration guard (pure)', () => {
 
     // The agent stopped the trainer for the move; it checkpointed its next step and exited.
     const cmd = run.at(askAt + 15).observe(first, { phase: 'exited', exitCode: 143, moving: true, step: 9002, checkpoint: checkpoint(9002), checkpointMs: 20_000 });
-    assert.deepEqual(cmd, { kind: 'release', attempt: first, createMayBeInFlight: false });
+    assert.deepEqual(cmd, { kind: 'release', attempt: first, createMayBeInFlight: false, beside: true });
     assert.equal(run.state.attempts[0].outcome, 'run-duration-reached');
     assert.equal(run.state.preemptions, 0);
     assert.equal(run.state.restarts, 0);

@@ -10,8 +10,6 @@ import { FailureType } from '../workflows/failures';
 import { runKey } from '../workflows/naming';
 import { ENDINGS, Next, PROVISION_FAILURES } from '../workflows/run/endings';
 import { FLEX_START_MAX_RUN_SECONDS } from '../workflows/run/flex-start';
-import { type Context } from '../workflows/run/machine';
-import { RESOURCE_LIMIT_MARGIN_SECONDS } from '../workflows/run/resource-limit';
 import { provisionRequest } from '../workflows/run/requests';
 import { AttemptOutcome } from '../workflows/run/state';
 import { statusOf } from '../workflows/run/views';
@@ -27,13 +25,6 @@ const offer = (zone: string, price: number, model: Offer['provisioningModel']): 
 class Run extends RunHarness {
   constructor(input: Partial<RunSpecInput>) {
     super(WORKFLOW, parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-tesla-a100', count: 1 }] }, ...input }));
-  }
-
-  /** Runs recorded before `auto` weighed flex-start by expected cost leave it off. */
-  autoCosts = false;
-
-  override context(): Context {
-    return { ...super.context(), autoCosts: this.autoCosts };
   }
 }
 
@@ -55,7 +46,7 @@ describe('flex-start in the run machine (pure)', () => {
     assert.match(statusOf(run.state, run.now).waiting ?? '', /^waiting for DWS capacity since 2026-12-01T00:00:00\.000Z \(flex-start a2-highgpu-1g in us-central1-a\)$/);
 
     run.at(1200).send({ kind: 'provision-failed', attempt: first, failure: FailureType.FlexStartWaitExpired, message: 'no flex-start (DWS) capacity in us-central1-a' });
-    assert.deepEqual(run.last, { kind: 'release', attempt: first, createMayBeInFlight: false });
+    assert.deepEqual(run.last, { kind: 'release', attempt: first, createMayBeInFlight: false, beside: true });
     assert.equal(run.state.attempts[0].outcome, 'wait-expired');
     assert.deepEqual(run.state.zoneEvents.map((e) => [e.zone, e.provisioningModel, e.kind]), [['us-central1-a', 'FLEX_START', 'stockout']]);
     run.send({ kind: 'released', attempt: first, outcome: 'absent' });
@@ -74,7 +65,7 @@ describe('flex-start in the run machine (pure)', () => {
     const short = new Run({ pricing: { mode: 'flex-start' }, time: { deadlineAfter: '2h', expectedDuration: '1h' } });
     short.send({ kind: 'start' });
     short.send({ kind: 'offers', offers: [FLEX_A] });
-    assert.equal(short.state.attempts[0].runDurationSeconds, 2 * 3600 + RESOURCE_LIMIT_MARGIN_SECONDS);
+    assert.equal(short.state.attempts[0].runDurationSeconds, 2 * 3600, 'until the run\'s own end (its deadline), not its VM-side limit');
   });
 
   it('moves on from the last checkpoint when GCE stops a flex-start VM at its run duration, counting no preemption', () => {
@@ -82,11 +73,11 @@ describe('flex-start in the run machine (pure)', () => {
     run.send({ kind: 'start' });
     run.send({ kind: 'offers', offers: [FLEX_A, FLEX_B] });
     const first = run.provisionedAttempt();
-    run.at(60).send({ kind: 'provisioned', attempt: first, startedAt: new Date(run.now).toISOString(), adopted: false });
+    run.at(60).send({ kind: 'provisioned', attempt: first, startedAt: new Date(run.now).toISOString(), adopted: false, observerAsked: true });
     run.at(70).observe(first, { phase: 'training', step: 50, checkpoint: { uri: 'gs://ckpt/run/step-40.json', sha256: 'x', step: 40 } });
     // The cut: SIGTERM, the trainer exits 0 after its final checkpoint, the VM stops.
     const cmd = run.at(80).observe(first, { lifecycle: 'stopping', phase: 'exited', exitCode: 0, step: 60, checkpoint: { uri: 'gs://ckpt/run/step-60.json', sha256: 'y', step: 60 } });
-    assert.deepEqual(cmd, { kind: 'release', attempt: first, createMayBeInFlight: false });
+    assert.deepEqual(cmd, { kind: 'release', attempt: first, createMayBeInFlight: false, beside: true });
     assert.equal(run.state.attempts[0].outcome, 'run-duration-reached');
     assert.equal(run.state.preemptions, 0);
     run.send({ kind: 'released', attempt: first, outcome: 'deleted', startedAt: new Date(T0 + 60_000).toISOString(), stoppedAt: new Date(T0 + 80_000).toISOString() });
@@ -96,28 +87,12 @@ describe('flex-start in the run machine (pure)', () => {
     assert.equal(run.state.attempts[1].resumedFromStep, 60, 'resumed from the final checkpoint written at the cut');
   });
 
-  it('in auto with a deadline and spot out, requests flex-start at the last moment a full wait still leaves on-demand time', () => {
-    // 12 h for 2 h of work, a 1-hour wait: the latest safe request is at 8h56m (12h - 1h - 2 x 2 min - 2h).
-    const run = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '1h' } }, time: { deadlineAfter: '12h', expectedDuration: '2h' } });
-    run.send({ kind: 'start' });
-    assert.equal(run.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] }).kind, 'wait', 'early on, the policy waits for spot (idle is free)');
-    assert.equal(run.state.attempts.length, 0);
-    assert.equal(run.at(8 * 3600 + 52 * 60).send({ kind: 'tick' }).kind, 'find-capacity');
-    run.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
-    assert.equal(run.state.attempts[run.provisionedAttempt() - 1].offer.provisioningModel, 'FLEX_START', 'within one policy step of the latest safe moment');
-
-    // No room for a full wait: the policy's on-demand, never flex-start.
-    const tight = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '2h' } }, time: { deadlineAfter: '2h5m', expectedDuration: '2h' } });
-    tight.send({ kind: 'start' });
-    tight.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
-    assert.equal(tight.state.attempts[tight.provisionedAttempt() - 1].offer.provisioningModel, 'STANDARD');
-
-    // The same run as the policy decides it today (workflows/policy/flex-tier.ts, by expected
-    // cost): it waits for spot while waiting is free; once the all-zones outage has used its
-    // share of the slack the policy would pay on-demand, and flex-start at half the price,
-    // with a full wait still leaving on-demand time, is the cheaper in expectation.
+  it('in auto with a deadline and spot out, weighs flex-start by expected cost and never takes it without room for a full wait', () => {
+    // 12 h for 2 h of work, a 1-hour wait (workflows/policy/flex-tier.ts): the run waits for
+    // spot while waiting is free; once the all-zones outage has used its share of the slack
+    // the policy would pay on-demand, and flex-start at half the price, with a full wait still
+    // leaving on-demand time, is the cheaper in expectation.
     const weighed = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '1h' } }, time: { deadlineAfter: '12h', expectedDuration: '2h' } });
-    weighed.autoCosts = true;
     weighed.send({ kind: 'start' });
     assert.equal(weighed.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] }).kind, 'wait', 'early on, the policy waits for spot');
     assert.equal(weighed.at(8 * 3600 + 40 * 60).send({ kind: 'tick' }).kind, 'find-capacity');
@@ -125,7 +100,6 @@ describe('flex-start in the run machine (pure)', () => {
     assert.equal(weighed.state.attempts[weighed.provisionedAttempt() - 1].offer.provisioningModel, 'FLEX_START');
     assert.ok(weighed.state.timeline.some((e) => /^policy: flex-start in us-central1-a \(the lowest expected cost/.test(e.event)), JSON.stringify(weighed.state.timeline));
     const tightly = new Run({ pricing: { mode: 'auto', flexStart: { maxWait: '2h' } }, time: { deadlineAfter: '2h5m', expectedDuration: '2h' } });
-    tightly.autoCosts = true;
     tightly.send({ kind: 'start' });
     tightly.send({ kind: 'offers', offers: [FLEX_A, ON_DEMAND] });
     assert.equal(tightly.state.attempts[tightly.provisionedAttempt() - 1].offer.provisioningModel, 'STANDARD', 'no room for a full wait: on-demand');

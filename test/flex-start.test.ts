@@ -15,7 +15,7 @@ import { FailureType } from '../workflows/failures';
 import { statusQuery } from '../workflows/messages';
 import { ownerLabels, runKey, type Owner } from '../workflows/naming';
 import { modelsOf } from '../workflows/pricing';
-import { flexBeatsOnDemand, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS } from '../workflows/run/flex-start';
+import { flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, FLEX_START_MIN_RUN_SECONDS } from '../workflows/run/flex-start';
 import type { RunStatus } from '../workflows/run/views';
 import { checkSpec, parseSpec, type RunSpecInput } from '../workflows/spec';
 import type { trainingRun } from '../workflows/training-run';
@@ -27,10 +27,6 @@ type Run = WorkflowHandle<typeof trainingRun>;
 
 const A100 = 'nvidia-tesla-a100';
 const BASE = { command: ['python', 'train.py'], resources: { accelerators: [{ type: A100, count: 1 }] }, checkpoint: { uri: 'gs://bucket/ckpt' } } as RunSpecInput;
-
-function offer(model: Offer['provisioningModel'], pricePerHour: number): Offer {
-  return { backend: 'gce', zone: 'us-central1-a', region: 'us-central1', accelerator: A100, acceleratorCount: 1, machineType: 'a2-highgpu-1g', provisioningModel: model, pricePerHour, onDemandPricePerHour: 4, quotaAvailable: true };
-}
 
 describe('flex-start: spec and prices (pure)', () => {
   it('takes flex-start alone or as a tier of auto, with a wait within GCE\'s bounds', () => {
@@ -66,14 +62,6 @@ describe('flex-start: spec and prices (pure)', () => {
     assert.equal(flexRunDurationSeconds(now + 3_600_000, now), 3600);
     assert.equal(flexRunDurationSeconds(now + 30 * 86_400_000, now), FLEX_START_MAX_RUN_SECONDS);
     assert.equal(flexRunDurationSeconds(now - 5000, now), FLEX_START_MIN_RUN_SECONDS, 'a late attempt still gets a valid duration');
-  });
-
-  it('takes flex-start over on-demand only when cheaper and the deadline survives a full wait', () => {
-    const now = Date.parse('2030-01-01T00:00:00Z');
-    const inputs = { flex: offer('FLEX_START', 2), onDemand: offer('STANDARD', 4), nowMs: now, remainingWorkSeconds: 3600, changeoverSeconds: 120, maxWaitSeconds: 7200 };
-    assert.equal(flexBeatsOnDemand({ ...inputs, deadlineMs: now + 12 * 3_600_000 }), true);
-    assert.equal(flexBeatsOnDemand({ ...inputs, deadlineMs: now + 2 * 3_600_000 }), false, 'a full wait would miss the deadline');
-    assert.equal(flexBeatsOnDemand({ ...inputs, flex: offer('FLEX_START', 4.5), deadlineMs: now + 12 * 3_600_000 }), false, 'not cheaper');
   });
 });
 

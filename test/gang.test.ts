@@ -3,6 +3,7 @@
  * nodes' snapshots, its release, and the run machine following a gang node by node.
  */
 import { strict as assert } from 'node:assert';
+import { admitted } from './helpers/run-harness';
 import { agentAttributes } from '../activities/agent/script';
 import { internalAddress } from '../emulator/render';
 import { addGradients, dataParallelStep, gradientSum, shardOf, step, type Checkpoint } from '../examples/trainer';
@@ -186,10 +187,10 @@ describe('gang runs (pure, no server)', () => {
   describe('the run machine, following a gang', () => {
     class Gang {
       readonly spec: RunSpec = parseSpec(specInput());
-      readonly state: RunState = initialState(WORKFLOW, T0, undefined, undefined);
+      readonly state: RunState = admitted(initialState(WORKFLOW, T0, undefined, undefined), this.spec);
       now = T0;
       context(): Context {
-        return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
+        return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 };
       }
       send(event: RunEvent): Command {
         return next(this.state, this.spec, event, this.context());
@@ -206,7 +207,7 @@ describe('gang runs (pure, no server)', () => {
       assert.deepEqual(run.send({ kind: 'offers', offers: [gangOffer('us-central1-a', 0.2), gangOffer('us-east1-b', 0.25)] }), { kind: 'provision', attempt: 1 });
       const attempt = run.state.attempts[0];
       assert.deepEqual(attempt.ref, { backend: 'gce', name: resourceName(WORKFLOW, EXEC, 1, 2), zone: 'us-central1-a', nodes: 2 });
-      run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false });
+      run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false, observerAsked: true });
       const checkpoint = { uri: 'gs://ckpt/run/step-40.json', sha256: 'b'.repeat(64), step: 40 };
       run.now += 5_000;
       run.node(1, 0, running({ phase: 'training', step: 42, checkpoint }));
@@ -219,7 +220,7 @@ describe('gang runs (pure, no server)', () => {
       run.now += 5_000;
       const command = run.node(1, 1, { lifecycle: 'terminated', preempted: true });
       assert.equal(attempt.outcome, AttemptOutcome.Preempted);
-      assert.deepEqual(command, { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(command, { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.equal(run.state.zoneEvents.at(-1)?.zone, 'us-central1-a', 'the zone is remembered as for a single node');
       // Released, the run places again from rank 0's checkpoint, in another zone.
       assert.deepEqual(run.send({ kind: 'released', attempt: 1, outcome: 'deleted', stoppedAt: new Date(run.now).toISOString() }), { kind: 'find-capacity' });
@@ -251,7 +252,7 @@ describe('gang runs (pure, no server)', () => {
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: [gangOffer('us-central1-a', 0.2), gangOffer('us-east1-b', 0.25)] });
       const command = run.send({ kind: 'provision-failed', attempt: 1, failure: 'Stockout', message: 'no capacity in us-central1-a' });
-      assert.deepEqual(command, { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(command, { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.equal(run.state.attempts[0].outcome, AttemptOutcome.Stockout);
       assert.equal(run.state.zoneEvents[0].kind, 'stockout');
       assert.deepEqual(run.send({ kind: 'released', attempt: 1, outcome: 'deleted' }), { kind: 'provision', attempt: 2 });

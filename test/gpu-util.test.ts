@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { parseAgentValues, parseGpu } from '../activities/agent/script';
 import { FailureType } from '../workflows/failures';
-import { type Command, type Context } from '../workflows/run/machine';
+import { type Command } from '../workflows/run/machine';
 import { progressOf } from '../workflows/run/progress';
 import { TimelineKind, type RunState } from '../workflows/run/state';
 import { currentDetailsOf, searchAttributesOf, statusOf } from '../workflows/run/views';
@@ -27,15 +27,8 @@ function gpuOf(run: Run): RunState['gpu'] {
 }
 
 class Run extends RunHarness {
-  constructor(
-    monitoring: RunSpecInput['monitoring'],
-    private readonly gpuUtil = true,
-  ) {
+  constructor(monitoring: RunSpecInput['monitoring']) {
     super(WORKFLOW, specOf({ resources: { accelerators: [{ type: 'nvidia-l4', count: 2 }] }, monitoring }));
-  }
-
-  override context(): Context {
-    return { ...super.context(), gpuUtil: this.gpuUtil };
   }
 
   /** What a look saw of attempt 1, training unless `snapshot` says otherwise. */
@@ -133,15 +126,6 @@ describe('GPU utilisation (pure, no server)', () => {
       run.at(10).observed({ gpu: reading(0) });
       assert.notEqual(run.at(100_000).observed({ gpu: reading(0) }).kind, 'fail');
       assert.equal(run.state.gpu?.utilisation, 0);
-    });
-
-    it('runs recorded before the patch keep no readings and never stop for them', () => {
-      const run = new Run({ minGpuUtilisation: 10, idleWindow: 60 }, false).training();
-      run.at(10).observed({ step: 3, totalSteps: 30, gpu: reading(0) });
-      assert.notEqual(run.at(1000).observed({ gpu: reading(0) }).kind, 'fail');
-      assert.equal(run.state.gpu, undefined);
-      assert.equal(run.state.totalSteps, undefined);
-      assert.ok(!searchAttributesOf(run.state, run.spec, run.now).some((a) => a.key.name === SternaGpuUtil.name));
     });
   });
 

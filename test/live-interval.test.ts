@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { parseAgentValues } from '../activities/agent/script';
 import { checkpointInterval } from '../workflows/run/checkpoint-interval';
 import { HYSTERESIS, intervalMoved, RECHECK_MAX_SECONDS, RECHECK_MIN_SECONDS, recheckSeconds } from '../workflows/run/live-interval';
-import type { Command, Context } from '../workflows/run/machine';
+import type { Command } from '../workflows/run/machine';
 import { provisionRequest } from '../workflows/run/requests';
 import { statusOf } from '../workflows/run/views';
 import type { RunSpecInput } from '../workflows/spec';
@@ -29,15 +29,8 @@ function memoryWith(preemptions: number, hours: number): ZoneMemory {
 }
 
 class Run extends RunHarness {
-  constructor(
-    overrides: Partial<RunSpecInput> = {},
-    private readonly live = true,
-  ) {
+  constructor(overrides: Partial<RunSpecInput> = {}) {
     super('run-live', specOf(overrides));
-  }
-
-  override context(): Context {
-    return { ...super.context(), liveInterval: this.live };
   }
 
   /** Places and starts attempt 1 on `o`; the interval its VM is given. */
@@ -117,11 +110,10 @@ describe('the checkpoint interval kept current mid-attempt (pure, no server)', (
     assert.match(said[0].event, /^checkpoint interval stays \d+ s for attempt 1 \(wanted \d+ s\): the update failed: HTTP 503$/);
   });
 
-  it('leaves a pinned interval, a GKE attempt and a run recorded before it alone', () => {
+  it('leaves a pinned interval and a GKE attempt alone', () => {
     for (const [run, o] of [
       [new Run({ checkpoint: { uri: 'gs://ckpt/run', interval: '10m', minInterval: '1s' } }), offer()],
       [new Run({ checkpoint: { uri: 'gs://ckpt/run', minInterval: '1s' } }), offer({ backend: 'gke' })],
-      [new Run({ checkpoint: { uri: 'gs://ckpt/run', minInterval: '1s' } }, false), offer()],
     ] as const) {
       run.start(o);
       assert.equal(run.at(30).trains(10, 500).kind, 'wait');

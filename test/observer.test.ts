@@ -19,6 +19,8 @@ import { createNotifyActivities } from '../activities/notify';
 import { createTeamActivities } from '../activities/teams';
 import { createMemoryActivities } from '../activities/memories';
 import { BucketLocator, createStorageActivities } from '../activities/storage';
+import { createCheckActivities } from '../activities/check';
+import { createLogActivities } from '../activities/logs';
 import { createZoneActivities } from '../activities/zones';
 import { catalogPriceBook } from '../config/price-book';
 import { buildGceProvider } from '../workers/providers';
@@ -117,6 +119,8 @@ describe('fleet observer on the GCE emulator', function () {
         ...createMemoryActivities({ providers: { gce: stack.provider }, client }),
         ...createNotifyActivities({ client }),
         ...createStorageActivities(BucketLocator.forEmulator(stack.emulator.endpoint)),
+        ...createCheckActivities(undefined),
+        ...createLogActivities(undefined),
       },
       maxHeartbeatThrottleInterval: '1 second',
       defaultHeartbeatThrottleInterval: '500 milliseconds',

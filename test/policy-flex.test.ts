@@ -6,7 +6,7 @@
  * slice of the tier's table (bench/README.md "The flex-start tier").
  */
 import { strict as assert } from 'node:assert';
-import { decideAuto, type AutoInputs } from '../workflows/auto-policy';
+import { decideAuto, type AutoInputs, type AutoState } from '../workflows/auto-policy';
 import type { ZoneEvent } from '../workflows/placement';
 import { type Action, type Observation, type OnlinePolicy, type PolicyState, type ZoneObservation, decide, initialState, sternaPolicy } from '../workflows/policy';
 import { withSafetyNet } from '../workflows/policy/deadline';
@@ -184,7 +184,7 @@ describe('the flex-start tier of the benchmark', () => {
         },
       };
       simulate(p, recorded, { view: View.Live, probeFraction: 1, fleetFraction: 0, fleetSeed: 0 });
-      let saved: unknown;
+      let saved: AutoState | undefined;
       const events: ZoneEvent[] = [];
       for (const { obs, action } of log) {
         const t = Math.round(obs.nowHours / p.tickHours);
@@ -220,7 +220,7 @@ describe('the flex-start tier of the benchmark', () => {
           current: obs.current,
           flexStart: { maxWaitSeconds: p.flex!.maxWaitHours * 3600 },
         };
-        const seen = (saved as { eventsSeen?: number } | undefined)?.eventsSeen ?? 0;
+        const seen = saved?.eventsSeen ?? 0;
         const decision = decideAuto(saved, inputs);
         assert.deepEqual(decision.action, action, `window ${start} tick ${t}: action`);
         saved = JSON.parse(JSON.stringify(decision.state));

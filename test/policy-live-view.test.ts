@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { decideAuto, observation, type AutoInputs } from '../workflows/auto-policy';
+import { decideAuto, observation, type AutoInputs, type AutoState } from '../workflows/auto-policy';
 import { type ZoneEvent, ZoneEventKind } from '../workflows/placement';
 import { type Action, type Observation, type OnlinePolicy, type PolicyState, liveZones, sternaPolicy } from '../workflows/policy';
 import { eagerNextRegionPolicy } from '../workflows/policy/baselines/eager-next-region';
@@ -103,7 +103,7 @@ describe('the live view is one rule for the benchmark and the workflow', () => {
       simulate(p, recorded(log), { view: View.Live, probeFraction: 1, fleetFraction: 0, fleetSeed: 0 });
       // Replay: the run's own zone events, as the workflow records them, from the trace and the decisions alone.
       const events: ZoneEvent[] = [];
-      let saved: unknown;
+      let saved: AutoState | undefined;
       let running: Action = { kind: 'idle' };
       let lastTick = -1;
       for (const { obs, action } of log) {
@@ -128,7 +128,7 @@ describe('the live view is one rule for the benchmark and the workflow', () => {
           stepSeconds: p.tickHours * 3600,
           current: running,
         };
-        const seen = (saved as { eventsSeen?: number } | undefined)?.eventsSeen ?? 0;
+        const seen = saved?.eventsSeen ?? 0;
         const mine = observation(inputs, seen);
         assert.deepEqual(mine.zones, obs.zones, `window ${start} tick ${t}: zones`);
         const decision = decideAuto(saved, inputs);

@@ -1,10 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { decideAuto, type AutoInputs } from '../workflows/auto-policy';
-import { ZoneEventKind } from '../workflows/placement';
-import { type Observation, type ZoneObservation, initialState, liveZones } from '../workflows/policy';
-import { STATS_RULES, type StatsTable, emptyStats, foundRemainingHours, observe, runAgeHours } from '../workflows/policy/zone-stats';
-import type { Offer } from '../workflows/types';
-import { POLICY_RULE_PATCHES } from '../workflows/run/patches';
+import { type Observation, type ZoneObservation, liveZones } from '../workflows/policy';
+import { type StatsTable, emptyStats, foundRemainingHours, observe, runAgeHours } from '../workflows/policy/zone-stats';
 
 /** One decision's look at zone `a`: own (true/false), unseen, or another run's sighting. */
 function at(nowHours: number, a: boolean | 'unknown', byOthers = false): Observation {
@@ -16,7 +12,7 @@ function kept(table: StatsTable, looks: readonly (readonly [number, boolean | 'u
   return looks.reduce((t, [hours, a, byOthers]) => observe(t, at(hours, a, byOthers === true)), table);
 }
 
-const todays = (): StatsTable => ({ ...emptyStats(), rules: STATS_RULES });
+const todays = (): StatsTable => emptyStats();
 
 describe('zone statistics: what a run may measure', () => {
   it('a run followed only along other runs\' looks is not measured (kept because it was short), its hours and transitions are', () => {
@@ -27,8 +23,6 @@ describe('zone statistics: what a run may measure', () => {
     assert.deepEqual(table.upResiduals, []);
     assert.equal(table.zones.a.upHours, 3, 'the hours seen up still count');
     assert.equal(table.zones.a.preemptions, 1, 'and so does the preemption');
-    // The first rules (a run recorded before them) measured it.
-    assert.deepEqual(kept(emptyStats(), looks).upRuns, [3]);
   });
 
   it('a run this run followed is measured, even when another run saw it first', () => {
@@ -58,8 +52,7 @@ describe('zone statistics: what a run may measure', () => {
     const streak = [[0, true, true], [1, 'unknown'], [2, true, true], [3, 'unknown'], [4, true, true]] as const;
     assert.equal(runAgeHours(kept(blips, streak.slice(0, 3)), 'a', 2), 1, 'one gap: a blip is likelier, dated from the midpoint');
     assert.equal(runAgeHours(kept(blips, streak), 'a', 4), 4, 'two gaps: a run that lasted from hour 0 to 2 most likely lasts past 4');
-    // Before rules 7, dated at the look; a run's own look (its launch), or a look that finds the other state, still is.
-    assert.equal(runAgeHours(kept({ ...emptyStats(), rules: 6 }, followed), 'a', 4), 0);
+    // A run's own look (its launch), or a look that finds the other state, is dated at the look.
     assert.equal(runAgeHours(kept(todays(), [[0, true], [1, true], [2, true], [3, 'unknown'], [4, true]]), 'a', 4), 0);
     assert.equal(runAgeHours(kept(todays(), [[0, false], [1, false], [2, false], [3, 'unknown'], [4, true, true]]), 'a', 4), 0);
     // Its start is a guess: followed to its end by this run's own looks, it is not measured.
@@ -73,13 +66,9 @@ describe('zone statistics: what a run may measure', () => {
     const table: StatsTable = { ...todays(), upRuns: Array(99).fill(2), upResiduals: [10] };
     assert.ok(Math.abs(foundRemainingHours(table, false)! - (99 * 1 + 10) / 100) < 1e-9);
     assert.ok(Math.abs(foundRemainingHours(table, true)! - 1) < 0.02, 'the median is the runs\' (half of 2 h)');
-    // The first rules let the one residual stand for everything.
-    const first: StatsTable = { ...table, rules: undefined };
-    assert.equal(foundRemainingHours(first, false), 10);
-    assert.equal(foundRemainingHours(first, true), 10);
   });
 
-  it('a decision that saw some zone and none with capacity is a dry spell; before rules 3, only one that saw every zone', () => {
+  it('a decision that saw some zone and none with capacity is a dry spell', () => {
     // Two zones; the run tries one at a time, as a live run does: a fails, then b fails, then a has capacity.
     const look = (nowHours: number, a: boolean | 'unknown', b: boolean | 'unknown'): Observation => ({
       ...at(nowHours, a),
@@ -88,8 +77,6 @@ describe('zone statistics: what a run may measure', () => {
     const looks = [look(0, false, 'unknown'), look(1, 'unknown', false), look(2, true, 'unknown'), look(3, true, 'unknown')];
     const dry = looks.reduce(observe, todays());
     assert.deepEqual([dry.allDownHours, dry.observedHours], [2, 3], 'two of three hours found no capacity');
-    const rules2 = looks.reduce(observe, { ...emptyStats(), rules: 2 as const });
-    assert.deepEqual([rules2.allDownHours, rules2.observedHours], [0, 0], 'no decision saw both zones');
     // A decision that saw nothing (on on-demand, no launch tried) tells nothing either way.
     const blind = [look(0, false, 'unknown'), look(1, 'unknown', 'unknown'), look(2, false, 'unknown')].reduce(observe, todays());
     assert.deepEqual([blind.allDownHours, blind.observedHours], [1, 1]);
@@ -102,26 +89,5 @@ describe('zone statistics: what a run may measure', () => {
       zones.map((z) => [z.spotAvailable, z.seenByOthers === true]),
       [[true, false], [false, false], [true, true]],
     );
-  });
-
-  it('a policy starts with today\'s rules, and a run recorded before them keeps the first', () => {
-    assert.equal(initialState().stats.rules, STATS_RULES);
-    // A run started today asks every policy patch, so it gets the last patch's rules: today's.
-    assert.equal(POLICY_RULE_PATCHES[POLICY_RULE_PATCHES.length - 1][1], STATS_RULES);
-    assert.equal(initialState(undefined, 1).stats.rules, undefined);
-    const offers: Offer[] = ['a', 'b'].flatMap((zone) =>
-      (['SPOT', 'STANDARD'] as const).map((model) => ({
-        backend: 'gce' as const, zone: `us-central1-${zone}`, region: 'us-central1', accelerator: 'nvidia-l4', acceleratorCount: 1, machineType: 'g2-standard-8',
-        provisioningModel: model, pricePerHour: model === 'SPOT' ? 0.3 : 1, onDemandPricePerHour: 1, quotaAvailable: true,
-      })),
-    );
-    const inputs = (statsRules?: 1): AutoInputs => ({
-      offers, events: [], placement: { nowMs: 0, cooldownSeconds: 600, expectedHours: 1, models: ['SPOT', 'STANDARD'] }, nowMs: 0, runStartMs: 0,
-      deadlineMs: 4 * 3_600_000, remainingWorkSeconds: 3600, changeoverSeconds: 60, stepSeconds: 300, current: { kind: 'idle' },
-      others: [{ zone: 'us-central1-a', region: 'us-central1', provisioningModel: 'SPOT', kind: ZoneEventKind.Stockout, at: 0 }],
-      ...(statsRules ? { statsRules } : {}),
-    });
-    assert.equal(decideAuto(undefined, inputs()).state.policy.stats.rules, STATS_RULES);
-    assert.equal(decideAuto(undefined, inputs(1)).state.policy.stats.rules, undefined);
   });
 });

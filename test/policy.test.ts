@@ -13,6 +13,7 @@ import { bruteForce } from './helpers/brute-force';
 import { type Observation, decide, initialState, sternaPolicy } from '../workflows/policy';
 import { availabilityChance, likelyRemainingUptimeHours, meanUptimeHours } from '../workflows/policy/expectations';
 import { slackBudget } from '../workflows/policy/slack-budget';
+import { slackHours } from '../workflows/policy/deadline';
 import { type StatsTable, allDownFraction, emptyStats, expectedRemainingHours, medianRemainingHours, observe } from '../workflows/policy/zone-stats';
 
 const TRACE_DIR = `${__dirname}/../../../shared/traces`;
@@ -183,10 +184,8 @@ describe('policy benchmark', () => {
       // Two changeovers of 0.5 h: a return must count on more than the 1.1 h mean run to pay for them.
       const obs = observation({ current: { kind: 'on-demand', zone: 'a' }, zones: zone(true), changeoverHours: 0.5 });
       assert.ok(Math.max(...memory.upRuns) < 1, 'every run on record is a blip');
-      assert.equal(likelyRemainingUptimeHours({ ...memory, rules: 8 }, obs, 'a'), 10);
-      assert.ok(likelyRemainingUptimeHours({ ...memory, rules: 7 }, obs, 'a') < 1.5, 'before rules 8, the mean run (about 1.1 h)');
+      assert.equal(likelyRemainingUptimeHours(memory, obs, 'a'), 10, 'as long again, not the mean run (about 1.1 h)');
       assert.deepEqual(decide(initialState(memory), obs).action, { kind: 'spot', zone: 'a' });
-      assert.deepEqual(decide(initialState(memory, 7), obs).action, { kind: 'on-demand', zone: 'a' });
     });
 
     it('leaves on-demand for a run that pays its changeovers in money, when their slack is slack a wait would spend for free', () => {
@@ -200,19 +199,14 @@ describe('policy benchmark', () => {
           current: { kind: 'on-demand', zone: 'a' },
           zones: [{ zone: 'a', spotAvailable: (t + 0.25) % 2 < 1, spotPrice: 0.9, onDemandPrice: 3.06 }],
         });
-      const after40h = (rules: 8 | 9) => {
-        let state = initialState(undefined, rules);
-        for (let t = 0; t < 40; t += 0.25) state = decide(state, at(t)).state;
-        return state;
-      };
+      let state = initialState();
+      for (let t = 0; t < 40; t += 0.25) state = decide(state, at(t)).state;
       // Capacity a quarter of an hour old: its likely 0.75 h more pays the two 0.2 h changeovers in money...
-      const state = after40h(9);
       const budget = slackBudget(observe(state.stats, at(40)), state.start!, at(40), 3.06 - 0.9);
       assert.ok(budget.freeAfterWaiting >= 0.4, `the changeovers' 0.4 h fit in the free slack: ${JSON.stringify(budget)}`);
       assert.ok(budget.slackPrice * 0.4 > (3.06 - 0.9) * 0.75 - 3.06 * 0.4, 'but not their slack at its price');
+      // ...so it leaves: priced, that slack would keep the run on on-demand, its slack unspent.
       assert.deepEqual(decide(state, at(40)).action, { kind: 'spot', zone: 'a' });
-      // ...and under rules 8 the slack's price kept the run on on-demand, its slack unspent.
-      assert.deepEqual(decide(after40h(8), at(40)).action, { kind: 'on-demand', zone: 'a' });
     });
 
     describe('a launch into a zone it cannot see', () => {
@@ -234,8 +228,7 @@ describe('policy benchmark', () => {
         assert.deepEqual(decide(initialState(memory), unseen).action, { kind: 'spot', zone: 'x' });
       });
 
-      it('divides by the chance, as a hedge, in runs that started before (zone-stats rules 3) and while no outage is on record', () => {
-        assert.deepEqual(decide(initialState(memory, 3), unseen).action, { kind: 'spot', zone: 'y' });
+      it('divides by the chance, as a hedge, while no outage is on record', () => {
         const noOutage = { ...memory, downRuns: [] };
         assert.deepEqual(decide(initialState(noOutage), unseen).action, { kind: 'spot', zone: 'y' });
       });
@@ -249,14 +242,12 @@ describe('policy benchmark', () => {
       const obs = observation({ hoursUntilDeadline: 70, zones: zone(false) });
       const start = { slackHours: 22, hoursUntilDeadline: 70 };
       const premium = 3.06 - 0.9;
-      const slackPerSpotHour = 0.2 / meanUptimeHours(memory, obs, 'a') + allDownFraction(memory, 70) / (1 - allDownFraction(memory, 70));
-      assert.ok(slackPerSpotHour > 2.2 && slackPerSpotHour < 2.7, `about 0.4 + 2 (${slackPerSpotHour})`);
-      // The changeovers still expected (about 96) need more than the 22 h of slack: the reserve binds.
-      const before = slackBudget({ ...memory, rules: 4 }, start, obs, premium);
-      assert.ok(before.reserveHours > 22);
-      assert.equal(before.slackPrice, premium);
-      const now = slackBudget({ ...memory, rules: 5 }, start, obs, premium);
-      assert.ok(Math.abs(now.slackPrice - premium / slackPerSpotHour) < 1e-9, `${now.slackPrice}`);
+      const slackPerSpotHour = 0.2 / meanUptimeHours(memory, obs, '') + allDownFraction(memory, 70) / (1 - allDownFraction(memory, 70));
+      assert.ok(slackPerSpotHour > 2 && slackPerSpotHour < 2.7, `about 0.2-0.4 + 2 (${slackPerSpotHour})`);
+      const now = slackBudget(memory, start, obs, premium);
+      // The premium, scaled by how much of the slack the changeovers ahead need, then divided by the slack a spot hour uses.
+      const needed = Math.min(1, now.reserveHours / slackHours(obs));
+      assert.ok(Math.abs(now.slackPrice - (premium * needed) / slackPerSpotHour) < 1e-9, `${now.slackPrice}, not the premium ${premium}`);
     });
 
     it('counts the changeovers ahead at the mean uptime of all zones: a run preempted where capacity lasts goes where capacity is', () => {
@@ -273,12 +264,11 @@ describe('policy benchmark', () => {
       const longest = meanUptimeHours(memory, obs, 'a');
       const pooled = meanUptimeHours(memory, obs, '');
       assert.ok(longest > 5 * pooled, `a lasts (${longest} h), the market does not (${pooled} h)`);
-      const before = slackBudget({ ...memory, rules: 5 }, start, obs, premium);
-      const now = slackBudget({ ...memory, rules: 6 }, start, obs, premium);
-      assert.ok(Math.abs(now.reserveHours / before.reserveHours - longest / pooled) < 1e-9);
-      // With 2 h of slack: free to wait out the outage when a run counts on zone a, not when it counts on the market.
-      assert.ok(before.freeAfterWaiting > 0 && now.freeAfterWaiting < 0);
-      assert.deepEqual(decide(initialState(memory, 5), obs).action, { kind: 'idle' });
+      const now = slackBudget(memory, start, obs, premium);
+      const reserveAt = (uptimeHours: number) => (obs.remainingWorkHours / uptimeHours) * obs.changeoverHours * (1 + allDownFraction(memory, obs.hoursUntilDeadline));
+      assert.ok(Math.abs(now.reserveHours - reserveAt(pooled)) < 1e-9, `${now.reserveHours} h: the market's changeovers, not zone a's (${reserveAt(longest)} h)`);
+      // With 2 h of slack the outage is not free to wait out: the run covers it with on-demand.
+      assert.ok(now.freeAfterWaiting < 0);
       assert.deepEqual(decide(initialState(memory), obs).action, { kind: 'on-demand', zone: 'a' });
     });
 

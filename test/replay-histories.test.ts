@@ -1,10 +1,10 @@
 /**
- * Replay against the past: histories of the main paths, recorded from real runs and
- * committed under test/histories/, replay on every `npm test`. A change that would break
- * runs in flight fails here, and must go behind `patched()`.
- *
- * Re-record (only for a deliberate, patched change of shape):
- *   STERNA_RECORD_HISTORIES=test/histories scripts/mocha-only.sh build/test/lifecycle.test.js build/test/workflow-logic.test.js
+ * Replay within a version: histories of the main paths, recorded from real runs of the
+ * current code and committed under test/histories/, replay on every `npm test`. A change
+ * that fails here changes the rules: it ships as a new worker version (docs/versions.md),
+ * and the histories are re-recorded for it:
+ *   rm test/histories/*.binpb
+ *   STERNA_RECORD_HISTORIES=test/histories scripts/mocha-only.sh build/test/lifecycle.test.js build/test/workflow-logic.test.js build/test/team.test.js build/test/zone-memory-stack.test.js
  */
 import { strict as assert } from 'node:assert';
 import { readdirSync } from 'node:fs';

@@ -7,7 +7,7 @@ import { FailureType } from '../workflows/failures';
 import { executionToken, resourceName, runKey } from '../workflows/naming';
 import { ENDINGS } from '../workflows/run/endings';
 import { limitAtMs } from '../workflows/run/limits';
-import { FIRST_HISTORY_BUDGET, HISTORY_EVENTS_PER_EXECUTION, type Context } from '../workflows/run/machine';
+import { HISTORY_EVENTS_PER_EXECUTION, type Context } from '../workflows/run/machine';
 import { AttemptOutcome, TimelineKind } from '../workflows/run/state';
 import { budgetProblem, newDeadlineProblem } from '../workflows/run/validators';
 import { ledger, resultOf } from '../workflows/run/views';
@@ -24,24 +24,15 @@ const OFFERS = [offer('us-central1-a', 0.2), offer('us-east1-b', 0.25), offer('e
 /** A run under test, with the context flags the driver passes. */
 class Harness extends RunHarness {
   suggested = false;
-  /** Runs recorded before they asked for the observer themselves replay with false. */
-  asksObserver = false;
-  /** Runs recorded before releases ran beside the next placement replay with false. */
-  releaseBeside = false;
-  /** Runs recorded before a preempted attempt ended on its agent's exit replay with false. */
-  endsOnExit = false;
-  /** Events in the execution's history so far, and whether it continues as new at its budget. */
+  /** Events in the execution's history so far. */
   historyLength = 10;
-  historyBudget: number | undefined = undefined;
-  /** Runs recorded before exits 126 and 127 ended the run replay without it. */
-  notRunnableExits: (() => boolean) | undefined = undefined;
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
     super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h' }, ...overrides }));
   }
 
   override context(): Context {
-    return { ...super.context(), continueAsNewSuggested: this.suggested, asksObserver: this.asksObserver, releaseBeside: this.releaseBeside, endsOnExit: this.endsOnExit, historyLength: this.historyLength, historyBudget: this.historyBudget, notRunnableExits: this.notRunnableExits };
+    return { ...super.context(), continueAsNewSuggested: this.suggested, historyLength: this.historyLength };
   }
 
   /** start -> offers -> provisioned: attempt `n` trains. */
@@ -54,6 +45,43 @@ class Harness extends RunHarness {
 
 describe('the run machine (pure, no server)', () => {
   describe('placement', () => {
+    it('checks before anything else, once, and fails at once, naming each problem and its fix, when the run cannot succeed', () => {
+      const run = new Harness();
+      run.state.checked = undefined;
+      run.state.admission = undefined;
+      assert.deepEqual(run.send({ kind: 'start' }), { kind: 'check' });
+      const findings = [
+        { check: 'codec-key', ok: true },
+        { check: 'quota:GPUS_ALL_REGIONS', ok: false, problem: "the project's GPUS_ALL_REGIONS quota is 0", fix: 'request a GPUS_ALL_REGIONS quota of at least 1' },
+        { check: 'quota:us-east1:PREEMPTIBLE_NVIDIA_L4_GPUS', ok: true, problem: 'no spot quota in us-east1 (placement skips it)' },
+      ];
+      const stop = run.send({ kind: 'checked', findings });
+      assert.equal(stop.kind, 'fail');
+      assert.equal((stop as { failure: string }).failure, FailureType.ChecksFailed);
+      assert.equal((stop as { message: string }).message, "the run cannot succeed as things stand, so nothing was created: quota:GPUS_ALL_REGIONS: the project's GPUS_ALL_REGIONS quota is 0 (to fix: request a GPUS_ALL_REGIONS quota of at least 1)");
+      assert.equal(run.state.attempts.length, 0);
+
+      const ok = new Harness();
+      ok.state.checked = undefined;
+      assert.deepEqual(ok.send({ kind: 'start' }), { kind: 'check' });
+      assert.deepEqual(ok.send({ kind: 'checked', findings: findings.filter((f) => f.ok) }), { kind: 'find-capacity' });
+      assert.match(ok.state.timeline.find((e) => e.kind === TimelineKind.Checked)!.event, /^checks before the run: 2 of 2 passed; quota:us-east1:PREEMPTIBLE_NVIDIA_L4_GPUS: no spot quota/);
+      assert.deepEqual(ok.send({ kind: 'start' }), { kind: 'find-capacity' }, 'a continued execution does not check again');
+
+      // A check the API could not answer for now (a 503, a timeout) is no answer about the run: it goes on.
+      const outage = new Harness();
+      outage.state.checked = undefined;
+      outage.send({ kind: 'start' });
+      const unanswered = [{ check: 'gce:project', ok: false, transient: true, problem: 'the Compute API failed (503)', fix: 'retry' }];
+      assert.deepEqual(outage.send({ kind: 'checked', findings: unanswered }), { kind: 'find-capacity' });
+      assert.match(outage.state.timeline.find((e) => e.kind === TimelineKind.Checked)!.event, /gce:project: the Compute API failed \(503\)/);
+
+      const unchecked = new Harness();
+      unchecked.state.checked = undefined;
+      unchecked.send({ kind: 'start' });
+      assert.deepEqual(unchecked.send({ kind: 'checked' }), { kind: 'find-capacity' }, 'a worker that cannot check lets the run go on');
+    });
+
     it('fails before any attempt when the storage says a dataset is missing; an unknown answer places as before', () => {
       const datasets = [
         { uri: 'gs://my-data/train.csv', path: 'train.csv' },
@@ -116,7 +144,7 @@ describe('the run machine (pure, no server)', () => {
       const run = new Harness();
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: OFFERS });
-      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' }), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.deepEqual(run.released(1, 'absent'), { kind: 'provision', attempt: 2 });
       assert.equal(run.state.attempts[1].offer.zone, 'us-east1-b');
       assert.deepEqual(run.state.zoneEvents.map((e) => [e.zone, e.kind]), [['us-central1-a', 'stockout']]);
@@ -166,9 +194,11 @@ describe('the run machine (pure, no server)', () => {
     });
 
     it('asks for the fleet observer, never looks while it speaks, and looks and asks again once it falls silent', () => {
-      const run = new Harness();
-      run.asksObserver = true;
-      run.running();
+      // A pinned checkpoint interval: no live-interval timer among the waits below.
+      const run = Object.assign(new Harness({ checkpoint: { uri: 'gs://ckpt/run', interval: '10m' } }), { answersObserverAsks: false });
+      run.send({ kind: 'start' });
+      run.send({ kind: 'offers', offers: OFFERS });
+      run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false });
       const mine = { run: runKey(WORKFLOW), execution: EXEC, attempt: 1 };
       assert.deepEqual(run.last, { kind: 'ensure-observer' }, 'a provisioned run asks for the observer');
       assert.deepEqual(run.send({ kind: 'observer-asked' }), { kind: 'wait', untilMs: T0 + 5000 }, 'not heard yet: it looks at the poll interval');
@@ -185,8 +215,7 @@ describe('the run machine (pure, no server)', () => {
     });
 
     it('does not ask for the observer when the worker asked as it provisioned, until the observer stays silent too long', () => {
-      const run = new Harness();
-      run.asksObserver = true;
+      const run = Object.assign(new Harness(), { answersObserverAsks: false });
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: OFFERS });
       assert.deepEqual(run.send({ kind: 'provisioned', attempt: 1, startedAt: new Date(T0).toISOString(), adopted: false, observerAsked: true }), { kind: 'wait', untilMs: T0 + 5000 }, 'not heard yet: it looks at the poll interval, without asking');
@@ -231,7 +260,7 @@ describe('the run machine (pure, no server)', () => {
       run.observe(1, { phase: 'training', checkpoint: { step: 60, sha256: 'a'.repeat(64), uri: 'gs://c/step-60' } });
       run.send({ kind: 'notice', name: resourceName(WORKFLOW, EXEC, 1), reason: 'shutdown hook' });
       assert.equal(run.observe(1, { lifecycle: 'stopping', preempted: true }).kind, 'wait', 'draining, not lost');
-      assert.deepEqual(run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } }), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.equal(run.state.lastCheckpoint?.step, 64, 'the final checkpoint of the notice period is kept');
       assert.deepEqual(run.released(1), { kind: 'find-capacity' });
       assert.equal(run.state.preemptions, 1);
@@ -246,7 +275,7 @@ describe('the run machine (pure, no server)', () => {
       run.observe(1, { lifecycle: 'terminated', preempted: true });
       run.released(1);
       run.send({ kind: 'offers', offers: OFFERS });
-      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false, observerAsked: true });
       const command = run.observe(2, { lifecycle: 'gone', preempted: false });
       assert.equal(command.kind, 'fail');
       assert.equal((command as { failure: string }).failure, FailureType.Preempted);
@@ -258,7 +287,7 @@ describe('the run machine (pure, no server)', () => {
       assert.deepEqual(run.released(1), { kind: 'find-capacity' });
       assert.equal(run.state.restarts, 1);
       run.send({ kind: 'offers', offers: OFFERS });
-      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false, observerAsked: true });
       const second = run.observe(2, { phase: 'exited', exitCode: 3 });
       assert.equal((second as { failure: string }).failure, FailureType.UserCodeFailed);
       assert.match((second as { message: string }).message, /after 1 restarts/);
@@ -268,10 +297,9 @@ describe('the run machine (pure, no server)', () => {
       assert.match((stop as { message: string }).message, /exit code 7 is listed in recovery\.noRetryExitCodes/);
     });
 
-    it('ends the run at once on exit 126 or 127 (NotRunnable), and restarts as before for runs recorded without the row', () => {
+    it('ends the run at once on exit 126 or 127 (NotRunnable)', () => {
       for (const [exitCode, says] of [[127, /program "python" was not found \(exit code 127\)/], [126, /program "python" cannot execute \(exit code 126/]] as const) {
         const run = new Harness({ command: ['python', 'train.py'] });
-        run.notRunnableExits = () => true;
         run.running();
         const stop = run.observe(1, { phase: 'exited', exitCode });
         assert.equal(stop.kind, 'fail');
@@ -281,10 +309,6 @@ describe('the run machine (pure, no server)', () => {
         assert.equal(run.state.attempts[0].outcome, AttemptOutcome.NotRunnable);
         assert.equal(run.state.restarts, 0);
       }
-      const before = new Harness({ command: ['python', 'train.py'] }).running();
-      before.observe(1, { phase: 'exited', exitCode: 127 });
-      assert.deepEqual(before.released(1), { kind: 'find-capacity' });
-      assert.equal(before.state.restarts, 1);
       assert.equal(ENDINGS[AttemptOutcome.NotRunnable].failure, FailureType.UserCodeFailed);
     });
 
@@ -330,47 +354,39 @@ describe('the run machine (pure, no server)', () => {
       run.send({ kind: 'start' });
       run.send({ kind: 'offers', offers: OFFERS });
       run.suggested = true;
-      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' }), { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(run.send({ kind: 'provision-failed', attempt: 1, failure: FailureType.Stockout, message: 'no capacity' }), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.deepEqual(run.released(1, 'absent'), { kind: 'continue-as-new' });
       run.suggested = false;
       run.send({ kind: 'start' });
-      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false, observerAsked: true });
       run.suggested = true;
       assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'continue-as-new' }, 'a training attempt is handed over');
     });
 
-    it('continues as new at its own history budget, not only at the server\'s suggestion; a run recorded before waits for the server', () => {
-      const run = Object.assign(new Harness(), { historyBudget: HISTORY_EVENTS_PER_EXECUTION }).running();
+    it('continues as new at its own history budget, not only at the server\'s suggestion', () => {
+      const run = new Harness().running();
       run.historyLength = HISTORY_EVENTS_PER_EXECUTION - 1;
       assert.equal(run.send({ kind: 'tick' }).kind, 'wait', 'under the budget: the run waits for news');
       run.historyLength = HISTORY_EVENTS_PER_EXECUTION;
       assert.deepEqual(run.send({ kind: 'tick' }), { kind: 'continue-as-new' }, 'at the budget the training attempt is handed over');
 
-      const before = new Harness().running();
-      before.historyLength = 10 * HISTORY_EVENTS_PER_EXECUTION;
-      assert.equal(before.send({ kind: 'tick' }).kind, 'wait', 'recorded before the budget: only the server decides');
-      before.suggested = true;
-      assert.deepEqual(before.send({ kind: 'tick' }), { kind: 'continue-as-new' });
-
-      const first = Object.assign(new Harness(), { historyBudget: FIRST_HISTORY_BUDGET }).running();
-      first.historyLength = FIRST_HISTORY_BUDGET - 1;
-      assert.ok(HISTORY_EVENTS_PER_EXECUTION < first.historyLength);
-      assert.equal(first.send({ kind: 'tick' }).kind, 'wait', 'recorded under the first budget: it keeps that budget');
-      first.historyLength = FIRST_HISTORY_BUDGET;
-      assert.deepEqual(first.send({ kind: 'tick' }), { kind: 'continue-as-new' });
+      const suggested = new Harness().running();
+      suggested.suggested = true;
+      assert.deepEqual(suggested.send({ kind: 'tick' }), { kind: 'continue-as-new' });
     });
 
     it('past its budget, releases a preempted attempt before it continues as new: this execution finishes what it started', () => {
-      const run = Object.assign(new Harness(), { historyBudget: HISTORY_EVENTS_PER_EXECUTION }).running();
+      const run = new Harness().running();
       run.historyLength = HISTORY_EVENTS_PER_EXECUTION + 50;
       const preempted = run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } });
-      assert.deepEqual(preempted, { kind: 'release', attempt: 1, createMayBeInFlight: false });
+      assert.deepEqual(preempted, { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
+      assert.equal(run.send({ kind: 'releasing', attempt: 1 }).kind, 'find-capacity', 'not continue-as-new: a release in flight is this execution\'s to finish');
       assert.deepEqual(run.released(1, 'deleted'), { kind: 'continue-as-new' });
     });
   });
 
   describe('releases beside the next placement', () => {
-    const beside = () => Object.assign(new Harness(), { releaseBeside: true }).running();
+    const beside = () => new Harness().running();
     const preempted = (run: Harness) => run.observe(1, { lifecycle: 'terminated', preempted: true, checkpoint: { step: 64, sha256: 'c'.repeat(64), uri: 'gs://c/step-64' } });
 
     it('places the replacement of a preempted VM while its release runs, and bills it to when it stopped', () => {
@@ -380,7 +396,7 @@ describe('the run machine (pure, no server)', () => {
       assert.deepEqual(run.send({ kind: 'releasing', attempt: 1 }), { kind: 'find-capacity' });
       assert.deepEqual(run.send({ kind: 'offers', offers: OFFERS }), { kind: 'provision', attempt: 2 });
       assert.equal(run.state.attempts[1].resumedFromStep, 64);
-      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false, observerAsked: true });
       assert.equal(run.send({ kind: 'released', attempt: 1, outcome: 'deleted', stoppedAt: new Date(T0 + 600_000).toISOString() }).kind, 'wait');
       assert.deepEqual(
         run.state.attempts.map((a) => [a.attempt, a.released, a.stoppedAt]),
@@ -398,7 +414,7 @@ describe('the run machine (pure, no server)', () => {
       assert.deepEqual(run.send({ kind: 'releasing', attempt: 1 }), { kind: 'find-capacity' }, 'not continue-as-new: this execution owns the release');
       run.suggested = false;
       run.send({ kind: 'offers', offers: OFFERS });
-      run.send({ kind: 'provisioned', attempt: 2, adopted: false });
+      run.send({ kind: 'provisioned', attempt: 2, adopted: false, observerAsked: true });
       assert.deepEqual(run.observe(2, { phase: 'exited', exitCode: 0, step: 300 }), { kind: 'release', attempt: 2, createMayBeInFlight: false }, 'the last attempt is released in the run\'s own time');
       assert.deepEqual(run.released(2), { kind: 'wait' }, 'attempt 1 is still being released');
       assert.deepEqual(run.released(1), { kind: 'complete' });
@@ -417,8 +433,7 @@ describe('the run machine (pure, no server)', () => {
 
     it("ends a preempted attempt when its agent says it exited with its final checkpoint, before the VM is down", () => {
       const exited = { lifecycle: 'stopping' as const, preempted: true, phase: 'exited' as const, exitCode: 143, checkpoint: { step: 70, sha256: 'e'.repeat(64), uri: 'gs://c/step-70' } };
-      assert.equal(new Harness().running().observe(1, exited).kind, 'wait', 'runs recorded before wait for the VM to be down');
-      const run = Object.assign(new Harness(), { releaseBeside: true, endsOnExit: true }).running();
+      const run = new Harness().running();
       assert.equal(run.observe(1, { lifecycle: 'stopping', preempted: true, phase: 'uploading' }).kind, 'wait', 'still writing');
       assert.deepEqual(run.observe(1, exited), { kind: 'release', attempt: 1, createMayBeInFlight: false, beside: true });
       assert.equal(run.state.lastCheckpoint?.step, 70);
@@ -430,7 +445,7 @@ describe('the run machine (pure, no server)', () => {
         .filter(([, rule]) => rule.releaseBeside)
         .map(([ending]) => ending)
         .sort();
-      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.NotRunnable, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired].sort());
+      assert.deepEqual(besides, [AttemptOutcome.Conflict, AttemptOutcome.Failed, AttemptOutcome.ImageUnavailable, AttemptOutcome.NotRunnable, AttemptOutcome.Preempted, AttemptOutcome.QuotaExceeded, AttemptOutcome.RunDurationReached, AttemptOutcome.SetupFailed, AttemptOutcome.Stockout, AttemptOutcome.WaitExpired, AttemptOutcome.WorkdirUnavailable].sort());
     });
   });
 

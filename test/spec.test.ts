@@ -24,6 +24,7 @@ function everyStringSpec(): Record<string, unknown> {
     backend: 'gce',
     image: 'us-docker.pkg.dev/p/r/trainer:1.0',
     command: ['python', 'train.py', '--lr', '0.1'],
+    setup: ['pip install -r requirements.txt'],
     env: { MODE: 'fast', EMPTY: '' },
     datasets: [{ uri: 'gs://sterna-data/train/part-0.csv', path: 'data/train.csv' }],
     checkpoint: { uri: 'gs://sterna-data/checkpoints/', interval: '5m' },

@@ -50,6 +50,33 @@ describe('spot trace files', () => {
     ]);
   });
 
+  it('narrows to a gang of N: capacity only where availableNodes >= N, at N times every price', () => {
+    const file = parseTraceFile(
+      { name: 'g', gapSeconds: 60, onDemandPrice: 3, zones: [{ zone: 'a', available: '01111', availableNodes: [0, 1, 4, 8, 16], spotPrice: [1, 1, 1, 2, 2] }, { zone: 'b', available: '11100', availableNodes: [16, 7, 8, 0, 0] }] },
+      'g.json',
+    );
+    const avail = (n: number) => narrowTrace(file, undefined, n).zones.map((z) => Array.from(z.available).join(''));
+    assert.deepEqual(avail(1), ['01111', '11100'], 'one node: available itself');
+    assert.deepEqual(avail(8), ['00011', '10100']);
+    assert.deepEqual(avail(16), ['00001', '10000']);
+    const gang = narrowTrace(file, undefined, 4);
+    assert.equal(gang.nodes, 4);
+    assert.deepEqual(Array.from(gang.zones[0].spotPrice), [4, 4, 4, 8, 8]);
+    assert.deepEqual(gang.zones.map((z) => z.onDemandPrice), [12, 12]);
+    // The real 16-node file: a gang of 16 never has capacity where a gang of 8 has none.
+    const real = readTraceFile(join(TRACES, 'aws-v100-3zone-16node-2023-08.json'));
+    const [eight, sixteen] = [8, 16].map((n) => narrowTrace(real, undefined, n));
+    for (const [z, series] of sixteen.zones.entries()) assert.ok(series.available.every((a, t) => a <= eight.zones[z].available[t]), series.zone);
+    assert.ok(sixteen.zones.some((s, z) => s.available.some((a, t) => a < eight.zones[z].available[t])), 'the sizes differ somewhere');
+  });
+
+  it('refuses a gang of more than one on a trace that does not count nodes, naming the trace', () => {
+    const file = readTraceFile(join(TRACES, 'aws-gpu-2zone-2022-10.json'));
+    assert.equal(narrowTrace(file, undefined, 1).nodes, 1);
+    assert.throws(() => narrowTrace(file, undefined, 4), /aws-gpu-2zone-2022-10: zone us-west-2a has no availableNodes, so a gang of 4 cannot be placed/);
+    assert.throws(() => narrowTrace(file, undefined, 0), /whole number of nodes >= 1/);
+  });
+
   it('refuses malformed files with the field named', () => {
     const base = { name: 't', gapSeconds: 60, onDemandPrice: 1 };
     const cases: [unknown, RegExp][] = [
@@ -61,6 +88,9 @@ describe('spot trace files', () => {
       [{ ...base, zones: [{ zone: 'a', available: '1', spotPrice: -1 }] }, /zones\.0\.spotPrice/],
       [{ ...base, zones: [{ zone: 'a', available: '1', acceleratorCount: 1.5 }] }, /zones\.0\.acceleratorCount/],
       [{ name: 't', gapSeconds: 60, zones: [{ zone: 'a', available: '1' }] }, /zones\[0\] \(a\): no onDemandPrice/],
+      [{ ...base, zones: [{ zone: 'a', available: '10', availableNodes: [3] }] }, /availableNodes has 1 ticks, available has 2/],
+      [{ ...base, zones: [{ zone: 'a', available: '10', availableNodes: [3, 2] }] }, /tick 1: availableNodes is 2 but available is 0/],
+      [{ ...base, zones: [{ zone: 'a', available: '1', availableNodes: [1.5] }] }, /zones\.0\.availableNodes/],
     ];
     for (const [json, message] of cases) assert.throws(() => parseTraceFile(json, 'bad.json'), message, JSON.stringify(json));
   });

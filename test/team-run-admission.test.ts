@@ -30,16 +30,13 @@ class Run {
   readonly spec: RunSpec;
   readonly state: RunState;
   now = T0;
-  constructor(
-    overrides: Partial<RunSpecInput> = {},
-    private readonly teamAdmission = true,
-  ) {
+  constructor(overrides: Partial<RunSpecInput> = {}) {
     this.spec = parseSpec({ command: ['train'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }, { type: 'nvidia-l4', count: 2 }] }, pricing: { mode: 'spot' }, ...overrides });
-    this.state = initialState('run-7', T0, this.spec.pricing.budgetUsd, undefined);
+    this.state = { ...initialState('run-7', T0, this.spec.pricing.budgetUsd, undefined), checked: true };
   }
   send(event: RunEvent, atSeconds = 0): Command {
     this.now = T0 + atSeconds * 1000;
-    const context: Context = { nowMs: this.now, workflowId: 'run-7', execution: executionToken('r'), continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: true, teamAdmission: this.teamAdmission };
+    const context: Context = { nowMs: this.now, workflowId: 'run-7', execution: executionToken('r'), continueAsNewSuggested: false, attemptsAtStart: 0 };
     return next(this.state, this.spec, event, context);
   }
 }
@@ -70,9 +67,7 @@ describe('a run\'s team admission (pure machine)', () => {
     assert.equal(run.state.admission?.team, 'default', 'a run without labels.team belongs to the default team');
   });
 
-  it('does not ask when admission is off (runs recorded before teams), nor once an attempt exists', () => {
-    assert.deepEqual(new Run({}, false).send({ kind: 'start' }), { kind: 'find-capacity' });
-    // A run already training when admission was deployed goes on training.
+  it('does not ask once an attempt exists', () => {
     const run = new Run();
     run.state.attempts.push(attempt(1, '2026-12-01T00:00:00Z', undefined, 'running'));
     run.state.phase = Phase.Training;

@@ -4,6 +4,7 @@
  * the run and `sterna zones` call).
  */
 import { strict as assert } from 'node:assert';
+import { admitted } from './helpers/run-harness';
 import { executionToken } from '../workflows/naming';
 import { next, type Command, type Context, type RunEvent } from '../workflows/run/machine';
 import { AttemptOutcome, initialState, type Attempt } from '../workflows/run/state';
@@ -213,10 +214,10 @@ describe('a run and the zone memory', () => {
     const EXEC = executionToken('first');
     const spec = parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, recovery: { zoneCooldown: '30m' } });
     const OFFERS = [offer('us-central1-a', 0.2), offer('us-east1-b', 0.25), offer('europe-west4-a', 0.3)];
-    const context = (nowMs: number): Context => ({ nowMs, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false });
+    const context = (nowMs: number): Context => ({ nowMs, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
 
     function firstTry(zoneMemory: ZoneMemory | undefined, nowMs: number): { zone: string; command: Command } {
-      const state = initialState(WORKFLOW, nowMs, undefined, undefined);
+      const state = admitted(initialState(WORKFLOW, nowMs, undefined, undefined), spec, nowMs);
       next(state, spec, { kind: 'start' }, context(nowMs));
       const event: RunEvent = { kind: 'offers', offers: OFFERS, ...(zoneMemory ? { zoneMemory } : {}) };
       const command = next(state, spec, event, context(nowMs));

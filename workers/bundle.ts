@@ -11,7 +11,11 @@
  * zod schema at module level (zod writes to its schemas while parsing) or any mutable
  * state at all.
  */
+import { join } from 'node:path';
 import { bundleWorkflowCode, type BundleOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+
+/** The production bundle `npm run build` writes (scripts/bundle-workflows.ts) and `npm run worker` loads. */
+export const WORKFLOW_BUNDLE = join(__dirname, '..', 'workflow-bundle.js');
 
 export function workflowsPath(): string {
   return require.resolve('../workflows');
@@ -31,6 +35,7 @@ const quietLogger: BundleOptions['logger'] = {
   error: (message) => console.error(message),
 };
 
-export function bundleWorkflows(path = workflowsPath()): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: path, preloadModules: path === workflowsPath() ? sharedModules() : ['zod'], logger: quietLogger });
+/** `webpackConfigHook`: only for a test's own variant of the rules (test/worker-versioning.test.ts). */
+export function bundleWorkflows(path = workflowsPath(), webpackConfigHook?: BundleOptions['webpackConfigHook']): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: path, preloadModules: path === workflowsPath() ? sharedModules() : ['zod'], logger: quietLogger, ...(webpackConfigHook ? { webpackConfigHook } : {}) });
 }

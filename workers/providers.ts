@@ -76,7 +76,7 @@ const STORAGE_CHECK_SCOPE = 'https://www.googleapis.com/auth/devstorage.read_onl
  * the same Compute clients, kubeconfig and storage API the worker's providers use. `close`
  * ends the Compute clients' connections.
  */
-export async function buildCheckTargets(config: WorkerConfig, temporal: CheckTargets['temporal'], env: NodeJS.ProcessEnv = process.env): Promise<{ targets: CheckTargets; close(): Promise<void> }> {
+export async function buildCheckTargets(config: Pick<WorkerConfig, 'gce' | 'gke' | 'storage'>, temporal: CheckTargets['temporal'], env: NodeJS.ProcessEnv = process.env): Promise<{ targets: CheckTargets; close(): Promise<void> }> {
   const targets: CheckTargets = { env, temporal };
   const closers: (() => Promise<void>)[] = [];
   if (config.gce) {

@@ -9,6 +9,7 @@ import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type Providers } from '../activities';
 import { sharedModules, workflowsPath } from './bundle';
+import type { WorkerVersion } from './deployment';
 import { cachedRunsFor } from './process-tuning';
 import { createFleetActivities, observerAsker, type ObserverOptions } from '../activities/fleet';
 import { createPricingActivities, priceBookReader, type PricingOptions } from '../activities/pricing';
@@ -24,6 +25,8 @@ import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
 import { createThroughputActivities } from '../activities/plan';
 import { createMemoryActivities } from '../activities/memories';
 import { createStorageActivities, type BucketLocator } from '../activities/storage';
+import { createLogActivities, type LogStoreSettings } from '../activities/logs';
+import { createCheckActivities, type CheckTargets } from '../activities/check';
 import type { DatasetChecker } from '../activities/storage/datasets';
 
 export interface SternaWorkerOptions {
@@ -56,6 +59,15 @@ export interface SternaWorkerOptions {
   storage?: BucketLocator;
   /** Checks that each run's datasets exist before it creates a VM (activities/storage/datasets.ts); without it nothing is checked. */
   datasets?: DatasetChecker;
+  /**
+   * The Worker Deployment version this worker is (workers/deployment.ts): every workflow it
+   * starts is pinned to it. Absent: unversioned (tests, and a fleet that deploys by hand).
+   */
+  version?: WorkerVersion;
+  /** Where the runs' logs are read back (a failed run's last lines); without it none are. */
+  logs?: LogStoreSettings;
+  /** What the checks before each run read (workers/providers.ts buildCheckTargets); without them runs are not checked. */
+  checks?: CheckTargets;
 }
 
 export async function createSternaWorker(options: SternaWorkerOptions): Promise<Worker> {
@@ -84,6 +96,8 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
       ...createThroughputActivities({ client }),
       ...createMemoryActivities({ providers, client }),
       ...createStorageActivities(options.storage, options.datasets),
+      ...createLogActivities(options.logs),
+      ...createCheckActivities(options.checks),
     },
     // Activities mostly wait on cloud APIs: many fit in one process.
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
@@ -95,5 +109,6 @@ export async function createSternaWorker(options: SternaWorkerOptions): Promise<
     defaultHeartbeatThrottleInterval: '1 second',
     // Let a release in flight finish when the worker is asked to stop.
     shutdownGraceTime: '10 seconds',
+    ...(options.version ? { workerDeploymentOptions: { version: options.version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' as const } } : {}),
   });
 }

@@ -5,8 +5,10 @@
  */
 import type { Owner } from './naming';
 import type { PriceStamp } from './pricing-book/contract';
-import type { AgentSnapshot, Backend, CheckpointRef, Offer, ProvisioningModel, ResourceRef, RunningWindow } from './types';
+import type { AgentSnapshot, Backend, CheckpointRef, Offer, ProvisioningModel, ResourceRef, RunningWindow, WorkdirRef } from './types';
 import type { ZoneMemory } from './zones/memory';
+import type { Finding } from './checks';
+import type { RunSpec } from './spec';
 
 /** What the agent on the VM (or in the pod) is given: metadata attributes or env vars. */
 export interface AgentInputs {
@@ -17,6 +19,8 @@ export interface AgentInputs {
   /** Secret references by environment name (workflows/secrets.ts); values are fetched in the VM or pod. */
   secrets?: Record<string, string>;
   datasets: { uri: string; path: string }[];
+  /** The packed working directory, unpacked into the work directory before the command runs there. */
+  workdir?: WorkdirRef;
   checkpointUri: string;
   resumeFrom?: CheckpointRef;
   pollSeconds: number;
@@ -24,6 +28,8 @@ export interface AgentInputs {
   dataCacheUri?: string;
   /** A node of a gang (resources.nodes > 1): its rank and where rank 0 listens (run/gang.ts). */
   gang?: GangInputs;
+  /** The spec's setup commands, run once before the command (absent: none). */
+  setup?: string[];
 }
 
 /** Where a gang's nodes meet: rank 0's internal address (absent on rank 0 itself, which reads its own) and port. */
@@ -71,7 +77,7 @@ export interface ProvisionRequest {
   labels: Record<string, string>;
   agent: AgentInputs;
   diskSizeGb: number;
-  /** Container image for GKE (and container-optimised VMs); absent means run on the host. */
+  /** Container image: the Job's on GKE; on GCE the agent runs setup and the command in it. Absent: on the host. */
   image?: string;
   /**
    * ISO time after which the resource stops by itself even if nothing releases it
@@ -196,4 +202,24 @@ export interface StorageActivities {
   locateBuckets(input: { buckets: string[] }): Promise<BucketAnswer[]>;
   /** Whether each dataset URI names an object or a prefix the VMs can stage (activities/storage/datasets.ts); never throws for one URI's error. */
   checkDatasets(input: { uris: string[] }): Promise<DatasetAnswer[]>;
+}
+
+/** The checks before a run (activities/check): one finding per thing checked (workflows/checks.ts). */
+export interface CheckActivities {
+  /** Undefined: this worker checks nothing (it was given nothing to check with). */
+  checkBeforeRun(input: { spec: RunSpec }): Promise<Finding[] | undefined>;
+}
+
+/** The last lines an attempt's agent shipped to the run's log (activities/logs). */
+export interface LogTailRequest {
+  /** The spec's `checkpoint.uri`: the run's log lives under it. */
+  checkpointUri: string;
+  workflowId: string;
+  attempt: number;
+  lines: number;
+}
+
+export interface LogActivities {
+  /** `stream text` lines, oldest first; none when the attempt shipped none or the log cannot be read. */
+  attemptLogTail(input: LogTailRequest): Promise<string[]>;
 }

@@ -7,7 +7,7 @@
  */
 import { ActionKind, type Action, type Observation, type PolicyState, type Sighting, type ZoneQuote, initialState, liveZones, sternaPolicy } from './policy';
 import { FLEX_START_MAX_RUN_SECONDS } from './run/flex-start';
-import { STATS_RULES, type StatsRules, type StatsTable } from './policy/zone-stats';
+import type { StatsTable } from './policy/zone-stats';
 import { type PlacementPolicy, type ZoneEvent, ZoneEventKind } from './placement';
 import { ProvisioningModel, type Offer } from './types';
 
@@ -28,8 +28,6 @@ export interface AutoInputs {
   current: Action;
   /** Zone statistics from before this run (the project's memory), used when the policy starts. */
   memory?: StatsTable;
-  /** The rules the policy's zone statistics are kept by when it starts (zone-stats.ts): today's unless a run recorded before them replays. */
-  statsRules?: StatsRules;
   /**
    * What other runs saw (the zone memory's stockouts), not append-only like `events`: each
    * is shown once, at the first decision after it (at the first of all, while it cools down).
@@ -109,16 +107,9 @@ export function observation(inputs: AutoInputs, eventsSeen = 0, decidedAtMs?: nu
   };
 }
 
-/** Runs from before AutoState kept the policy's state bare and were shown every event. */
-function autoState(saved: unknown, inputs: AutoInputs): AutoState {
-  if (saved === undefined || saved === null) return { policy: initialState(inputs.memory, inputs.statsRules ?? STATS_RULES), eventsSeen: 0 };
-  if (typeof saved === 'object' && 'eventsSeen' in saved) return saved as AutoState;
-  return { policy: saved as PolicyState, eventsSeen: inputs.events.length };
-}
-
-/** Asks the policy; returns its action and the next state (JSON-plain, an AutoState). */
-export function decideAuto(saved: unknown, inputs: AutoInputs): { action: Action; state: AutoState } {
-  const state = autoState(saved, inputs);
+/** Asks the policy; returns its action and the next state (JSON-plain). */
+export function decideAuto(saved: AutoState | undefined, inputs: AutoInputs): { action: Action; state: AutoState } {
+  const state = saved ?? { policy: initialState(inputs.memory), eventsSeen: 0 };
   const { action, state: policy } = sternaPolicy.decide(state.policy, observation(inputs, state.eventsSeen, state.decidedAtMs));
   return { action, state: { policy, eventsSeen: inputs.events.length, decidedAtMs: inputs.nowMs } };
 }

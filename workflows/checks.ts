@@ -20,19 +20,39 @@ export interface Finding {
   problem?: string;
   /** What the user runs or does to fix it (a command, a console page, a quota to request). */
   fix?: string;
+  /**
+   * The check could not be made for a reason that passes (the service did not answer, a
+   * 5xx, a rate limit, a timeout): not an answer about the run, so it does not stop one.
+   */
+  transient?: boolean;
+  /**
+   * The answer is about the credentials that checked, not the training VMs' own (a bucket
+   * permission: the VMs act as their service account): `sterna check` fails on it, a run
+   * goes on and meets the VMs' answer.
+   */
+  checkersOwn?: boolean;
 }
 
-/** The findings that stop a run: every one not ok. */
+/** The findings `sterna check` fails on: every one not ok. */
 export function blockingFindings(findings: readonly Finding[]): Finding[] {
   return findings.filter((f) => !f.ok);
+}
+
+/**
+ * The findings that stop a run before it creates anything: every one not ok that is an
+ * answer about the run. A check the service could not answer for now does not (an API
+ * outage delays a run, never fails it), nor one about the checker's own credentials rather
+ * than the VMs': the run meets the real answer later, as it would have unchecked.
+ */
+export function findingsThatStopARun(findings: readonly Finding[]): Finding[] {
+  return findings.filter((f) => !f.ok && f.transient !== true && f.checkersOwn !== true);
 }
 
 /**
  * One message for a run that fails its checks, e.g. as its named failure's message: each
  * blocking finding's problem and fix, in order.
  */
-export function checksFailureMessage(findings: readonly Finding[]): string {
-  const blocking = blockingFindings(findings);
+export function checksFailureMessage(findings: readonly Finding[], blocking = blockingFindings(findings)): string {
   if (blocking.length === 0) return 'every check passed';
   return blocking.map((f) => `${f.check}: ${f.problem ?? 'failed'}${f.fix ? ` (to fix: ${f.fix})` : ''}`).join('; ');
 }

@@ -151,6 +151,7 @@ function buildRunStateSchema() {
     observerAskedAt: z.number().finite().optional(),
     capacityRetryAt: z.number().finite().optional(),
     policyCheckAt: z.number().finite().optional(),
+    checked: z.boolean().optional(),
     admission: z
       .strictObject({
         team: z.string().min(1).max(63),

@@ -38,6 +38,17 @@ export const FailureType = {
   ResourceConflict: 'ResourceConflict',
   /** The run's GPUs stayed below monitoring.minGpuUtilisation for monitoring.idleWindow (idleAction "stop"). */
   GpuIdle: 'GpuIdle',
+  /** A setup command exited non-zero: the same on every VM, so the run ends (its log holds the command's output). */
+  SetupFailed: 'SetupFailed',
+  /** The container image cannot be run: it cannot be pulled, or the VM has no container runtime. */
+  ImageUnavailable: 'ImageUnavailable',
+  /** The run's working directory could not be fetched, did not match its sha256, or did not unpack. */
+  WorkdirUnavailable: 'WorkdirUnavailable',
+  /**
+   * The checks before the run (activities/check, `sterna check`) found what makes it fail
+   * whatever it tries (a zero GPU quota, a missing bucket...): nothing was created.
+   */
+  ChecksFailed: 'ChecksFailed',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

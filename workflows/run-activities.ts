@@ -5,7 +5,7 @@
  * attempt count, since the limits are the machine's own timers.
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import type { SternaActivities, StorageActivities } from './activity-contract';
+import type { CheckActivities, LogActivities, SternaActivities, StorageActivities } from './activity-contract';
 import { nonRetryableFailureTypes } from './failures';
 import type { FleetActivities } from './fleet/contract';
 
@@ -27,5 +27,9 @@ export function runActivities(pollSeconds: number) {
     // So are a new checkpoint interval (the attempt keeps its own) and bucket locations (placement weighs no data).
     courtesy: proxyActivities<SternaActivities>({ startToCloseTimeout: MINUTE, retry: { initialInterval: SECOND, maximumAttempts: 3 } }),
     storage: proxyActivities<StorageActivities>({ startToCloseTimeout: MINUTE, retry: { initialInterval: SECOND, maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } }),
+    // The checks read a few APIs; a worker without them (NotFoundError) answers at once and the run goes on.
+    checks: proxyActivities<CheckActivities>({ startToCloseTimeout: 2 * MINUTE, retry: { initialInterval: SECOND, maximumAttempts: 3, nonRetryableErrorTypes: ['NotFoundError'] } }),
+    // A failure's log tail is a courtesy too: the run fails the same without it.
+    logs: proxyActivities<LogActivities>({ startToCloseTimeout: 30 * SECOND, retry: { initialInterval: SECOND, maximumAttempts: 2, nonRetryableErrorTypes: ['NotFoundError'] } }),
   };
 }

@@ -122,15 +122,24 @@ export function encodedListBytes(items: readonly string[]): number {
  */
 export const MAX_ENCODED_LIST_BYTES = 96 * 1024;
 
-function fitsAgent(items: readonly string[], what: string, ctx: z.RefinementCtx): void {
+function fitsAgent(items: readonly string[], what: string, ctx: z.RefinementCtx, limit = MAX_ENCODED_LIST_BYTES): void {
   const bytes = encodedListBytes(items);
-  if (bytes > MAX_ENCODED_LIST_BYTES) {
+  if (bytes > limit) {
     ctx.addIssue({
       code: 'custom',
-      message: `${what} takes ${bytes} bytes as sent to the VM, more than the ${MAX_ENCODED_LIST_BYTES} allowed (GCE metadata and Linux exec limits); put large inputs in a file and stage it with datasets`,
+      message: `${what} takes ${bytes} bytes as sent to the VM, more than the ${limit} allowed (GCE metadata and Linux exec limits); put large inputs in a file and stage it with datasets`,
     });
   }
 }
+
+/**
+ * Setup: at most 32 commands of at most 4096 characters, and 32 KiB as sent to the VM. A
+ * longer setup belongs in a script in the working directory (["bash setup.sh"]); the bound
+ * keeps all of a VM's metadata under GCE's 512 KB with the other lists at their largest.
+ */
+export const MAX_SETUP_COMMANDS = 32;
+export const MAX_SETUP_COMMAND_LENGTH = 4096;
+export const MAX_SETUP_ENCODED_BYTES = 32 * 1024;
 
 /** The trainer's environment: Sterna sets STERNA_* itself (run id, checkpoint dir...). */
 const envName = () =>
@@ -138,6 +147,27 @@ const envName = () =>
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, 'environment names: a letter or "_", then letters, digits, "_" (255 characters at most)')
     .refine((name) => !name.startsWith('STERNA_'), 'names starting with STERNA_ are set by Sterna');
+
+// --- the working directory ---------------------------------------------------------------
+
+/** Said when a spec's workdir is still a local path where a started run needs the uploaded object. */
+export const LOCAL_WORKDIR_PROBLEM =
+  'is a local directory: it is packed and uploaded when the run is started with `sterna start` (or the client\'s startTrainingRun), which give the run {"uri", "sha256"} instead; `temporal workflow start` cannot upload it';
+
+/**
+ * The packed working directory as a started run sees it (client/workdir packs and uploads
+ * it; the agent checks the sha256 and unpacks it on every attempt). A spec in a file may
+ * name a local directory instead: the CLI and the client replace it with this before
+ * the run starts, so the workflow never sees a path of the starting machine.
+ */
+const workdirRef = () =>
+  z.strictObject(
+    {
+      uri: textWhere((uri) => storageUriProblem(uri) ?? (uri.endsWith('.tar.gz') ? undefined : 'the packed working directory is a .tar.gz object')),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/, 'the sha256 of the packed working directory: 64 lowercase hex digits'),
+    },
+    { error: (issue) => (issue.code !== 'invalid_type' ? undefined : typeof issue.input === 'string' ? LOCAL_WORKDIR_PROBLEM : 'expected {"uri": "gs://…/workdirs/<sha256>.tar.gz", "sha256": "<64 hex digits>"}') },
+  );
 
 // --- the spec --------------------------------------------------------------------------
 
@@ -176,8 +206,25 @@ const buildRunSpecSchema = () =>
       /** A short human name, shown in the UI; the run id is the workflow id. */
       name: text().max(80).optional(),
       backend: z.enum(['gce', 'gke']).default('gce'),
-      /** Container image (GKE, or a container VM); the command runs on the host otherwise. */
+      /**
+       * Container image. On GKE the Job's image (the agent runs in it); on GCE the agent runs
+       * setup and the command inside it with the VM's container runtime (docker, else podman),
+       * the work directory, datasets and checkpoints mounted and the VM's GPUs passed. Absent:
+       * on GCE they run on the VM itself.
+       */
       image: text().min(1).max(512).regex(/^\S+$/, 'an image reference has no spaces').optional(),
+      /**
+       * Shell commands run once on each VM (or pod) before the command, in order, in the
+       * working directory (inside `image` when one is given), with the command's environment
+       * and secrets: e.g. ["pip install -r requirements.txt"]. Each is one line, run by bash
+       * where the machine has it, else sh; the first that fails ends the run with SetupFailed
+       * (no retry: the same commands fail the same way on any VM).
+       */
+      setup: z
+        .array(text().min(1, 'a setup command cannot be empty').max(MAX_SETUP_COMMAND_LENGTH))
+        .max(MAX_SETUP_COMMANDS, `at most ${MAX_SETUP_COMMANDS} setup commands; put a longer setup in a script in the working directory, e.g. ["bash setup.sh"]`)
+        .superRefine((commands, ctx) => fitsAgent(commands, 'setup', ctx, MAX_SETUP_ENCODED_BYTES))
+        .optional(),
       command: z
         .array(text())
         .min(1, 'give the training command as an argv list, e.g. ["python", "train.py"]')
@@ -212,6 +259,8 @@ const buildRunSpecSchema = () =>
         .max(1000)
         .superRefine((datasets, ctx) => fitsAgent(datasets.flatMap((d) => [d.uri, d.path]), 'datasets', ctx))
         .default([]),
+      /** Where the command runs: a local directory packed and uploaded at start (workdirRef). Datasets land in it at their paths. */
+      workdir: workdirRef().optional(),
       checkpoint: z.strictObject({
         uri: textWhere((uri) => storageUriProblem(uri, MAX_OBJECT_BYTES - CHECKPOINT_SUFFIX_BYTES)),
         /** Pins the interval; without it the run chooses per zone (workflows/run/checkpoint-interval.ts). */

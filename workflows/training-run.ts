@@ -6,7 +6,7 @@
  *   validate -> loop { command = next(state, spec, event, now); event = carry out(command) }
  *   finally, non-cancellable: release every resource this run created.
  */
-import { allHandlersFinished, CancellationScope, condition, continueAsNew, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, isCancellation, workflowInfo } from '@temporalio/workflow';
 import { acceptContinuation, executionProblem, isContinuedRun, type ContinuedRun, type Execution } from './continuation';
 import { failure, FailureType, namedFailureOf } from './failures';
 import { Inbox } from './inbox';
@@ -26,11 +26,13 @@ import { costRefreshAt } from './run/cost-refresh';
 import { TeamLink } from './teams/run-link';
 import { MemoryLink } from './run/memory-link';
 import { PlacementActs } from './run/placement-acts';
-import { notRunnableExits, policyRules, runPatches } from './run/patches';
-import { hasChange } from './run/changes';
 import { Releases } from './run/releases';
+import { continueOnCurrentVersion, newVersionCurrent } from './versions';
 
 export type { ContinuedRun };
+
+/** How many of a failed attempt's last log lines its run's failure carries. */
+const LOG_TAIL_LINES = 20;
 
 /** How long an ending run waits for its last notifications to be answered. */
 const FINAL_DELIVERY_WAIT_MS = 5 * 60 * 1000;
@@ -106,8 +108,7 @@ class Driver {
 
   private context(): Context {
     const info = workflowInfo();
-    const patches = runPatches();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart, ...patches, policyRules: () => policyRules(patches.policyStats), notRunnableExits };
+    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, newVersionCurrent: newVersionCurrent(), historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart };
   }
 
   installHandlers(): void {
@@ -135,6 +136,8 @@ class Driver {
 
   private async carryOut(command: Exclude<Command, { kind: 'complete' }>): Promise<RunEvent> {
     switch (command.kind) {
+      case 'check':
+        return this.placement.check();
       case 'find-capacity':
         return this.placement.findCapacity();
       case 'read-zone-memory':
@@ -160,18 +163,32 @@ class Driver {
         await Promise.all([this.notify.settled(), this.memories.settled()]);
         await condition(allHandlersFinished);
         // News that came while this execution settled is its own to absorb: the next would never hear of it.
-        if (this.inbox.pending() && hasChange('sterna-history-budget')) return this.inbox.next();
+        if (this.inbox.pending()) return this.inbox.next();
         record(this.state, Date.now(), { kind: TimelineKind.ContinuedAsNew, event: 'continuing as new to keep the history short' });
-        return continueAsNew<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
+        return continueOnCurrentVersion<typeof trainingRun>({ continued: true, spec: this.spec, state: this.state });
       case 'fail':
-        throw failure(command.failure, command.message, command.details);
+        throw await this.failureOf(command);
     }
+  }
+
+  /**
+   * The run's failure; where an attempt's agent or command failed, with the last lines of
+   * its log in the details (a payload, so encrypted like the rest: the message is not).
+   */
+  private async failureOf(command: Extract<Command, { kind: 'fail' }>) {
+    if (command.logTailOf === undefined) return failure(command.failure, command.message, command.details);
+    const logTail = await this.acts.logs
+      .attemptLogTail({ checkpointUri: this.spec.checkpoint.uri, workflowId: workflowInfo().workflowId, attempt: command.logTailOf, lines: LOG_TAIL_LINES })
+      .catch(() => [] as string[]);
+    const details = { ...(typeof command.details === 'object' && command.details !== null ? command.details : {}), attempt: command.logTailOf, logTail };
+    const where = logTail.length > 0 ? `; its log's last ${logTail.length} lines are in this failure's details` : '';
+    return failure(command.failure, `${command.message}${where} (all of it: sterna logs ${workflowInfo().workflowId} --attempt ${command.logTailOf})`, details);
   }
 
   /** While a resource is billed, wake at least every few minutes so the cost shown stays current. */
   private refreshingCost(untilMs: number | undefined): number | undefined {
     const billing = this.state.attempts.some((a) => a.startedAt && !a.stoppedAt);
-    return billing && hasChange('sterna-cost-refresh') ? costRefreshAt(untilMs, Date.now()) : untilMs;
+    return billing ? costRefreshAt(untilMs, Date.now()) : untilMs;
   }
 
   /** Releases, in parallel, every attempt not yet released (the run is ending); one already being released is waited for. */
@@ -188,6 +205,6 @@ class Driver {
   /** The run is over, however it ended: its team gets its GPUs back and its final spend; the cost report its memo. */
   async endRun(): Promise<void> {
     await this.team.ended();
-    if (hasChange('sterna-cost-refresh')) this.shown.costMemo();
+    this.shown.costMemo();
   }
 }

@@ -63,7 +63,7 @@ export interface AgentSnapshot {
   lifecycle: 'pending' | 'running' | 'stopping' | 'terminated' | 'gone';
   /** The provider reclaimed the capacity (GCE `instance/preempted`, GKE DisruptionTarget). */
   preempted: boolean;
-  /** The agent's `sterna/phase`: starting, staging, training, uploading, exited. */
+  /** The agent's `sterna/phase`: starting, staging, pulling (an image, GCE), setup, training, uploading, exited, failed. */
   phase?: string;
   stagedBytes?: number;
   /** Bytes copied from the run's data cache in the region instead of from the source. */
@@ -86,6 +86,10 @@ export interface AgentSnapshot {
   moving?: boolean;
   /** The provider ended the resource at its run duration (GKE: its flex-start node was shut down or is gone). */
   cut?: boolean;
+  /** Phase `setup`: the setup command running (or the one that failed), 1-based, of how many. */
+  setupStep?: { step: number; of: number };
+  /** A setup command's own exit code, when it failed (the agent's exit is then 71, SetupFailed). */
+  setupExitCode?: number;
 }
 
 /** What the agent read from nvidia-smi: the mean over the VM's GPUs, memory summed. */
@@ -101,6 +105,14 @@ export interface CheckpointRef {
   uri: string;
   sha256: string;
   step: number;
+}
+
+/** A packed working directory in the run's bucket (client/workdir): what the agent unpacks on every attempt. */
+export interface WorkdirRef {
+  /** gs://<bucket>/<prefix>/workdirs/<sha256>.tar.gz */
+  uri: string;
+  /** Of the .tar.gz's bytes: the agent checks it before unpacking. */
+  sha256: string;
 }
 
 /** When a resource started and stopped running, for the cost ledger (ISO 8601 times). */

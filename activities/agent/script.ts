@@ -31,6 +31,28 @@ export function encodeList(items: readonly string[]): string {
 /** The instance attribute the run sets (TRUE) to ask the agent for a final checkpoint and a stop (sterna-agent.sh). */
 export const MOVE_ATTRIBUTE = 'sterna-move';
 
+/**
+ * The container image the agent runs setup and the command in (GCE only: on GKE the pod
+ * already runs in the spec's image, and the agent must not start a container in it).
+ */
+export const IMAGE_ATTRIBUTE = 'sterna-image';
+
+/**
+ * The agent's exits for setup and the container (sterna-agent.sh), beside 64-68 and 70
+ * (workflows/run/endings.ts AGENT_EXITS, which says how each ends the run). Each comes with phase `failed`; only
+ * SetupFailed also publishes `sterna/setup-exit` (the command's own exit code).
+ */
+export const AgentExit = {
+  /** A setup command exited non-zero: the same on every VM. */
+  SetupFailed: 71,
+  /** The image could not be pulled: it does not exist, or the VM may not read it. */
+  ImageUnavailable: 72,
+  /** An image was given and the VM has neither docker (with its daemon up) nor podman. */
+  NoContainerRuntime: 73,
+  /** The container runtime refused to create the container (the agent's log says why). */
+  ContainerFailed: 74,
+} as const;
+
 /** Metadata attributes the agent reads (`instance/attributes/<key>`). */
 export function agentAttributes(inputs: AgentInputs): Record<string, string> {
   const attributes: Record<string, string> = {
@@ -48,8 +70,11 @@ export function agentAttributes(inputs: AgentInputs): Record<string, string> {
     return parsed?.scheme === SecretScheme.GcpSecretManager ? [name, secretManagerPath(parsed)] : [];
   });
   if (fetched.length > 0) attributes['sterna-secrets'] = encodeList(fetched);
+  // "<sha256> <uri>", as sterna-resume-from: the agent fetches, checks and unpacks it (fetch_workdir).
+  if (inputs.workdir) attributes['sterna-workdir'] = `${inputs.workdir.sha256} ${inputs.workdir.uri}`;
   if (inputs.resumeFrom) attributes['sterna-resume-from'] = `${inputs.resumeFrom.sha256} ${inputs.resumeFrom.uri}`;
   if (inputs.dataCacheUri) attributes['sterna-data-cache'] = inputs.dataCacheUri;
+  if (inputs.setup && inputs.setup.length > 0) attributes['sterna-setup'] = encodeList(inputs.setup);
   if (inputs.gang) {
     // A gang's node (workflows/run/gang.ts): rank 0 reads its own address on the VM.
     attributes['sterna-node-rank'] = String(inputs.gang.rank);
@@ -77,6 +102,10 @@ export function parseAgentValues(values: Record<string, string>): {
   noticed?: boolean;
   /** The agent stopped the trainer for the move the run asked for (run/flex-cut.ts). */
   moving?: boolean;
+  /** The setup command running (or the one that failed), 1-based, of how many. */
+  setupStep?: { step: number; of: number };
+  /** The failed setup command's own exit code (with exit AgentExit.SetupFailed). */
+  setupExitCode?: number;
 } {
   const int = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v.trim()) : undefined);
   const seconds = (v: string | undefined) => (v !== undefined && /^\d{1,9}(\.\d{1,6})?$/.test(v.trim()) ? Number(v.trim()) : undefined);
@@ -101,7 +130,17 @@ export function parseAgentValues(values: Record<string, string>): {
     exitCode: int(values.exit),
     noticed: values.preempted === 'TRUE' ? true : undefined,
     moving: values.moving === 'TRUE' ? true : undefined,
+    setupStep: parseSetupStep(values['setup-step']),
+    setupExitCode: int(values['setup-exit']),
   };
+}
+
+/** sterna/setup-step: "<i>/<n>", the setup command running (sterna-agent.sh `run_setup`). */
+function parseSetupStep(raw: string | undefined): { step: number; of: number } | undefined {
+  const match = raw === undefined ? null : /^(\d{1,3})\/(\d{1,3})$/.exec(raw.trim());
+  if (!match) return undefined;
+  const [step, of] = [Number(match[1]), Number(match[2])];
+  return step >= 1 && step <= of ? { step, of } : undefined;
 }
 
 /** sterna/gpu: "<mean utilisation %> <memory used MiB> <memory total MiB> <GPUs>" (sterna-agent.sh `publish_gpu`). */

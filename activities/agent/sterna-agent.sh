@@ -7,7 +7,8 @@
 # into a bash array; a list that does not decode to exactly its count of NUL-free
 # items is refused (exit 65), never guessed at.
 #
-#   stage datasets -> resume checkpoint -> run trainer -> upload checkpoints -> exit
+#   stage datasets -> resume checkpoint -> [image: pull, create container] -> setup
+#     -> run trainer -> upload checkpoints -> exit
 #
 # A node of a gang (sterna-num-nodes > 1) knows its rank; only rank 0 publishes checkpoints.
 # Progress goes out as guest attributes (sterna/phase, sterna/step, sterna/total-steps,
@@ -266,6 +267,39 @@ if [ -n "$LOG_URI" ]; then
   trap stop_log_shipper EXIT
 fi
 
+# --- the working directory (spec.workdir) --------------------------------------------
+# "<sha256> <uri>" of a .tar.gz that `sterna start` or the client packed and uploaded
+# (client/workdir/): fetched, checked against its sha256 and unpacked into the work
+# directory on every attempt (each attempt is a new VM or pod), before the datasets,
+# which land in it at their paths, and before setup and the command, which run there.
+# Its files get the time they are unpacked (-m), not the pack's fixed one. A workdir that
+# cannot be fetched, does not match its sha256 or does not unpack ends the agent with 69.
+fetch_workdir() {
+  local input want uri got try pack="$STATE/workdir.tar.gz"
+  input="$(attr sterna-workdir)"
+  [ -n "$input" ] || return 0
+  want="${input%% *}" uri="${input#* }"
+  [[ "$want" =~ ^[0-9a-f]{64}$ ]] && [ -n "$uri" ] && [ "$uri" != "$input" ] || refuse_input "sterna-workdir (not \"<sha256> <uri>\")"
+  case "$uri/" in */../* | */./*) refuse_input "the workdir URI has . or .. segments" ;; esac
+  publish phase staging
+  for try in 1 2 3; do
+    rm -f -- "$pack"
+    copy "$uri" "$pack" && break
+    [ "$try" = 3 ] && workdir_failed "$uri could not be fetched"
+    sleep "$try"
+  done
+  got="$(sha256sum -- "$pack" | cut -d' ' -f1)"
+  [ "$got" = "$want" ] || workdir_failed "$uri has sha256 $got, not the $want the run was started with"
+  tar -xzmf "$pack" -C "$WORK" --no-same-owner || workdir_failed "$uri could not be unpacked into $WORK"
+  rm -f -- "$pack"
+  log "workdir $uri unpacked into $WORK"
+  publish workdir "$want"
+}
+workdir_failed() { # workdir_failed WHY
+  log "workdir: $1"; publish phase failed; publish exit 69; exit 69
+}
+fetch_workdir
+
 # --- stage the datasets -------------------------------------------------------------
 decode_list sterna-datasets || refuse_input sterna-datasets   # uri, path, uri, path, ...
 DATASETS=("${LIST[@]}")
@@ -482,6 +516,235 @@ if [ "${STERNA_PUBLISH_MODE:-gce}" = gce ]; then
   WATCHER=$!
 fi
 
+# --- setup and the container image (issue 38) ---------------------------------------
+# Setup (sterna-setup, a list of one-line shell commands) runs once, before the command,
+# in the command's working directory, with its environment and secrets, as the phase
+# `setup`: sterna/setup-step says which command runs ("<i>/<n>"). Its stdout and stderr
+# go to the run's log as the streams setup-out and setup-err. The first command that
+# fails ends the agent with exit 71 (SetupFailed) and sterna/setup-exit, the command's
+# own code, once the whole log is in the bucket: the same commands fail the same way on
+# any VM, so the run does not try again.
+#
+# With an image (sterna-image, GCE only: on GKE the pod already runs in it), setup and the
+# command run inside one container of that image, made once: setup is its first start,
+# the command its second, so whatever setup installs in the image's file system is there
+# for the command. The container runtime is the VM's: docker when its daemon answers
+# (GCE's Deep Learning VM images, with the NVIDIA runtime), else podman. The work
+# directory (datasets, checkpoints, the agent's state) is mounted at the same path, so
+# every STERNA_* path means the same inside; the network is the host's (a gang's nodes
+# meet as on the VM). Exits: 72 the image cannot be pulled, 73 no container runtime,
+# 74 the runtime could not create or start the container.
+#
+# ENTRY is the container's (and setup's) program, POSIX sh, run as
+#   sh -c "$ENTRY" sterna-entry MODE_FILE STEP_FILE N SETUP_1 .. SETUP_N ARGV...
+# MODE_FILE says what this start does (setup or train), STEP_FILE is where it says
+# how far it got. Nothing is evaluated but each setup command (by bash -c, or sh -c
+# where the image has no bash); argv runs as given. As a container's PID 1 it would
+# ignore a SIGTERM it has no handler for, so it forwards SIGTERM and SIGINT to the
+# command it runs (the preemption notice reaches the trainer) and exits with its status.
+ENTRY='mode_file=$1 step_file=$2 n=$3
+shift 3
+child="" term=""
+forward() { term=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null; }
+trap forward TERM INT
+run() {
+  "$@" &
+  child=$!
+  [ -z "$term" ] || kill -TERM "$child" 2>/dev/null
+  while :; do
+    wait "$child"; rc=$?
+    kill -0 "$child" 2>/dev/null || break
+  done
+  child=""
+  return "$rc"
+}
+read -r mode < "$mode_file" || { echo "sterna-entry: cannot read $mode_file" >&2; exit 125; }
+if [ "$mode" = setup ]; then
+  i=0
+  while [ "$i" -lt "$n" ]; do
+    i=$((i + 1))
+    [ -z "$term" ] || exit 143
+    printf "%s/%s\n" "$i" "$n" > "$step_file"
+    if command -v bash >/dev/null 2>&1; then run bash -c "$1"; else run sh -c "$1"; fi
+    rc=$?
+    [ "$rc" -eq 0 ] || exit "$rc"
+    shift
+  done
+  exit 0
+fi
+shift "$n"
+printf "train\n" > "$step_file"
+run "$@"
+exit "$?"'
+CTR=() CONTAINER=""
+ENTRY_MODE="$STATE/entry-mode" ENTRY_STEP="$STATE/entry-step"
+
+container_failed() { # container_failed CODE MESSAGE
+  log "$2"
+  setup_failed "$1"
+}
+
+setup_failed() { # setup_failed CODE -> the container gone, the watcher ended, the whole log shipped, then the run told
+  remove_container
+  if [ -n "${WATCHER:-}" ]; then
+    pkill -KILL -P "$WATCHER" 2>/dev/null
+    kill -KILL "$WATCHER" 2>/dev/null
+    wait "$WATCHER" 2>/dev/null
+    WATCHER=""
+  fi
+  stop_log_shipper
+  publish phase failed; publish exit "$1"; exit "$1"
+}
+
+remove_container() {
+  [ -n "$CONTAINER" ] || return 0
+  "${CTR[@]}" rm -f "$CONTAINER" >/dev/null 2>&1 || log "could not remove container $CONTAINER"
+  CONTAINER=""
+}
+
+container_runtime() { # -> CTR: docker when its daemon answers, else podman; fails when neither
+  local t
+  command -v docker >/dev/null 2>&1 || { command -v podman >/dev/null 2>&1 && CTR=(podman); return; }
+  # A VM with docker alone (a Deep Learning VM image) may run this script while its daemon
+  # is still starting: wait for it (2 minutes at most). Beside podman, docker without a
+  # daemon is only a client: use podman at once.
+  for ((t = 0; t < 120; t++)); do
+    if timeout 30 docker info >/dev/null 2>&1; then CTR=(docker); return 0; fi
+    if command -v podman >/dev/null 2>&1; then CTR=(podman); return 0; fi
+    [ "$t" != 0 ] || log "waiting for the docker daemon"
+    sleep 1
+  done
+  return 1
+}
+
+log_tail_of() { # log_tail_of FILE -> its last lines into the log
+  local line
+  while IFS= read -r line; do log "  $line"; done < <(tail -n 8 -- "$1" 2>/dev/null)
+}
+
+prepare_container() { # prepare_container IMAGE DIR -> CONTAINER, created from IMAGE (pulled if missing), DIR its cwd
+  local image="$1" dir="$2" out="$STATE/container.out" envfile="$STATE/container.env" kv name args
+  # Malformed inputs, as refuse_input says (65), but with the preemption watcher already running.
+  case "$image" in -* | *[[:space:]]*) container_failed 65 "malformed input: sterna-image is not an image reference" ;; esac
+  case "$WORK$dir" in *:* | *,*) container_failed 74 "the work directory $WORK (or $dir) has a ':' or ',', which a container mount cannot name; set STERNA_WORK_DIR to a plain path" ;; esac
+  container_runtime || container_failed 73 "the run gives the image $image, and this VM has no container runtime: neither docker (with its daemon running) nor podman; use a VM image with one (GCE's Deep Learning VM images have docker) or leave image out"
+  publish phase pulling
+  if ! "${CTR[@]}" image inspect "$image" >/dev/null 2>&1; then
+    log "pulling $image with ${CTR[0]}"
+    if ! "${CTR[@]}" pull "$image" > "$out" 2>&1; then
+      log_tail_of "$out"
+      container_failed 72 "the image $image could not be pulled (${CTR[0]} pull, above): it does not exist, or this VM may not read it; check the reference and that the VM's service account can read the registry"
+    fi
+  fi
+  # Ordinary variables go in a file only root can read (no value on a command line),
+  # deleted once the container holds them; a value on two lines would forge a variable.
+  for kv in "${TRAINER_ENV[@]}"; do
+    case "$kv" in *$'\n'* | *$'\r'*) container_failed 65 "malformed input: an env value spans lines, which no env file can carry" ;; esac
+  done
+  (umask 077 && printf '%s\n' "${TRAINER_ENV[@]}" > "$envfile") || container_failed 74 "could not write $envfile"
+  args=(create --env-file "$envfile" --label "sterna.run-id=$RUN_ID" --label "sterna.attempt=$ATTEMPT"
+    --network host --ipc host --pids-limit -1 --stop-timeout 30
+    --volume "$WORK:$WORK" --workdir "$dir" --entrypoint /bin/sh)
+  case "$dir/" in "$WORK"/*) ;; *) args+=(--volume "$dir:$dir") ;; esac
+  # The VM's GPUs: docker's NVIDIA runtime (--gpus), podman's CDI devices (nvidia-ctk cdi generate).
+  if compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
+    case "${CTR[0]}" in docker) args+=(--gpus all) ;; *) args+=(--device nvidia.com/gpu=all) ;; esac
+  fi
+  # Secrets reach the container by name only: the runtime reads each value from its own
+  # environment (exported in this subshell alone), never from a file or a command line.
+  for name in "${!SECRETS[@]}"; do args+=(--env "$name"); done
+  CONTAINER="$(
+    for name in "${!SECRETS[@]}"; do export "$name=${SECRETS[$name]}"; done
+    exec "${CTR[@]}" "${args[@]}" "$image" -c "$ENTRY" sterna-entry "$ENTRY_MODE" "$ENTRY_STEP" "${#SETUP[@]}" ${SETUP[@]+"${SETUP[@]}"} "${ARGV[@]}" 2> "$out"
+  )"
+  local status=$?
+  rm -f -- "$envfile"
+  CONTAINER="${CONTAINER##*$'\n'}"
+  if [ "$status" != 0 ] || [[ ! "$CONTAINER" =~ ^[0-9a-f]{12,64}$ ]]; then
+    CONTAINER=""
+    log_tail_of "$out"
+    container_failed 74 "${CTR[0]} could not create a container of $image (above)"
+  fi
+  log "container ${CONTAINER:0:12} of $image (${CTR[0]}): setup and the command run in it"
+}
+
+start_in_entry() { # start_in_entry MODE -> exec: the container's next start, or setup on the VM (mode setup)
+  printf '%s\n' "$1" > "$ENTRY_MODE" || exit 125
+  if [ -n "$CONTAINER" ]; then exec "${CTR[@]}" start --attach "$CONTAINER"; fi
+  for name in "${!SECRETS[@]}"; do export "$name=${SECRETS[$name]}"; done
+  cd "${CODE_DIR:-$WORK}" || exit 125
+  exec env -- "${TRAINER_ENV[@]}" sh -c "$ENTRY" sterna-entry "$ENTRY_MODE" "$ENTRY_STEP" "${#SETUP[@]}" "${SETUP[@]}"
+}
+
+run_setup() { # the setup commands, once; ends the agent (71) when one fails
+  local out=1 err=2 pid code step="" shown="" stopped=0 annotators=() a t
+  publish phase setup
+  log "setup: ${#SETUP[@]} command(s)${CONTAINER:+ in the container}"
+  rm -f -- "$ENTRY_STEP"
+  if [ -n "$LOG_SPOOL" ]; then
+    rm -f -- "$STATE/setup-out.fifo" "$STATE/setup-err.fifo"
+    if mkfifo -- "$STATE/setup-out.fifo" "$STATE/setup-err.fifo"; then
+      annotate setup-out < "$STATE/setup-out.fifo" &
+      annotators+=($!)
+      annotate setup-err < "$STATE/setup-err.fifo" >&2 &
+      annotators+=($!)
+      exec {out}>"$STATE/setup-out.fifo" {err}>"$STATE/setup-err.fifo"
+    fi
+  fi
+  (if [ "$out" != 1 ]; then exec 1>&"$out" 2>&"$err" {out}>&- {err}>&-; fi; start_in_entry setup) &
+  pid=$!
+  [ "$out" = 1 ] || exec {out}>&- {err}>&-
+  trap 'stopped=1; log "SIGTERM (a preemption notice, a stop or a deletion) during setup: stopping it"; kill -TERM "$pid" 2>/dev/null' TERM INT
+  while kill -0 "$pid" 2>/dev/null; do
+    step="$(cat -- "$ENTRY_STEP" 2>/dev/null)"
+    if [[ "$step" =~ ^[0-9]+/[0-9]+$ ]] && [ "$step" != "$shown" ]; then shown="$step"; publish setup-step "$step"; fi
+    sleep "$POLL" &
+    wait $! 2>/dev/null
+  done
+  wait "$pid"
+  code=$?
+  while kill -0 "$pid" 2>/dev/null; do wait "$pid"; code=$?; done
+  trap - TERM INT
+  for a in ${annotators[@]+"${annotators[@]}"}; do
+    for ((t = 0; t < 50; t++)); do kill -0 "$a" 2>/dev/null || break; sleep 0.1; done
+  done
+  step="$(cat -- "$ENTRY_STEP" 2>/dev/null)"
+  [ "$step" = "$shown" ] || ! [[ "$step" =~ ^[0-9]+/[0-9]+$ ]] || publish setup-step "$step"
+  if [ "$stopped" = 1 ]; then
+    # As a stop during staging: no exit is published; the run hears of the VM's end.
+    log "stopped by SIGTERM during setup (command $step, exit $code)"
+    remove_container
+    exit 143
+  fi
+  [ "$code" = 0 ] && { log "setup done"; return 0; }
+  if [ -n "$CONTAINER" ] && ! [[ "$step" =~ ^[0-9]+/[0-9]+$ ]]; then
+    container_failed 74 "${CTR[0]} could not start the container for setup (exit $code)"
+  fi
+  log "setup command ${step:-?} failed with exit code $code: ${SETUP[$((${step%%/*} - 1))]:-?}"
+  publish setup-exit "$code"
+  setup_failed 71
+}
+
+container_ended() { # container_ended CODE -> the container removed; one that never started fails the attempt (74)
+  if [ "$1" != 0 ] && [ "$stopping" = 0 ] && [ "$(cat -- "$ENTRY_STEP" 2>/dev/null)" != train ]; then
+    container_failed 74 "${CTR[0]} could not start the container for the command (exit $1)"
+  fi
+  remove_container
+}
+
+decode_list sterna-setup || refuse_input sterna-setup
+SETUP=(${LIST[@]+"${LIST[@]}"})
+# What the trainer (and setup) is given, on the VM or in the container: env sets exactly
+# these, after the spec's env, so a STERNA_* name is always Sterna's.
+TRAINER_ENV=(PYTHONUNBUFFERED=1 ${ENVS[@]+"${ENVS[@]}"}
+  STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR"
+  STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress"
+  ${GANG_ENV[@]+"${GANG_ENV[@]}"}
+  STERNA_CHECKPOINT_INTERVAL_FILE="$INTERVAL_FILE")
+IMAGE="$(attr sterna-image)"
+[ -z "$IMAGE" ] || prepare_container "$IMAGE" "${CODE_DIR:-$WORK}"
+[ ${#SETUP[@]} -eq 0 ] || run_setup
+
 publish phase training
 cd "$WORK" || exit 70
 # env sets exactly these variables (every entry is NAME=value, checked above), and would
@@ -510,14 +773,11 @@ if [ -n "$LOG_SPOOL" ]; then
   fi
 fi
 (
-  for name in "${!SECRETS[@]}"; do export "$name=${SECRETS[$name]}"; done
   exec 1>&"$TRAINER_OUT" 2>&"$TRAINER_ERR" {TRAINER_OUT}>&- {TRAINER_ERR}>&-
-  exec env -- PYTHONUNBUFFERED=1 "${ENVS[@]}" \
-    STERNA_RUN_ID="$RUN_ID" STERNA_ATTEMPT="$ATTEMPT" STERNA_CHECKPOINT_DIR="$CKPT_DIR" \
-    STERNA_RESUME_FROM="$RESUME_FROM" STERNA_PROGRESS_FILE="$STATE/progress" \
-    ${GANG_ENV[@]+"${GANG_ENV[@]}"} \
-    STERNA_CHECKPOINT_INTERVAL_FILE="$INTERVAL_FILE" \
-    nice -n 0 -- "${ARGV[@]}"
+  # In the container (its second start: setup was the first), which holds the environment.
+  [ -z "$CONTAINER" ] || start_in_entry train
+  for name in "${!SECRETS[@]}"; do export "$name=${SECRETS[$name]}"; done
+  exec env -- "${TRAINER_ENV[@]}" nice -n 0 -- "${ARGV[@]}"
 ) &
 TRAINER=$!
 # Only the trainer holds the pipes now: the annotators read until it (and whatever it
@@ -558,6 +818,7 @@ while kill -0 "$TRAINER" 2>/dev/null; do wait "$TRAINER"; code=$?; done
 for pid in ${ANNOTATORS[@]+"${ANNOTATORS[@]}"}; do
   for ((t = 0; t < 50; t++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 done
+[ -z "$CONTAINER" ] || container_ended "$code"
 
 if [ -n "${WATCHER:-}" ]; then
   # It ignores SIGTERM (above), and its curl may hang for minutes: end both for good.

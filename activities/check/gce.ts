@@ -20,6 +20,7 @@ import type { CapacityRequest } from '../../workflows/activity-contract';
 import { ProvisioningModel } from '../../workflows/types';
 import { regionOf } from '../../workflows/region';
 import type { ComputeClients } from '../providers/gce-clients';
+import { isTransient } from '../providers/transient';
 
 export const GPUS_ALL_REGIONS = 'GPUS_ALL_REGIONS';
 const PREEMPTIBLE = 'PREEMPTIBLE_';
@@ -55,7 +56,7 @@ export async function checkGce(target: GceTarget, need: GpuNeed | undefined): Pr
     const [resource] = await clients.projects.get({ project });
     projectQuotas = quotaMap(resource.quotas);
   } catch (err) {
-    return [{ check: 'gce:project', ok: false, ...computeApiProblem(err, target) }];
+    return [{ check: 'gce:project', ok: false, ...computeApiProblem(err, target), ...transientOf(err) }];
   }
   const findings: Finding[] = [{ check: 'gce:project', ok: true }];
   const smallest = need ? Math.min(...need.accelerators.map((a) => a.gpus)) : 1;
@@ -84,7 +85,7 @@ export async function checkGce(target: GceTarget, need: GpuNeed | undefined): Pr
   try {
     findings.push(...(await checkRegional(target, need, global?.limit ?? Infinity)));
   } catch (err) {
-    findings.push({ check: 'quota:regions', ok: false, ...computeApiProblem(err, target) });
+    findings.push({ check: 'quota:regions', ok: false, ...computeApiProblem(err, target), ...transientOf(err) });
   }
   return findings;
 }
@@ -199,6 +200,11 @@ export function quotaFix(target: GceTarget, metric: string, region: string | und
     fix += `. On the emulator: POST ${target.emulatorEndpoint}/emulator/v1/${path} {"metric": "${metric}", "limit": ${atLeast}}${region ? '' : `, or start it with --gpus-all-regions ${atLeast}`}`;
   }
   return fix;
+}
+
+/** Marks a finding whose API call failed for a reason that passes (workflows/checks.ts `transient`). */
+function transientOf(err: unknown): { transient?: true } {
+  return isTransient(err) ? { transient: true } : {};
 }
 
 /** What failed reaching the Compute API, and what to do about it. */

@@ -24,6 +24,8 @@
  *   activities: { ...createCheckActivities(targets) }  // checkBeforeRun({ spec }) -> Finding[]
  */
 import { CodecKeyError, loadCodecKeys } from '../../config/codec-keys';
+import { LRUCache } from 'lru-cache';
+import type { CheckActivities } from '../../workflows/activity-contract';
 import type { Finding } from '../../workflows/checks';
 import { imageReferenceProblem } from '../../workflows/image-reference';
 import { modelsOf } from '../../workflows/pricing';
@@ -54,7 +56,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 export async function runChecks(spec: RunSpec | undefined, targets: CheckTargets): Promise<Finding[]> {
   const timeoutMs = targets.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const bounded = (check: string, run: () => Promise<Finding[]>): Promise<Finding[]> =>
-    withDeadline(run(), timeoutMs, check).catch((err: unknown) => [{ check, ok: false, problem: `the check did not finish (${(err as Error)?.message ?? String(err)})`, fix: 'retry; if it persists, the service behind it is slow or unreachable from here' }]);
+    withDeadline(run(), timeoutMs, check).catch((err: unknown) => [{ check, ok: false, transient: true, problem: `the check did not finish (${(err as Error)?.message ?? String(err)})`, fix: 'retry; if it persists, the service behind it is slow or unreachable from here' }]);
   const backends = spec ? [spec.backend] : (['gce', 'gke'] as const).filter((b) => targets[b]);
   const groups: Promise<Finding[]>[] = [Promise.resolve([checkCodecKey(targets.env)])];
   if (targets.temporal) {
@@ -82,10 +84,29 @@ export async function runChecks(spec: RunSpec | undefined, targets: CheckTargets
   return (await Promise.all(groups)).flat();
 }
 
-/** The activity the run's first step calls (see the module comment). */
-export function createCheckActivities(targets: CheckTargets): { checkBeforeRun(input: { spec: RunSpec }): Promise<Finding[]> } {
+/** How long a run's checks stand for other runs that need the same: a burst of starts checks once. */
+export const CHECK_CACHE_MS = 60_000;
+
+/**
+ * The activity a run's first step calls (see the module comment). Runs that need the same
+ * (backend, GPUs, regions, buckets, image) within CHECK_CACHE_MS share one answer, so a
+ * thousand runs started together cost the project's read quota a handful of reads.
+ */
+export function createCheckActivities(targets: CheckTargets | undefined): CheckActivities {
+  if (!targets) return { checkBeforeRun: async () => undefined };
+  const answers = new LRUCache<string, Promise<Finding[]>>({ max: 256, ttl: CHECK_CACHE_MS });
   return {
-    checkBeforeRun: ({ spec }) => runChecks(spec, targets),
+    checkBeforeRun({ spec }) {
+      const key = JSON.stringify([spec.backend, gpuNeed(spec), bucketUses(spec.checkpoint.uri, spec.datasets.map((d) => d.uri)), spec.image ?? null]);
+      let answer = answers.get(key);
+      if (!answer) {
+        answer = runChecks(spec, targets);
+        answers.set(key, answer);
+        // A failed check is not kept: the next run asks again.
+        answer.catch(() => answers.delete(key));
+      }
+      return answer;
+    },
   };
 }
 

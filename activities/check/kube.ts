@@ -41,6 +41,6 @@ export async function checkKube(target: KubeTarget): Promise<Finding[]> {
     if (code === 401) {
       return [{ check: api, ok: false, problem: `the Kubernetes API at ${server} refused the kubeconfig's credentials (401)`, fix: 'refresh them: `gcloud container clusters get-credentials <cluster> --location=<location>`, or point STERNA_GKE_KUBECONFIG at a valid kubeconfig' }];
     }
-    return [{ check: api, ok: false, problem: `the Kubernetes API at ${server} did not answer (${message})`, fix: 'check the cluster is up and reachable from here, and STERNA_GKE_KUBECONFIG names its kubeconfig (`kubectl --kubeconfig <file> get namespace` makes the same call)' }];
+    return [{ check: api, ok: false, transient: true, problem: `the Kubernetes API at ${server} did not answer (${message})`, fix: 'check the cluster is up and reachable from here, and STERNA_GKE_KUBECONFIG names its kubeconfig (`kubectl --kubeconfig <file> get namespace` makes the same call)' }];
   }
 }

@@ -70,7 +70,9 @@ async function checkBucket(target: StorageTarget, use: BucketUse): Promise<Findi
     if (status === 404) {
       return { check, ok: false, problem: `no bucket gs://${use.bucket} (the run's ${role} bucket)`, fix: `create it in a region near your GPUs: \`gcloud storage buckets create gs://${use.bucket} --location=<region>\`, or correct the spec's URI` };
     }
-    return { check, ok: false, problem: `the storage API did not answer for gs://${use.bucket} (${describe(err)})`, fix: `check the credentials reach ${target.endpoint} (\`gcloud storage ls gs://${use.bucket}\` makes a similar call)` };
+    // No status (no answer), a 5xx or a rate limit passes; a 401 or 403 is an answer.
+    const transient = status === undefined || status >= 500 || status === 429;
+    return { check, ok: false, problem: `the storage API did not answer for gs://${use.bucket} (${describe(err)})`, fix: `check the credentials reach ${target.endpoint} (\`gcloud storage ls gs://${use.bucket}\` makes a similar call)`, ...(transient ? { transient } : {}) };
   }
   const missing = wanted.filter((p) => !held.includes(p));
   if (missing.length === 0) return { check, ok: true };
@@ -79,6 +81,7 @@ async function checkBucket(target: StorageTarget, use: BucketUse): Promise<Findi
   return {
     check,
     ok: false,
+    checkersOwn: true,
     problem: `these credentials lack ${missing.join(', ')} on gs://${use.bucket}: the run ${use.write ? 'reads and writes' : 'reads'} its ${role} there`,
     fix: `\`gcloud storage buckets add-iam-policy-binding gs://${use.bucket} --member=${member} --role=${grant}\``,
   };

@@ -59,7 +59,7 @@ export function observerAsker(options: Pick<FleetActivityOptions, 'providers' | 
 export function createFleetActivities(options: FleetActivityOptions): FleetActivities {
   const providerFor = (backend: string): ComputeProvider => {
     const provider = options.providers[backend as keyof Providers];
-    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
+    if (!provider) throw new Error(`this worker has no ${backend} provider configured; see docs/workers.md`);
     return provider;
   };
   const signalRun = options.signalRun ?? signalWithClient(options.client);

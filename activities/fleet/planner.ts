@@ -25,8 +25,8 @@ import { differsFromTold, ReadDue, stateDiffersFromTold, toldOf, type FleetMemor
 
 /** Listings in a row that must miss a resource before it counts as gone. */
 const ABSENT_LOOKS_FOR_GONE = 2;
-/** Agent phases after which news comes soon (staging done, exit published). */
-const BUSY_PHASES = new Set(['starting', 'staging', 'uploading']);
+/** Agent phases after which news comes soon (staging or setup done, exit published). */
+const BUSY_PHASES = new Set(['starting', 'staging', 'setup', 'uploading']);
 
 export interface TokenBucket {
   capacity: number;

@@ -1,12 +1,13 @@
 /**
- * A run's log, as the worker reads it: the last lines of an attempt, for a failure's
- * message or a run's "last line" (not wired to any activity yet). The worker reads the
+ * A run's log, as the worker reads it: the last lines of an attempt, for a failed run's
+ * failure (the `attemptLogTail` activity). The worker reads the
  * buckets as its VMs write them: its local buckets in front of the emulator
  * (STERNA_LOCAL_BUCKETS), Cloud Storage with its Application Default Credentials otherwise.
  *
  *   const tail = await attemptLogTail({ checkpointUri: spec.checkpoint.uri, workflowId, attempt: 3, lines: 20 }, logStoreSettingsFor(config));
  */
 import type { WorkerConfig } from '../../config/worker-config';
+import type { LogActivities } from '../../workflows/activity-contract';
 import { runStoragePrefix, type LogLine } from './layout';
 import { lastLines } from './reader';
 import { logStoreFor, type LogStoreSettings } from './store';
@@ -33,4 +34,15 @@ export interface AttemptLogTailRequest {
 export async function attemptLogTail(request: AttemptLogTailRequest, settings: LogStoreSettings): Promise<LogLine[]> {
   const store = logStoreFor(runStoragePrefix(request.checkpointUri, request.workflowId), settings);
   return lastLines(store, request.attempt, request.lines);
+}
+
+/** The run's log activities; a worker that knows no buckets (`settings` absent) reads none. */
+export function createLogActivities(settings: LogStoreSettings | undefined): LogActivities {
+  return {
+    async attemptLogTail(request) {
+      if (!settings) return [];
+      const lines = await attemptLogTail(request, settings).catch(() => []);
+      return lines.map((l) => `${l.stream} ${l.text}`);
+    },
+  };
 }

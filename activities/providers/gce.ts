@@ -28,7 +28,7 @@ import { DEFAULT_MASTER_PORT, gangRelease, gangSize, gangSnapshot, gangStartedAt
 import type { AgentValues } from '../../workflows/fleet/contract';
 import type { AgentSnapshot, Offer, ResourceRef } from '../../workflows/types';
 import { regionOf } from '../../workflows/region';
-import { agentAttributes, agentScript, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
+import { agentAttributes, agentScript, IMAGE_ATTRIBUTE, MOVE_ATTRIBUTE, parseAgentValues } from '../agent/script';
 import { DEFAULT_VM_ACCESS, type VmAccess } from '../../config/vm-access';
 import { vmAccessFields } from './gce-vm-access';
 import { noteRateLimited, rateLimitedSince } from './rate-limits';
@@ -367,6 +367,7 @@ export class GceProvider implements ComputeProvider {
       datasets: request.agent.datasets.map((d) => ({ ...d, uri: mapUri(d.uri) })),
       checkpointUri: mapUri(request.agent.checkpointUri),
       resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
+      workdir: request.agent.workdir && { ...request.agent.workdir, uri: mapUri(request.agent.workdir.uri) },
       dataCacheUri: request.agent.dataCacheUri && mapUri(request.agent.dataCacheUri),
     };
     // Guest attributes are how the agent reports; GCE enables them per instance.
@@ -374,6 +375,8 @@ export class GceProvider implements ComputeProvider {
       'startup-script': agentScript(),
       'enable-guest-attributes': 'TRUE',
       ...agentAttributes(agent),
+      // The agent runs setup and the command in this image with the VM's container runtime.
+      ...(request.image ? { [IMAGE_ATTRIBUTE]: request.image } : {}),
       'sterna-poweroff-after-seconds': String(this.options.powerOffAfterSeconds ?? DEFAULT_POWER_OFF_AFTER_SECONDS),
     };
     const spot = offer.provisioningModel === 'SPOT';

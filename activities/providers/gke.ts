@@ -427,6 +427,7 @@ export class GkeProvider implements ComputeProvider {
       datasets: request.agent.datasets.map((d) => ({ ...d, uri: mapUri(d.uri) })),
       checkpointUri: mapUri(request.agent.checkpointUri),
       resumeFrom: request.agent.resumeFrom && { ...request.agent.resumeFrom, uri: mapUri(request.agent.resumeFrom.uri) },
+      workdir: request.agent.workdir && { ...request.agent.workdir, uri: mapUri(request.agent.workdir.uri) },
       dataCacheUri: request.agent.dataCacheUri && mapUri(request.agent.dataCacheUri),
     });
     const spot = offer.provisioningModel === 'SPOT';

@@ -52,7 +52,7 @@ export function createReaperActivities(options: ReaperActivityOptions): ReaperAc
 
     async reaperDelete({ ref, owner }) {
       const provider = options.providers[ref.backend];
-      if (!provider) throw new Error(`this worker has no ${ref.backend} provider configured; see the README's "Workers" section`);
+      if (!provider) throw new Error(`this worker has no ${ref.backend} provider configured; see docs/workers.md`);
       const context = Context.current();
       const timer = setInterval(() => context.heartbeat(), 5000);
       try {

@@ -22,7 +22,7 @@ export interface ZoneActivityOptions {
 
 function memoryWorkflowId(options: ZoneActivityOptions, backend: Backend): string {
   const provider = options.providers[backend];
-  if (!provider) throw new Error(`this worker has no ${backend} provider configured; see the README's "Workers" section`);
+  if (!provider) throw new Error(`this worker has no ${backend} provider configured; see docs/workers.md`);
   return zoneMemoryWorkflowId(Context.current().info.taskQueue, backend, provider.fleetScope());
 }
 

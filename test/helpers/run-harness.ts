@@ -7,6 +7,7 @@ import { strict as assert } from 'node:assert';
 import { executionToken, resourceName, runKey, type Owner } from '../../workflows/naming';
 import { next, type Command, type Context, type RunEvent } from '../../workflows/run/machine';
 import { initialState, type RunState } from '../../workflows/run/state';
+import { teamOf } from '../../workflows/teams/run-admission';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../../workflows/spec';
 import type { AgentSnapshot, Offer } from '../../workflows/types';
 
@@ -35,6 +36,17 @@ export function specOf(overrides: Partial<RunSpecInput> = {}): RunSpec {
   return parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, ...overrides });
 }
 
+/**
+ * The run passed its checks and its team admitted it at once (a team without limits does):
+ * the tests of placing, training and ending start past both (run-machine.test.ts covers the
+ * checks, team-run-admission.test.ts admission).
+ */
+export function admitted(state: RunState, spec: RunSpec, atMs = T0): RunState {
+  state.checked = true;
+  state.admission = { team: teamOf(spec), status: 'admitted', askedAt: atMs, firstAskedAt: atMs };
+  return state;
+}
+
 export class RunHarness {
   readonly state: RunState;
   now = T0;
@@ -45,15 +57,22 @@ export class RunHarness {
     readonly spec: RunSpec,
   ) {
     const deadline = spec.time.deadlineAfter !== undefined ? T0 + spec.time.deadlineAfter * 1000 : undefined;
-    this.state = initialState(workflowId, T0, spec.pricing.budgetUsd, deadline);
+    this.state = admitted(initialState(workflowId, T0, spec.pricing.budgetUsd, deadline), spec);
   }
 
   context(): Context {
-    return { nowMs: this.now, workflowId: this.workflowId, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0, asksObserver: false };
+    return { nowMs: this.now, workflowId: this.workflowId, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 };
   }
+
+  /**
+   * Whether an ask for the fleet observer is answered at once (`observer-asked`), so tests of
+   * other rules see what comes after it; the observer's own tests turn it off.
+   */
+  answersObserverAsks = true;
 
   send(event: RunEvent): Command {
     this.last = next(this.state, this.spec, event, this.context());
+    while (this.answersObserverAsks && this.last.kind === 'ensure-observer') this.last = next(this.state, this.spec, { kind: 'observer-asked' }, this.context());
     return this.last;
   }
 
@@ -86,7 +105,7 @@ export class RunHarness {
   provisioned(offers: Offer[]): number {
     if (this.last.kind === 'find-capacity') this.send({ kind: 'offers', offers });
     const attempt = this.provisionedAttempt();
-    this.send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false });
+    this.send({ kind: 'provisioned', attempt, startedAt: new Date(this.now).toISOString(), adopted: false, observerAsked: true });
     return attempt;
   }
 

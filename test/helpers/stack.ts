@@ -13,7 +13,7 @@ import { catalogPriceBook } from '../../config/price-book';
 import type { GceConfig } from '../../config/worker-config';
 import { publishExampleLocally } from '../../examples/publish';
 import type { GceProvider } from '../../activities/providers/gce';
-import { buildDatasetChecker, buildGceProvider } from '../../workers/providers';
+import { buildCheckTargets, buildDatasetChecker, buildGceProvider } from '../../workers/providers';
 import { BucketLocator } from '../../activities/storage';
 import { observerOptions } from '../../activities/fleet';
 import type { RunSpecInput } from '../../workflows/spec';
@@ -53,19 +53,24 @@ let counter = 0;
  */
 const STACK_OBSERVER = observerOptions({ settings: { progressReadSeconds: 2 } });
 
-export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string } = {}): Promise<Stack> {
+/**
+ * `guestEnv`: added to every VM's environment (emulator/server.ts EmulatorOptions.guestEnv).
+ * `gpusAllRegions`: the project's GPUS_ALL_REGIONS quota (a project granted GPUs by default).
+ */
+export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string; guestEnv?: Record<string, string>; gpusAllRegions?: number } = {}): Promise<Stack> {
   const env = await testEnv();
   const dir = mkdtempSync(join(tmpdir(), 'sterna-stack-'));
   const bucketsDir = join(dir, 'buckets');
   publishExampleLocally(bucketsDir);
   const trace = options.trace ? loadTrace(options.trace) : undefined;
   // The emulator serves the buckets' metadata (their location) from the same directory.
-  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick, bucketsDir });
+  const emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: options.timeFactor ?? 10, trace, traceStartTick: options.traceStartTick, bucketsDir, guestEnv: options.guestEnv, ...(options.gpusAllRegions !== undefined ? { gpusAllRegions: options.gpusAllRegions } : {}) });
   const gce: GceConfig = { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir };
   // A replayed trace brings its own zones and prices; the provider prices offers from them.
   const provider = buildGceProvider(gce, catalogPriceBook(trace ? traceCatalog(trace) : undefined), 200);
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('stack');
   let worker: Worker | undefined;
+  let checks: Awaited<ReturnType<typeof buildCheckTargets>> | undefined;
   let running: Promise<void> | undefined;
   const spawned: Spawned[] = [];
   const address = await testServerAddress();
@@ -86,7 +91,9 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
     },
     async startWorker() {
-      worker = await sternaTestWorker(taskQueue, { gce: provider }, { storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER });
+      // The checks before each run read the emulator as a worker reads GCE (Temporal's own check is the test server's).
+      checks ??= await buildCheckTargets({ gce, storage: { endpoint: emulator.endpoint } }, undefined);
+      worker = await sternaTestWorker(taskQueue, { gce: provider }, { checks: checks.targets, storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER, logs: { localBucketsDir: bucketsDir } });
       running = worker.run();
     },
     async stopWorker() {
@@ -108,6 +115,8 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
           STERNA_LOCAL_BUCKETS: bucketsDir,
           STERNA_WORKFLOW_BUNDLE: bundlePath,
           STERNA_OBSERVER_PROGRESS_SECONDS: String(STACK_OBSERVER.settings.progressReadSeconds),
+          // Unversioned, as the stack's in-process worker is, unless a test deploys versions.
+          STERNA_WORKER_VERSIONING: 'off',
           ...extraEnv,
         },
       });
@@ -117,6 +126,7 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
     async stop() {
       await stack.stopWorker();
       await Promise.all(spawned.map((c) => c.kill('SIGKILL')));
+      await checks?.close();
       await emulator.stop();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -11,9 +11,9 @@ import type { Providers } from '../../activities';
 import { createSternaWorker, type SternaWorkerOptions } from '../../workers/worker';
 import { freePort as anyFreePort } from '../../config/ports';
 import { sternaDataConverter } from '../../config/data-converter';
-import { startDevServerOnFreePort, type DevServer } from '../../config/dev-server';
+import { startTemporalServer, type TemporalServer } from '../../config/temporal-server-process';
 
-let started: Promise<{ server: DevServer; env: TestWorkflowEnvironment }> | undefined;
+let started: Promise<{ server: TemporalServer; env: TestWorkflowEnvironment }> | undefined;
 let exitHook: (() => void) | undefined;
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
@@ -29,7 +29,12 @@ export async function testEnv(): Promise<TestWorkflowEnvironment> {
   started ??= (async () => {
     // The server fires a timer up to a second late unless told to shift its timers less;
     // runs here wait on many sub-second timers (polls, cooldowns, backoffs).
-    const server = await startDevServerOnFreePort({ headless: true, dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms' } });
+    // And a version that stopped being current is checked for pinned runs every 2 s, not 3 min,
+    // so the deploy test sees it drain.
+    const server = await startTemporalServer({
+      headless: true,
+      dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms', 'matching.wv.VersionDrainageStatusRefreshInterval': '2s', 'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '2s' },
+    });
     // A parallel mocha worker has no teardown hook of its own: it stops its server as it exits.
     exitHook = () => stopAtExit(server.pid);
     process.once('exit', exitHook);

@@ -15,8 +15,9 @@
  * ensureObserver. Either way runs keep their own slow fallback look, so an observer
  * that is down delays a run but never loses it.
  */
-import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { CarriedMemory, FleetActivities, FleetObserverInput, ObserverOptions } from './contract';
+import { CancellationScope, condition, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { continueOnCurrentVersion, newVersionCurrent } from '../versions';
+import type { CarriedMemory, FleetActivities, FleetObserverInput, ObserverOptions, WatchFleetInput, WatchFleetResult } from './contract';
 import { observerWantedSignal } from './messages';
 import { acceptedOptions, DEFAULT_OBSERVER_OPTIONS } from './options';
 
@@ -33,6 +34,25 @@ function watcher(options: ObserverOptions) {
   }).watchFleet;
 }
 
+/**
+ * One watch, unless a newer version of the deployment becomes current meanwhile (a new
+ * worker's start signals the observer): then the watch is cancelled and undefined is
+ * returned, so the observer continues onto the new version now rather than after its
+ * 5-minute call, and the old version drains. The memory since the last call is given up.
+ */
+async function watchUnlessMoved(options: ObserverOptions, request: WatchFleetInput): Promise<WatchFleetResult | undefined> {
+  return CancellationScope.cancellable(async () => {
+    const watch = watcher(options)(request);
+    const moved = condition(newVersionCurrent).then(() => undefined);
+    // The loser is cancelled below: its rejection is expected.
+    watch.catch(() => undefined);
+    moved.catch(() => undefined);
+    const first = await Promise.race([watch, moved]);
+    CancellationScope.current().cancel();
+    return first;
+  });
+}
+
 export async function fleetObserver(input: FleetObserverInput): Promise<void> {
   let idleSinceMs = input.idleSinceMs;
   // The latest requester's options apply from the next call: workers restarted with a new
@@ -44,12 +64,13 @@ export async function fleetObserver(input: FleetObserverInput): Promise<void> {
     if (request?.options) options = acceptedOptions(request.options, options);
   });
   let memory: CarriedMemory | undefined = input.memory;
-  for (let call = 0; call < CALLS_PER_RUN && !workflowInfo().continueAsNewSuggested; call++) {
-    const result = await watcher(options)({ backend: input.backend, settings: options.settings, memory, returnAfterSeconds: options.watchSeconds });
+  for (let call = 0; call < CALLS_PER_RUN && !workflowInfo().continueAsNewSuggested && !newVersionCurrent(); call++) {
+    const result = await watchUnlessMoved(options, { backend: input.backend, settings: options.settings, memory, returnAfterSeconds: options.watchSeconds });
+    if (!result) break;
     memory = result.memory;
     if (result.stats.resources > 0) idleSinceMs = undefined;
     else idleSinceMs ??= Date.now();
     if (idleSinceMs !== undefined && Date.now() - idleSinceMs >= options.idleExitSeconds * 1000) return;
   }
-  await continueAsNew<typeof fleetObserver>({ backend: input.backend, ...options, memory, idleSinceMs });
+  await continueOnCurrentVersion<typeof fleetObserver>({ backend: input.backend, ...options, memory, idleSinceMs });
 }

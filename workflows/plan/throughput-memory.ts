@@ -9,7 +9,8 @@
  * It waits for signals with no timer (nothing decays), and continues as new every few
  * hundred signals to keep its history short.
  */
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import { continueOnCurrentVersion, newVersionCurrent } from '../versions';
 import type { ThroughputMemoryInput } from './contract';
 import { emptyThroughputMemory, isThroughputMemory, isThroughputSample, recordSample, type ThroughputMemory } from './measured';
 import { throughputMemoryQuery, throughputSamplesSignal } from './messages';
@@ -26,7 +27,7 @@ export async function throughputMemory(input: ThroughputMemoryInput = {}): Promi
     for (const sample of Array.isArray(samples) ? samples.filter(isThroughputSample) : []) memory = recordSample(memory, sample);
   });
   setHandler(throughputMemoryQuery, () => memory);
-  await condition(() => signals >= SIGNALS_PER_RUN || workflowInfo().continueAsNewSuggested);
+  await condition(() => signals >= SIGNALS_PER_RUN || workflowInfo().continueAsNewSuggested || newVersionCurrent());
   await condition(allHandlersFinished);
-  await continueAsNew<typeof throughputMemory>({ memory });
+  await continueOnCurrentVersion<typeof throughputMemory>({ memory });
 }

@@ -4,7 +4,7 @@
  * create), then the pure prediction (plan/predict.ts). Started by `sterna plan` and by
  * `client/plan.ts`; short-lived, so it never needs continue-as-new.
  */
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { SternaActivities } from '../activity-contract';
 import { nonRetryableFailureTypes } from '../failures';
 import { capacityRequest } from '../run/requests';
@@ -13,7 +13,6 @@ import type { ZoneActivities } from '../zones/contract';
 import type { PlanResult, ThroughputActivities } from './contract';
 import { measuredFor, measuredLossFor, type ThroughputMemory } from './measured';
 import { predictPlan } from './predict';
-import { THROUGHPUT_PATCH } from './run-link';
 
 const { findCapacity, readZoneMemory } = proxyActivities<SternaActivities & ZoneActivities>({
   startToCloseTimeout: '2 minutes',
@@ -30,7 +29,7 @@ export async function planRun(input: unknown): Promise<PlanResult> {
   const accelerators = spec.resources.accelerators.map((a) => a.type);
   // The memories are priors, not requirements: a worker that keeps none plans without them.
   const throughput: Promise<ThroughputMemory | undefined> =
-    spec.name && patched(THROUGHPUT_PATCH) ? readThroughput({ specName: spec.name, accelerators }).catch(() => undefined) : Promise.resolve(undefined);
+    spec.name ? readThroughput({ specName: spec.name, accelerators }).catch(() => undefined) : Promise.resolve(undefined);
   const [found, memory, measured] = await Promise.all([
     findCapacity(capacityRequest(spec)),
     readZoneMemory({ backend: spec.backend, accelerators }).catch(() => undefined),

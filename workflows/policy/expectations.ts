@@ -4,7 +4,7 @@
  * seen now will go on. All in hours.
  */
 import type { Observation } from './types';
-import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, heldChance, keptBy, medianRemainingHours, runAgeHours, upFraction } from './zone-stats';
+import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, heldChance, medianRemainingHours, runAgeHours, upFraction } from './zone-stats';
 
 /** Mean spot run length in `zone` (pooled when `zone` is unseen), one preemption per horizon as the prior. */
 export function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
@@ -26,17 +26,16 @@ export function remainingUptimeHours(stats: StatsTable, obs: Observation, zone: 
  * Hours the capacity `zone` has now will, at least as likely as not, still last: the
  * median of the pooled longer runs' remainders. With bursty capacity the mean is carried
  * by rare multi-day runs while most returns meet a blip; a decision that risks scarce
- * slack should count on the likely run. With no longer run on record: from rules 8, as
- * long again (Lindy), as an outage with none longer on record is read, but never less than
- * the mean run; before, the mean run, which a week of blips makes a fraction of what this
- * capacity has already shown.
+ * slack should count on the likely run. With no longer run on record: as long again
+ * (Lindy), as an outage with none longer on record is read, but never less than the mean
+ * run (which a week of blips makes a fraction of what this capacity has already shown).
  */
 export function likelyRemainingUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
   const age = runAgeHours(stats, zone, obs.nowHours);
   const median = medianRemainingHours(stats.upRuns, age);
   if (median !== undefined) return Math.max(obs.stepHours, median);
   const mean = remainingUptimeHours(stats, obs, zone);
-  return keptBy(stats, 8) ? Math.max(mean, age) : mean;
+  return Math.max(mean, age);
 }
 
 /** Hours until `zone` has capacity again; with no longer outage on record, as long again as this one (Lindy). */

@@ -6,7 +6,7 @@
 import { EPS_HOURS, slackHours } from './deadline';
 import { meanUptimeHours } from './expectations';
 import type { Observation } from './types';
-import { type StatsTable, allDownFraction, keptBy } from './zone-stats';
+import { type StatsTable, allDownFraction } from './zone-stats';
 
 export interface SlackBudget {
   /** Slack kept for the changeovers still expected. */
@@ -38,13 +38,13 @@ interface Market {
 
 /**
  * A preempted run goes where capacity is, not always to the zone whose capacity lasts
- * longest: from zone-stats rules 6 a spot run lasts the mean uptime of all zones. Before,
- * the longest-lasting zone's, which left too little slack for the changeovers of a market
- * whose best zone fails with the rest (a multi-zone outage, then blips).
+ * longest: a spot run lasts the mean uptime of all zones. The longest-lasting zone's would
+ * leave too little slack for the changeovers of a market whose best zone fails with the
+ * rest (a multi-zone outage, then blips).
  */
 function marketOf(stats: StatsTable, obs: Observation): Market {
   return {
-    uptimeHours: keptBy(stats, 6) ? meanUptimeHours(stats, obs, '') : Math.max(...obs.zones.map((z) => meanUptimeHours(stats, obs, z.zone))),
+    uptimeHours: meanUptimeHours(stats, obs, ''),
     dryShare: allDownFraction(stats, obs.hoursUntilDeadline),
   };
 }
@@ -61,10 +61,8 @@ function reserveHoursFor(market: Market, obs: Observation): number {
  * an hour of slack buys less than an hour of spot, so it is worth less than the premium:
  * where capacity comes in blips, a run that prices its slack at the full premium covers the
  * first outage with on-demand and never finds a spot run that pays the way back.
- * From zone-stats rules 5; before, 1.
  */
-function slackPerSpotHour(stats: StatsTable, market: Market, obs: Observation): number {
-  if (!keptBy(stats, 5)) return 1;
+function slackPerSpotHour(market: Market, obs: Observation): number {
   const dry = market.dryShare;
   return obs.changeoverHours / market.uptimeHours + (dry >= 1 ? Infinity : dry / (1 - dry));
 }
@@ -82,7 +80,7 @@ export function slackBudget(stats: StatsTable, start: RunStart, obs: Observation
   const slack = slackHours(obs);
   const market = marketOf(stats, obs);
   const reserveHours = reserveHoursFor(market, obs);
-  const slackPrice = (premium * Math.min(1, reserveHours / Math.max(slack, EPS_HOURS))) / Math.max(1, slackPerSpotHour(stats, market, obs));
+  const slackPrice = (premium * Math.min(1, reserveHours / Math.max(slack, EPS_HOURS))) / Math.max(1, slackPerSpotHour(market, obs));
   const spendable = slack - obs.stepHours - obs.changeoverHours;
   const freeAfterPacedWait = spendable - Math.max(reserveHours, pacedSlackHours(start, obs));
   // Sitting out outages needs pacing only when the slack cannot sit out all those still expected.

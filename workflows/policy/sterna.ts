@@ -20,7 +20,7 @@ import { onDemandUsd, runningPrice, withFlexTier } from './flex-tier';
 import { availabilityChance, foundUptimeHours, likelyRemainingUptimeHours, remainingDowntimeHours, remainingOutageHours, remainingUptimeHours } from './expectations';
 import { type RunStart, type SlackBudget, slackBudget } from './slack-budget';
 import { type Action, ActionKind, type Observation, type ZoneObservation, idle } from './types';
-import { type StatsRules, type StatsTable, STATS_RULES, emptyStats, keptBy, observe, runAgeHours } from './zone-stats';
+import { type StatsTable, emptyStats, observe, runAgeHours } from './zone-stats';
 
 /** JSON-plain: carried through the workflow's continue-as-new. */
 export interface PolicyState {
@@ -30,14 +30,9 @@ export interface PolicyState {
   start: RunStart | null;
 }
 
-/**
- * `memory`: zone statistics from before this run, in the same shape (warm start); none for
- * a cold one. `rules`: the zone statistics' rules (zone-stats.ts), today's unless a run
- * recorded before them replays.
- */
-export function initialState(memory?: StatsTable, rules: StatsRules = STATS_RULES): PolicyState {
-  const stats = memory ?? emptyStats();
-  return { version: 1, stats: rules === 1 ? stats : { ...stats, rules }, start: null };
+/** `memory`: zone statistics from before this run, in the same shape (warm start); none for a cold one. */
+export function initialState(memory?: StatsTable): PolicyState {
+  return { version: 1, stats: memory ?? emptyStats(), start: null };
 }
 
 interface Candidate {
@@ -75,12 +70,12 @@ function candidateFor(stats: StatsTable, obs: Observation, zone: ZoneObservation
 
 /** Whether a launch's failures are priced as what they cost (probeScore), not hedged by dividing. */
 function pricesFailures(stats: StatsTable): boolean {
-  return keptBy(stats, 4) && stats.downRuns.length > 0;
+  return stats.downRuns.length > 0;
 }
 
 /**
  * A launch's expected USD per hour of progress, its failures included. Each failed launch
- * costs a step: no progress, its slack spent. With outages on record (rules 4) the chance
+ * costs a step: no progress, its slack spent. With outages on record the chance
  * is an estimate, so the expected failures before a success, (1 - c) / c, are charged at
  * the zone's own rate and the slack price, over the hours the capacity found will run.
  * Without any outage on record, the chance of a zone seen without capacity is a guess from
@@ -144,7 +139,7 @@ function fromSpot(ctx: Context, zone: string): Action {
  * On on-demand (or a flex-start VM, at its price): leave for spot when its likely run (the
  * median, see expectations.ts) pays for the changeover there and the one back ("Can't Be
  * Late" 5.4: o > 2kd/(k-1), with o estimated, not known). Their slack is priced as any
- * other, except (rules 9) when it fits in the slack a wait would spend for free
+ * other, except when it fits in the slack a wait would spend for free
  * (freeAfterWaiting): the run would idle that slack away at no price, so spending it on the
  * way to spot costs nothing either. Before, a run on on-demand with slack to spare, in a
  * market of short runs, never found one that paid two changeovers and their slack, and
@@ -164,7 +159,7 @@ function fromOnDemand(ctx: Context, current: Action): Action {
   // Back to flex-start is a new request: its wait is slack too.
   const waitBack = current.kind === ActionKind.FlexStart ? (ctx.obs.zones.find((z) => z.zone === current.zone)?.flexWaitHours ?? 0) : 0;
   const slackUsed = there + back + waitBack;
-  const slackPrice = keptBy(ctx.stats, 9) && ctx.budget.freeAfterWaiting >= slackUsed ? 0 : ctx.budget.slackPrice;
+  const slackPrice = ctx.budget.freeAfterWaiting >= slackUsed ? 0 : ctx.budget.slackPrice;
   const gain = (od - c.zone.spotPrice) * likely - od * (there + back) - slackUsed * slackPrice - (c.zone.startUsd ?? 0);
   return gain > 0 ? spot(c) : current;
 }
@@ -215,7 +210,7 @@ function waitingUsd(ctx: Context): number {
   const od = onDemandUsd(ctx.obs, ctx.onDemand, ctx.budget.slackPrice);
   const c = ctx.best;
   if (c === undefined) return od;
-  // Before rules 4 this was the divided score times the chance: kept to the float, for replay.
+  // Without outages on record the score was divided by the chance; times it, it is the rate again (kept so to the float).
   const spotPerHour = pricesFailures(ctx.stats) ? c.usdPerHour : c.score * Math.max(c.chance, EPS_HOURS);
   return c.chance * spotPerHour * ctx.obs.remainingWorkHours + (1 - c.chance) * od;
 }

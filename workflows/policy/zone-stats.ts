@@ -28,7 +28,7 @@ export interface ZoneStats {
    */
   sampled?: true;
   /**
-   * Rules 7: when the looks since this hour all found the state seen now, with gaps between
+   * When the looks since this hour all found the state seen now, with gaps between
    * them that others' looks bridged. The run may have held since then (see restarted).
    */
   streakStartHours?: number;
@@ -38,8 +38,8 @@ export interface StatsTable {
   zones: Record<string, ZoneStats>;
   /**
    * Hours during which no zone had spot capacity, and hours in which that could be told:
-   * every zone seen (rules 1, 2), or, from rules 3, some zone seen and none with capacity
-   * (a live run's dry spells: all it could tell of the market).
+   * some zone seen and none with capacity (a live run's dry spells: all it could tell of
+   * the market).
    */
   allDownHours: number;
   observedHours: number;
@@ -57,35 +57,6 @@ export interface StatsTable {
    * most of its uptime this way. Absent in states written before it existed.
    */
   upResiduals?: number[];
-  /**
-   * The rules this table is kept by. 2: a found run's remainder pools residuals and
-   * complete runs (foundRemainingHours), and runs followed along others' looks are not
-   * measured (ZoneStats.sampled). 3: also, a decision that saw some zone and none with
-   * capacity counts as dry (allDownHours). 4: also, the policy prices a probe's failed
-   * launches by what they cost once outages are on record (sterna.ts, probeScore). 5: also,
-   * an hour of slack is priced at no more than the spot progress it buys (slack-budget.ts).
-   * 6: also, the slack budget counts the preemptions ahead at the mean uptime of all zones,
-   * not of the zone whose capacity lasts longest (slack-budget.ts, marketOf). 7: also,
-   * another run's look across a gap that finds the state last seen takes the run to have
-   * held since its streak of such looks began when most runs that lasted as long outlast
-   * the gap, else dates it from the gap's midpoint (restarted). 8: also, capacity that has
-   * lasted longer than every run on record is likely to last as long again
-   * (expectations.ts, likelyRemainingUptimeHours). 9: also, leaving on-demand for spot pays
-   * nothing for the changeovers' slack when it fits in the slack a wait would spend for free
-   * (sterna.ts, fromOnDemand).
-   * Absent: the first rules. A run keeps the rules it started with to the end (its history replays
-   * the same decisions).
-   */
-  rules?: 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
-}
-
-/** The rules tables are kept by today (StatsTable.rules); 1 is the first (no `rules`). */
-export const STATS_RULES = 9;
-export type StatsRules = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
-
-/** Whether `table` is kept by `rules` or later ones. */
-export function keptBy(table: StatsTable, rules: StatsRules): boolean {
-  return (table.rules ?? 1) >= rules;
 }
 
 /** A memory bound for the state carried through continue-as-new, not a model parameter. */
@@ -111,15 +82,15 @@ function observeZone(
   nowHours: number,
   previousDecision: number | null,
   byChance: boolean,
-  /** The table's completed runs, when others' looks across a gap are dated by them (rules 7). */
-  recordedRuns: Pick<StatsTable, 'upRuns' | 'downRuns'> | undefined,
+  /** The table's completed runs, by which others' looks across a gap are dated. */
+  recordedRuns: Pick<StatsTable, 'upRuns' | 'downRuns'>,
 ): ZoneStats {
   const fresh = emptyZoneStats(nowHours);
   const s: ZoneStats = previous ?? fresh;
   if (z.spotAvailable === 'unknown') return s;
   const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;
   if (!contiguous) {
-    const recorded = byChance && recordedRuns !== undefined ? (z.spotAvailable ? recordedRuns.upRuns : recordedRuns.downRuns) : undefined;
+    const recorded = byChance ? (z.spotAvailable ? recordedRuns.upRuns : recordedRuns.downRuns) : undefined;
     return restarted(s, z.spotAvailable, nowHours, recorded);
   }
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
@@ -140,7 +111,7 @@ function observeZone(
 
 /**
  * A sighting across a gap: the state may have changed and come back unseen, so a new run
- * starts at the sighting. Except (rules 7) when another run's look finds the state this
+ * starts at the sighting. Except when another run's look finds the state this
  * run saw last; `recorded` are then the completed runs of that state. The looks since the
  * streak began (the run's start, or the first look of a streak of such looks) all found
  * this state. If a run that lasted from then to the last look at least as likely as not
@@ -173,8 +144,8 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
   let upResiduals = table.upResiduals ?? [];
   for (const z of obs.zones) {
     const before = zones[z.zone];
-    const byChance = keptBy(table, 2) && z.seenByOthers === true;
-    const after = observeZone(before, z, obs.nowHours, table.lastNowHours, byChance, keptBy(table, 7) ? table : undefined);
+    const byChance = z.seenByOthers === true;
+    const after = observeZone(before, z, obs.nowHours, table.lastNowHours, byChance, table);
     // A run is complete when it was seen to its end; its length is known only if it was also
     // seen starting, and counts only if this run followed it (others' looks come by chance).
     const ended = before !== undefined && before.last !== null && after.last !== before.last && after.sawRunStart && before.sampled !== true && !byChance;
@@ -185,9 +156,9 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
   }
   const elapsed = table.lastNowHours === null ? 0 : Math.max(0, obs.nowHours - table.lastNowHours);
   // Whether no zone had capacity is known only when every zone was seen. A live run sees
-  // a few zones at a time: what it must plan for is the time it finds none (rules 3).
+  // a few zones at a time: what it must plan for is the time it finds none.
   const seen = obs.zones.filter((z) => z.spotAvailable !== 'unknown');
-  const tells = keptBy(table, 3) ? seen.length > 0 : obs.zones.length > 0 && seen.length === obs.zones.length;
+  const tells = seen.length > 0;
   const allDown = tells && seen.every((z) => z.spotAvailable === false);
   const allSeenBefore = table.allSeenBefore ?? true;
   return {
@@ -200,7 +171,6 @@ export function observe(table: StatsTable, obs: Observation): StatsTable {
     upRuns,
     downRuns,
     upResiduals,
-    ...(table.rules === undefined ? {} : { rules: table.rules }),
   };
 }
 
@@ -297,14 +267,13 @@ export function upFraction(table: StatsTable, priorHours: number): number {
  * Two kinds of evidence sample it: the runs this table saw from first sight to their end
  * (residuals), and the complete runs, whose remainder at an arbitrary moment is
  * length-biased (a moment falls in a run in proportion to its length). Both are weighed
- * by how many samples each has (under the first rules any residual replaced the runs, so
- * one left-truncated run outweighed hundreds of complete ones). `median` picks the likely
+ * by how many samples each has (so one left-truncated run does not outweigh hundreds of
+ * complete ones). `median` picks the likely
  * value instead of the mean. Undefined without evidence.
  */
 export function foundRemainingHours(table: StatsTable, median: boolean): number | undefined {
-  const pooled = keptBy(table, 2);
   const residuals = table.upResiduals ?? [];
-  const runs = pooled || residuals.length === 0 ? table.upRuns : [];
+  const runs = table.upRuns;
   const runTotal = runs.reduce((a, b) => a + b, 0);
   const nRuns = runTotal > 0 ? runs.length : 0;
   const n = residuals.length + nRuns;

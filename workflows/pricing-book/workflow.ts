@@ -7,10 +7,11 @@
  *   loop: refreshPriceBook activity -> absorbRefresh -> memo -> wait (timer or signal)
  *   continue-as-new every REFRESHES_PER_RUN refreshes (each adds the book to history)
  */
-import { condition, continueAsNew, patched, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { condition, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import { absorbRefresh, nextRefreshMs, stampOf } from './book-state';
 import { PRICE_BOOK_MEMO, type PriceBookActivities, type PriceBookInput, type PriceBookMemo, type PriceBookSettings, type PriceBookState } from './contract';
 import { priceBookQuery, refreshPricesSignal } from './messages';
+import { continueOnCurrentVersion, newVersionCurrent } from '../versions';
 
 /** At a daily refresh, a new run every ~4 weeks; the history holds at most this many books. */
 const REFRESHES_PER_RUN = 28;
@@ -34,7 +35,8 @@ export async function priceBook(input: PriceBookInput): Promise<void> {
     wanted = true;
   });
   publishVersion(state);
-  for (let done = 0; done < REFRESHES_PER_RUN && !workflowInfo().continueAsNewSuggested; ) {
+  // A newer version moves the book at its next wake: a new worker's start signals it.
+  for (let done = 0; done < REFRESHES_PER_RUN && !workflowInfo().continueAsNewSuggested && !newVersionCurrent(); ) {
     const due = nextRefreshMs(state, settings.refreshSeconds);
     if (!wanted && (due === undefined || Date.now() < due)) {
       // Waits for a signal, or for the next refresh when one is scheduled.
@@ -47,13 +49,12 @@ export async function priceBook(input: PriceBookInput): Promise<void> {
     publishVersion(state);
     done++;
   }
-  await continueAsNew<typeof priceBook>({ settings, state, refreshWanted: wanted });
+  await continueOnCurrentVersion<typeof priceBook>({ settings, state, refreshWanted: wanted });
 }
 
 /** Which book it holds, in its memo, for readers that keep the last one they read (activities/pricing). */
 function publishVersion(state: PriceBookState): void {
-  // Books that ran before the memo carry on without it: their readers query every time.
-  if (state.book === undefined || !patched('sterna-price-book-memo')) return;
+  if (state.book === undefined) return;
   const memo: PriceBookMemo = { refreshes: state.refreshes };
   upsertMemo({ [PRICE_BOOK_MEMO]: memo });
 }

@@ -8,7 +8,7 @@
  * Every deletion is recorded three ways: an activity in this workflow's history, the
  * workflow's result, and the `SternaReaped` search attribute (`sterna reaper log`).
  */
-import { patched, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { runKey } from '../naming';
 import { NOTIFY_ACTIVITY_OPTIONS, type NotifyActivities } from '../run/notify-contract';
 import { SternaReaped } from '../search-attributes';
@@ -78,7 +78,7 @@ export async function sternaReaper(input: ReaperInput = {}): Promise<ReaperResul
  */
 async function tellReaped(batch: readonly ReapedResource[]): Promise<void> {
   const told = batch.filter((r) => r.outcome === 'deleted' && r.workflowId !== undefined);
-  if (told.length === 0 || !patched('sterna-notify')) return;
+  if (told.length === 0) return;
   await Promise.all(
     told.map((r) =>
       notifyReaped({ workflowId: r.workflowId!, at: r.deletedAt!, resource: { backend: r.ref.backend, zone: r.ref.zone, name: r.ref.name, reason: r.reason, detail: r.detail } }).catch(() => undefined),

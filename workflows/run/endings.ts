@@ -80,6 +80,10 @@ export const ENDINGS: Readonly<Record<Ending, EndingRow>> = {
   [A.Stopped]: { memory: M.Released, timeline: T.Stopped, next: Next.Stop, releaseBeside: false },
   // The command's program is missing or cannot execute: the same on every VM, so no restart.
   [A.NotRunnable]: { memory: M.Released, timeline: T.AttemptFailed, failure: F.UserCodeFailed, next: Next.Fail, releaseBeside: true },
+  // What the agent could not prepare the same way on any VM: the run ends, naming it.
+  [A.SetupFailed]: { memory: M.Released, timeline: T.AttemptFailed, failure: F.SetupFailed, next: Next.Fail, releaseBeside: true },
+  [A.ImageUnavailable]: { memory: M.Released, timeline: T.AttemptFailed, failure: F.ImageUnavailable, next: Next.Fail, releaseBeside: true },
+  [A.WorkdirUnavailable]: { memory: M.Released, timeline: T.AttemptFailed, failure: F.WorkdirUnavailable, next: Next.Fail, releaseBeside: true },
 };
 
 /** Every ending, in the table's order. */
@@ -94,14 +98,23 @@ export const PROVISION_FAILURES: Readonly<Partial<Record<FailureType, Ending>>> 
   ENDING_NAMES.filter((e) => ENDINGS[e].failure !== undefined && ENDINGS[e].next !== Next.Fail).map((e) => [ENDINGS[e].failure, e]),
 );
 
-/** The agent's own failures (sterna-agent.sh exit codes), before the trainer ran. */
-export const AGENT_FAILURES: Readonly<Record<number, string>> = {
-  64: 'no command given to the agent',
-  65: 'a dataset path is not relative, or the agent\'s inputs are malformed',
-  66: 'staging a dataset failed',
-  67: 'the checkpoint to resume from is missing or does not match its sha256',
-  68: 'a secret could not be read in the VM (the agent\'s log says which and why)',
-  70: 'the agent could not create its work directory',
+/**
+ * The agent's own exits (sterna-agent.sh, activities/agent/script.ts AgentExit), before the
+ * trainer ran: why, and the ending when it is not `failed` (restarted within
+ * recovery.maxRestartsOnError): what no other VM would do differently ends the run.
+ */
+export const AGENT_EXITS: Readonly<Record<number, { reason: string; ending?: Ending }>> = {
+  64: { reason: 'no command given to the agent' },
+  65: { reason: 'a dataset path is not relative, or the agent\'s inputs are malformed' },
+  66: { reason: 'staging a dataset failed' },
+  67: { reason: 'the checkpoint to resume from is missing or does not match its sha256' },
+  68: { reason: 'a secret could not be read in the VM (the agent\'s log says which and why)' },
+  69: { reason: 'the working directory could not be fetched, did not match its sha256, or did not unpack (the run\'s log says which)', ending: A.WorkdirUnavailable },
+  70: { reason: 'the agent could not create its work directory' },
+  71: { reason: 'a setup command failed', ending: A.SetupFailed },
+  72: { reason: 'the container image could not be pulled: it does not exist, or the VM\'s service account may not read its registry', ending: A.ImageUnavailable },
+  73: { reason: 'the VM has neither docker (with its daemon up) nor podman to run the image: use a VM image with one (GCE\'s Deep Learning VM images have docker)', ending: A.ImageUnavailable },
+  74: { reason: 'the container runtime could not create or start the container (the run\'s log says why)' },
 };
 
 /**
@@ -115,5 +128,5 @@ export const NOT_RUNNABLE_EXITS: Readonly<Record<number, (program: string) => st
 };
 
 export function exitReason(exitCode: number): string {
-  return AGENT_FAILURES[exitCode] ?? `exit code ${exitCode}`;
+  return AGENT_EXITS[exitCode]?.reason ?? `exit code ${exitCode}`;
 }

@@ -1,7 +1,7 @@
 /**
  * Flex-start (Dynamic Workload Scheduler) attempts: how long each may run, when it is
- * cut, how its wait shows in the status, and whether the flex-start tier beats on-demand
- * under a deadline. Pure.
+ * cut, and how its wait shows in the status. Pure. (Whether flex-start beats spot or
+ * on-demand is the policy's to weigh: policy/flex-tier.ts.)
  *
  * A flex-start VM is created before capacity exists and waits (GCE status PENDING) for at
  * most the request's wait window; once RUNNING it is never preempted, and GCE stops it at
@@ -19,8 +19,6 @@ import type { Attempt } from './state';
 export const FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600;
 /** GCE's shortest `maxRunDuration`: an attempt requested at (or past) the run's end still gets a valid one. */
 export const FLEX_START_MIN_RUN_SECONDS = 30;
-/** The floor before the run-duration guard (runs recorded before `sterna-flex-cut` keep it). */
-export const LEGACY_FLEX_START_MIN_RUN_SECONDS = 600;
 
 export function isFlexStart(offer: Offer): boolean {
   return offer.provisioningModel === ProvisioningModel.FlexStart;
@@ -32,9 +30,9 @@ export function isFlexStart(offer: Offer): boolean {
  * most 7 days. The duration counts from when the VM starts, so a VM that waited runs past
  * `releaseByMs` by at most its wait; the run itself releases it at its end.
  */
-export function flexRunDurationSeconds(releaseByMs: number, nowMs: number, minSeconds = FLEX_START_MIN_RUN_SECONDS): number {
+export function flexRunDurationSeconds(releaseByMs: number, nowMs: number): number {
   const untilLimit = Math.floor((releaseByMs - nowMs) / 1000);
-  return Math.min(FLEX_START_MAX_RUN_SECONDS, Math.max(minSeconds, untilLimit));
+  return Math.min(FLEX_START_MAX_RUN_SECONDS, Math.max(FLEX_START_MIN_RUN_SECONDS, untilLimit));
 }
 
 /** Epoch ms at which GCE cuts this flex-start attempt (its start + run duration), once it runs. */
@@ -66,46 +64,4 @@ export function reachedRunDuration(attempt: Attempt, s: AgentSnapshot): boolean 
 export function waitingFor(attempt: Attempt | undefined, provisioning: boolean): string | undefined {
   if (!attempt || !provisioning || !isFlexStart(attempt.offer) || !attempt.requestedAt) return undefined;
   return `waiting for DWS capacity since ${attempt.requestedAt} (flex-start ${attempt.offer.machineType} in ${attempt.offer.zone})`;
-}
-
-export interface FlexTierInputs {
-  /** The flex-start offer to weigh (cheapest acceptable, untried). */
-  flex: Offer;
-  /** The on-demand offer the deadline policy would take instead. */
-  onDemand: Offer;
-  nowMs: number;
-  deadlineMs: number;
-  remainingWorkSeconds: number;
-  changeoverSeconds: number;
-  /** The longest this run lets a flex-start request wait. */
-  maxWaitSeconds: number;
-}
-
-/**
- * The auto tier: when the deadline policy would move to on-demand, flex-start is the better
- * move if it is cheaper and the deadline still holds after a full wait that ends empty-
- * handed (then on-demand, which the policy would have taken now). The expected cost weighs
- * the price only: flex-start is never preempted, and the 7-day cap costs a changeover per
- * week of work at most.
- */
-/**
- * While the deadline policy waits for spot (idle is free), flex-start is requested at the
- * latest moment from which a full wait that ends empty-handed still leaves on-demand time
- * to finish: within one policy step of it. Earlier, spot may come back; later, the
- * policy's own move is on-demand.
- */
-export function flexDueWhileWaiting(inputs: FlexTierInputs, stepSeconds: number): boolean {
-  const latestStartMs = inputs.deadlineMs - (inputs.maxWaitSeconds + 2 * inputs.changeoverSeconds + inputs.remainingWorkSeconds) * 1000;
-  return inputs.nowMs + stepSeconds * 1000 >= latestStartMs && flexBeatsOnDemand(inputs);
-}
-
-export function flexBeatsOnDemand(inputs: FlexTierInputs): boolean {
-  const { flex, onDemand } = inputs;
-  if (flex.pricePerHour >= onDemand.pricePerHour) return false;
-  const cuts = Math.floor(inputs.remainingWorkSeconds / FLEX_START_MAX_RUN_SECONDS);
-  const worstFinishMs = inputs.nowMs + (inputs.maxWaitSeconds + 2 * inputs.changeoverSeconds + inputs.remainingWorkSeconds) * 1000;
-  if (worstFinishMs > inputs.deadlineMs) return false;
-  const flexCost = flex.pricePerHour * (inputs.remainingWorkSeconds + (cuts + 1) * inputs.changeoverSeconds);
-  const onDemandCost = onDemand.pricePerHour * (inputs.remainingWorkSeconds + inputs.changeoverSeconds);
-  return flexCost < onDemandCost;
 }

@@ -18,16 +18,15 @@ import { isOwnedBy, resourceName, runKey, type Owner } from '../naming';
 import { sliceKey } from '../gpu-slices';
 import { inCooldown, rankOffers, type PlacementPolicy } from '../placement';
 import { ActionKind, idle } from '../policy';
-import { STATS_RULES, type StatsRules } from '../policy/zone-stats';
 import { flexStartMaxWaitSeconds, modelsOf } from '../pricing';
 import type { PriceStamp } from '../pricing-book/contract';
 import { PricingMode, type RunSpec } from '../spec';
 import { ProvisioningModel, type AgentSnapshot, type Offer } from '../types';
 import type { ZoneMemory } from '../zones/memory';
 import { memoryFor, memoryStats, rankWithMemory, rememberedEvents } from '../zones/prior';
-import { AGENT_FAILURES, ENDINGS, exitReason, Next, NOT_RUNNABLE_EXITS, PROVISION_FAILURES } from './endings';
+import { AGENT_EXITS, ENDINGS, exitReason, Next, NOT_RUNNABLE_EXITS, PROVISION_FAILURES } from './endings';
 import { movedOff, movePlanFor, runEndMs } from './flex-cut';
-import { cutAtMs, flexBeatsOnDemand, flexDueWhileWaiting, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, isFlexStart, LEGACY_FLEX_START_MIN_RUN_SECONDS, reachedRunDuration } from './flex-start';
+import { cutAtMs, flexRunDurationSeconds, FLEX_START_MAX_RUN_SECONDS, isFlexStart, reachedRunDuration } from './flex-start';
 import { limitAtMs, limitReached, remainingWorkSeconds } from './limits';
 import { absorbGpu, idleCheckAtMs, idleVerdict } from './gpu-util';
 import { gangObservation, gangRef, gangSize, namesPartOf } from './gang';
@@ -35,13 +34,13 @@ import { absorbCheckpointCost } from './checkpoint-interval';
 import { absorbBucketLocations, absorbStaging, dataCostUsdFor, noteStaged } from './data-placement';
 import { absorbIntervalSet, absorbLiveZoneMemory, liveIntervalStep, liveIntervalTimer, noteStartInterval, type IntervalUpdateOutcome } from './live-interval';
 import { dataCostsFor, flexTermsFor } from './auto-costs';
-import { resourceReleaseByMs } from './resource-limit';
 import { absorbPrices, unpricedNote } from './prices';
 import { markProgress, noteTraining } from './progress';
 import { afterFailure, afterPreemption } from './recovery';
 import { AttemptOutcome, currentAttempt, Phase, record, TimelineKind, type AppliedInterval, type Attempt, type Ending, type RunState } from './state';
 import { absorbAdmission, asking, awaitingAdmission, reaskAt } from '../teams/run-admission';
 import type { AdmissionDecision } from '../teams/rules';
+import { checksFailureMessage, findingsThatStopARun, type Finding } from '../checks';
 
 /** What happened, as the workflow tells the machine. */
 export type RunEvent =
@@ -70,6 +69,8 @@ export type RunEvent =
   | { kind: 'observer-asked' }
   /** A timer fired or a limit moved: re-evaluate. */
   | { kind: 'tick' }
+  /** What the checks before the run found; undefined: this worker could not check (the run goes on). */
+  | { kind: 'checked'; findings?: Finding[] }
   /** The team's answer to the run's admission request (workflows/teams). */
   | { kind: 'admission'; decision: AdmissionDecision }
   /** The admission request reached the team. */
@@ -79,6 +80,8 @@ export type RunEvent =
 
 /** What to do next. */
 export type Command =
+  /** The checks before the run (credentials, quotas, buckets, image): answered by `checked`. */
+  | { kind: 'check' }
   | { kind: 'find-capacity' }
   | { kind: 'provision'; attempt: number }
   /** `beside`: the run goes on while it runs, and hears `releasing` now and `released` when it is done. */
@@ -99,7 +102,8 @@ export type Command =
   | { kind: 'wait'; untilMs?: number }
   | { kind: 'continue-as-new' }
   | { kind: 'complete' }
-  | { kind: 'fail'; failure: FailureType; message: string; details?: unknown };
+  /** `logTailOf`: the attempt whose log's last lines the failure carries (its agent or command failed). */
+  | { kind: 'fail'; failure: FailureType; message: string; details?: unknown; logTailOf?: number };
 
 export interface Context {
   nowMs: number;
@@ -107,72 +111,12 @@ export interface Context {
   /** This execution chain's token (naming.ts). */
   execution: string;
   continueAsNewSuggested: boolean;
+  /** A newer version of the worker deployment is current: continue as new onto it (workflows/versions.ts). */
+  newVersionCurrent?: boolean;
   /** Events in this execution's history so far (the SDK's `historyLength`). */
   historyLength?: number;
-  /**
-   * The events this execution may reach before it continues as new (HISTORY_EVENTS_PER_EXECUTION,
-   * or FIRST_HISTORY_BUDGET for runs recorded under it); absent for runs recorded before any
-   * budget, which continue only when the server suggests it.
-   */
-  historyBudget?: number;
   /** Attempts the state held when this execution began (continue-as-new bound). */
   attemptsAtStart: number;
-  /** Whether this run asks for the fleet observer itself (runs recorded before it did not). */
-  asksObserver: boolean;
-  /** Whether the run must be admitted by its team before it places (runs recorded before teams are not). */
-  teamAdmission?: boolean;
-  /** Whether this run keeps GPU readings, progress and the idle rule (runs recorded before it did not). */
-  gpuUtil?: boolean;
-  /**
-   * Whether `auto` weighs flex-start and the run's data cost inside its policy, by expected
-   * cost (runs recorded before kept the fixed flex-start rule and ranked data cost only
-   * within the action the policy chose).
-   */
-  autoCosts?: boolean;
-  /** Whether flex-start attempts run until the run's end and move before their cut (runs recorded before the guard did not). */
-  flexCut?: boolean;
-  /** Whether this run keeps a training attempt's checkpoint interval current (runs recorded before it did not). */
-  liveInterval?: boolean;
-  /** Whether an ended attempt's release may run beside the next placement (run/endings.ts; runs recorded before waited for it). */
-  releaseBeside?: boolean;
-  /**
-   * Whether a preempted attempt ends when its agent says it exited (its final checkpoint
-   * is up) rather than when the VM is down (runs recorded before waited for the VM).
-   */
-  endsOnExit?: boolean;
-  /**
-   * Whether `auto` starts its policy with today's zone-statistics rules (policy/zone-stats.ts:
-   * found runs pooled, others' looks not measured); runs recorded before keep the first.
-   */
-  policyStats?: boolean;
-  /**
-   * The zone-statistics rules `auto` starts its policy with, by the patches the run was
-   * recorded with (run/patches.ts). Asked only when a policy starts, so only runs in `auto`
-   * record those patches. Without it, `policyStats` alone decides (2 or 1).
-   */
-  policyRules?: () => StatsRules;
-  /**
-   * Whether an exit of NOT_RUNNABLE_EXITS (126, 127) ends the run at once rather than
-   * restarting it (run/patches.ts); asked only when such an exit is seen, so only runs that
-   * meet one record its patch. Without it, such an exit restarts like any other.
-   */
-  notRunnableExits?: () => boolean;
-}
-
-/** How `auto` asks its policy, by what the run was recorded with (Context). */
-export interface AutoRules {
-  /** The policy weighs flex-start and the run's data cost itself (`autoCosts`). */
-  costs: boolean;
-  /** The zone-statistics rules a policy starting now keeps to (asked only then). */
-  statsRules: () => StatsRules;
-}
-
-/** What a run started today asks by. */
-export const AUTO_RULES: AutoRules = { costs: true, statsRules: () => STATS_RULES };
-
-function autoRulesOf(context: Context): AutoRules {
-  const statsRules = (): StatsRules => context.policyRules?.() ?? (context.policyStats === true ? 2 : 1);
-  return { costs: context.autoCosts === true, statsRules };
 }
 
 /** Continue as new after this many attempts even if the server does not suggest it. */
@@ -186,12 +130,9 @@ export const ATTEMPTS_PER_RUN = 50;
  * worker's memory is bounded by its runs times this budget, not by how long they run.
  * A training run adds about 11 events a minute (an observer signal, its task, the wake
  * timer moved), so this is a new execution every 10 to 15 minutes; a new execution
- * costs about 40 events (its start, first task, and a marker and a search-attribute
- * update for each patch), a quarter of the budget.
+ * costs a handful of events (its start, first task, the search attributes it publishes).
  */
 export const HISTORY_EVENTS_PER_EXECUTION = 150;
-/** The budget of runs recorded under the first one (patch `sterna-history-budget` alone). */
-export const FIRST_HISTORY_BUDGET = 400;
 /** Provision + stage + resume: paid time without progress after each start or switch. */
 export const CHANGEOVER_SECONDS = 120;
 /** How often the deadline-aware policy is asked again while spot trains. */
@@ -245,6 +186,8 @@ function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Contex
       record(state, now, { kind: TimelineKind.Released, event: `release of ${attempt.ref.name} failed (${event.message}); asking again`, attempt: attempt.attempt, zone: attempt.offer.zone });
       return undefined;
     }
+    case 'checked':
+      return absorbChecks(state, event.findings, now);
     case 'admission-asked':
       if (event.teamWebhooks !== undefined && state.admission) state.admission.teamWebhooks = event.teamWebhooks;
       return undefined;
@@ -412,7 +355,7 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
   if (movedOff(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `moved before its run duration ends, from its final checkpoint (step ${state.lastCheckpoint?.step ?? '?'})`);
   // GCE never preempts a flex-start VM: one that stops reached its run duration.
   if (reachedRunDuration(live, s)) return endAttempt(state, spec, live, AttemptOutcome.RunDurationReached, now, `maximum run duration (${live.runDurationSeconds ?? '?'} s) reached`);
-  const ending = endingOf(s, state.phase === Phase.Staging, context.endsOnExit === true, context.notRunnableExits);
+  const ending = endingOf(s, state.phase === Phase.Staging);
   if (ending) {
     if (ending.exitCode !== undefined) live.exitCode = ending.exitCode;
     return endAttempt(state, spec, live, ending.outcome, now, ending.reason);
@@ -422,7 +365,7 @@ function absorbObservation(state: RunState, spec: RunSpec, heard: ResourceObserv
     noteStaged(state, spec, live.offer.region);
     record(state, now, { kind: TimelineKind.Staged, event: `staged ${s.stagedBytes ?? 0} bytes${s.reusedBytes ? ` (${s.reusedBytes} more from the region's data cache)` : ''}`, attempt: live.attempt });
   }
-  if (context.gpuUtil && state.phase === Phase.Training) {
+  if (state.phase === Phase.Training) {
     if (s.totalSteps !== undefined) state.totalSteps = s.totalSteps;
     if (s.step !== undefined) markProgress(state, live.attempt, s.step, now);
     if (s.step !== undefined) noteTraining(state, live, s.step, now);
@@ -440,20 +383,29 @@ function ownerLabels(owner: Owner): Record<string, string> {
  * its notice period until it is down, so the final checkpoint it writes is not lost; or,
  * `onExit`, until its agent says it exited, which it does only once that checkpoint is up.
  */
-export function endingOf(s: AgentSnapshot, staging: boolean, onExit = false, notRunnable?: () => boolean): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
+export function endingOf(s: AgentSnapshot, staging: boolean): { outcome: Ending; exitCode?: number; reason?: string } | undefined {
   // The agent publishes its exit only after uploading the final checkpoint.
   if (s.phase === 'exited' && s.exitCode !== undefined && !s.preempted) {
     if (s.exitCode === 0) return { outcome: AttemptOutcome.Completed, exitCode: 0 };
-    // Asked only on such an exit: a run recorded before the row restarts as it did.
-    if (NOT_RUNNABLE_EXITS[s.exitCode] !== undefined && notRunnable?.() === true) return { outcome: AttemptOutcome.NotRunnable, exitCode: s.exitCode, reason: `exit code ${s.exitCode}` };
+    const prepared = staging && agentEnding(s);
+    if (prepared) return prepared;
+    if (NOT_RUNNABLE_EXITS[s.exitCode] !== undefined) return { outcome: AttemptOutcome.NotRunnable, exitCode: s.exitCode, reason: `exit code ${s.exitCode}` };
     // Before training starts, a non-zero exit is the agent's own failure, named by its code.
-    const agentFailure = staging && AGENT_FAILURES[s.exitCode] !== undefined;
+    const agentFailure = staging && AGENT_EXITS[s.exitCode] !== undefined;
     return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode, reason: agentFailure ? exitReason(s.exitCode) : `exit code ${s.exitCode}` };
   }
-  if (s.phase === 'failed') return { outcome: AttemptOutcome.Failed, exitCode: s.exitCode ?? 70, reason: exitReason(s.exitCode ?? 70) };
+  if (s.phase === 'failed') return agentEnding(s) ?? { outcome: AttemptOutcome.Failed, exitCode: s.exitCode ?? 70, reason: exitReason(s.exitCode ?? 70) };
   if (s.lifecycle === 'terminated' || s.lifecycle === 'gone') return { outcome: AttemptOutcome.Preempted };
-  if (onExit && s.preempted && s.phase === 'exited') return { outcome: AttemptOutcome.Preempted };
+  if (s.preempted && s.phase === 'exited') return { outcome: AttemptOutcome.Preempted };
   return undefined;
+}
+
+/** An agent exit that ends the run rather than the attempt (endings.ts AGENT_EXITS), with what failed. */
+function agentEnding(s: AgentSnapshot): { outcome: Ending; exitCode: number; reason: string } | undefined {
+  const row = s.exitCode === undefined ? undefined : AGENT_EXITS[s.exitCode];
+  if (!row?.ending) return undefined;
+  const setup = row.ending === AttemptOutcome.SetupFailed && s.setupStep ? `setup command ${s.setupStep.step} of ${s.setupStep.of} exited with code ${s.setupExitCode ?? '?'}` : undefined;
+  return { outcome: row.ending, exitCode: s.exitCode!, reason: setup ? `${row.reason}: ${setup}` : row.reason };
 }
 
 /** Ends an attempt: the ending's zone event, counters and recovery, from the tables. */
@@ -499,7 +451,7 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
       state.phase = Phase.Recovering;
       state.placement = undefined;
       const decision = afterFailure(state, spec, attempt);
-      if (!decision.retry) return { kind: 'fail', failure: decision.failure, message: decision.message, details: decision.details };
+      if (!decision.retry) return { kind: 'fail', failure: decision.failure, message: decision.message, details: decision.details, logTailOf: attempt.attempt };
       state.restarts++;
       record(state, now, {
         ...where,
@@ -518,9 +470,11 @@ function endAttempt(state: RunState, spec: RunSpec, attempt: Attempt, outcome: E
     case Next.Fail: {
       const program = JSON.stringify(spec.command[0] ?? '').slice(0, 200);
       const why = attempt.exitCode !== undefined ? NOT_RUNNABLE_EXITS[attempt.exitCode]?.(program) : undefined;
-      const message = `${why ?? `training failed with ${detail ?? outcome}`}; not retried: a new VM would fail the same way`;
+      // The agent's own endings (AGENT_EXITS) say what failed; anything else is the training command's.
+      const agents = Object.values(AGENT_EXITS).some((row) => row.ending === outcome);
+      const message = `${why ?? (agents ? (detail ?? outcome) : `training failed with ${detail ?? outcome}`)}; not retried: a new VM would fail the same way`;
       record(state, now, { ...where, kind: rule.timeline, event: `${outcome} in ${zone}: ${message}` });
-      return { kind: 'fail', failure: rule.failure ?? FailureType.UserCodeFailed, message, details: { exitCode: attempt.exitCode } };
+      return { kind: 'fail', failure: rule.failure ?? FailureType.UserCodeFailed, message, details: { exitCode: attempt.exitCode }, logTailOf: attempt.attempt };
     }
   }
 }
@@ -532,9 +486,9 @@ function decide(state: RunState, spec: RunSpec, context: Context): Command {
   const last = state.attempts[state.attempts.length - 1];
   // An ended attempt is released before anything else happens; where nothing of it can
   // still write, its release runs beside the next placement (run/endings.ts).
-  const unreleased = context.releaseBeside ? state.attempts.find((a) => a.outcome !== AttemptOutcome.Running && !a.released && !a.releasing) : last;
-  if (unreleased && unreleased.outcome !== AttemptOutcome.Running && !unreleased.released) {
-    const beside = context.releaseBeside === true && ENDINGS[unreleased.outcome as Ending].releaseBeside;
+  const unreleased = state.attempts.find((a) => a.outcome !== AttemptOutcome.Running && !a.released && !a.releasing);
+  if (unreleased) {
+    const beside = ENDINGS[unreleased.outcome as Ending].releaseBeside;
     if (beside) unreleased.releasing = true;
     return { kind: 'release', attempt: unreleased.attempt, createMayBeInFlight: !unreleased.createSettled, ...(beside ? { beside } : {}) };
   }
@@ -553,8 +507,24 @@ function decide(state: RunState, spec: RunSpec, context: Context): Command {
   // A release in flight is this execution's to finish: the next one would not hear of it.
   if (!releasing && shouldContinueAsNew(state, context)) return { kind: 'continue-as-new' };
   if (live) return follow(state, spec, live, context);
-  if (awaitingAdmission(state, context.teamAdmission ?? false)) return admission(state, spec, now);
+  // Before anything costs money or a place in the team's queue: the checks, once.
+  if (state.checked === undefined && state.attempts.length === 0) return { kind: 'check' };
+  if (awaitingAdmission(state)) return admission(state, spec, now);
   return place(state, spec, context);
+}
+
+/** The checks' answer: a run that cannot succeed fails now, before any VM exists, naming each problem and its fix. */
+function absorbChecks(state: RunState, findings: Finding[] | undefined, now: number): Command | undefined {
+  state.checked = true;
+  if (findings === undefined) {
+    record(state, now, { kind: TimelineKind.Checked, event: 'checks before the run: not run (this worker cannot check); going on' });
+    return undefined;
+  }
+  const blocking = findingsThatStopARun(findings);
+  const warnings = findings.filter((f) => f.problem && !blocking.includes(f));
+  record(state, now, { kind: TimelineKind.Checked, event: `checks before the run: ${findings.length - blocking.length} of ${findings.length} passed${warnings.length ? `; ${warnings.map((w) => `${w.check}: ${w.problem}`).join('; ')}` : ''}` });
+  if (blocking.length === 0) return undefined;
+  return { kind: 'fail', failure: FailureType.ChecksFailed, message: `the run cannot succeed as things stand, so nothing was created: ${checksFailureMessage(findings, blocking)}` };
 }
 
 /** Before the first placement: ask the team, then wait for its answer (asking again if it stays silent). */
@@ -569,8 +539,8 @@ function admission(state: RunState, spec: RunSpec, now: number): Command {
 }
 
 function shouldContinueAsNew(state: RunState, context: Context): boolean {
-  if (context.continueAsNewSuggested || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN) return true;
-  return context.historyBudget !== undefined && (context.historyLength ?? 0) >= context.historyBudget;
+  if (context.continueAsNewSuggested || context.newVersionCurrent || state.attempts.length - context.attemptsAtStart >= ATTEMPTS_PER_RUN) return true;
+  return (context.historyLength ?? 0) >= HISTORY_EVENTS_PER_EXECUTION;
 }
 
 /** While an attempt stages or trains: ask for the observer, look when it is silent, ask the policy, wait. */
@@ -578,7 +548,7 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
   const now = context.nowMs;
   const aliveMs = 2 * (state.observerQuietSeconds ?? DEFAULT_FLEET_SETTINGS.maxSilenceSeconds) * 1000;
   const observerAlive = state.observerHeardAt !== undefined && now - state.observerHeardAt < aliveMs;
-  if (context.asksObserver && !observerAlive && (state.observerAskedAt === undefined || now - state.observerAskedAt >= aliveMs)) {
+  if (!observerAlive && (state.observerAskedAt === undefined || now - state.observerAskedAt >= aliveMs)) {
     state.observerAskedAt = now;
     return { kind: 'ensure-observer' };
   }
@@ -586,9 +556,9 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     ? state.observerHeardAt! + aliveMs
     : (state.lastHeardAt ?? now) + (state.observerHeardAt === undefined ? spec.recovery.pollSeconds : Math.max(spec.recovery.pollSeconds, FALLBACK_LOOK_SECONDS)) * 1000;
   if (now >= lookAt) return { kind: 'look', attempt: live.attempt };
-  const liveStep = context.liveInterval ? liveIntervalStep(state, spec, live, now) : undefined;
+  const liveStep = liveIntervalStep(state, spec, live, now);
   if (liveStep) return liveStep;
-  if (context.gpuUtil && state.phase === Phase.Training) {
+  if (state.phase === Phase.Training) {
     const idle = idleVerdict(state, spec, now);
     if (idle?.kind === 'stop') return { kind: 'fail', failure: idle.failure, message: idle.message };
     if (idle?.kind === 'flag') {
@@ -603,17 +573,15 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
     if (now >= state.policyCheckAt) {
       state.policyCheckAt = now + POLICY_CHECK_SECONDS * 1000;
       const offers = state.placement?.offers ?? [];
-      const rules = autoRulesOf(context);
-      const costs = rules.costs;
-      const move = offers.length > 0 ? askPolicy(state, spec, costs ? usableFlex(state, spec, offers, now) : offers, actionOf(live.offer), now, rules).kind : undefined;
-      if (move === ActionKind.OnDemand || (costs && move === ActionKind.FlexStart)) {
+      const move = offers.length > 0 ? askPolicy(state, spec, usableFlex(state, spec, offers, now), actionOf(live.offer), now).kind : undefined;
+      if (move === ActionKind.OnDemand || move === ActionKind.FlexStart) {
         const stop = endAttempt(state, spec, live, AttemptOutcome.Switched, now);
         return stop ?? decide(state, spec, context);
       }
     }
   }
   // A flex-start attempt moves before its cut: the agent checkpoints, then the run releases and places again.
-  const move = context.flexCut && state.phase === Phase.Training ? movePlanFor(state, spec, live) : undefined;
+  const move = state.phase === Phase.Training ? movePlanFor(state, spec, live) : undefined;
   if (move && now >= move.askAtMs) {
     live.moveAskedAt = new Date(now).toISOString();
     record(state, now, {
@@ -627,8 +595,8 @@ function follow(state: RunState, spec: RunSpec, live: Attempt, context: Context)
   }
   // A flex-start VM is cut at its run duration: look right after, not at the next poll.
   const cut = cutAtMs(live);
-  const idleAt = context.gpuUtil && state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
-  const intervalAt = context.liveInterval ? liveIntervalTimer(state, spec, live) : undefined;
+  const idleAt = state.phase === Phase.Training ? idleCheckAtMs(state, spec) : undefined;
+  const intervalAt = liveIntervalTimer(state, spec, live);
   const timers = [lookAt, limitAtMs(state, spec, live, now), state.policyCheckAt, cut !== undefined && cut > now ? cut + CUT_LOOK_DELAY_MS : undefined, idleAt, move?.askAtMs, intervalAt].filter((t): t is number => t !== undefined);
   return { kind: 'wait', untilMs: Math.min(...timers) };
 }
@@ -645,7 +613,7 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
     state.phase = Phase.FindingCapacity;
     return { kind: 'find-capacity' };
   }
-  const offer = nextCandidate(state, spec, now, autoRulesOf(context));
+  const offer = nextCandidate(state, spec, now);
   if (!offer) {
     state.placement = undefined;
     state.capacityRetryAt = now + NO_CAPACITY_BACKOFF_MS;
@@ -653,13 +621,11 @@ function place(state: RunState, spec: RunSpec, context: Context): Command {
   }
   state.placement.tried.push(triedKey(offer));
   const attempt = beginAttempt(state, offer, context);
-  if (context.liveInterval) noteStartInterval(state, spec, attempt, now);
+  noteStartInterval(state, spec, attempt, now);
   if (isFlexStart(offer)) {
     attempt.requestedAt = new Date(now).toISOString();
-    // From the run's own end (flex-cut.ts); runs recorded before the guard kept the resource margin.
-    attempt.runDurationSeconds = context.flexCut
-      ? flexRunDurationSeconds(runEndMs(state, spec) ?? now + FLEX_START_MAX_RUN_SECONDS * 1000, now)
-      : flexRunDurationSeconds(resourceReleaseByMs(state, spec, now), now, LEGACY_FLEX_START_MIN_RUN_SECONDS);
+    // From the run's own end (flex-cut.ts).
+    attempt.runDurationSeconds = flexRunDurationSeconds(runEndMs(state, spec) ?? now + FLEX_START_MAX_RUN_SECONDS * 1000, now);
     record(state, now, {
       kind: TimelineKind.Placing,
       event: `flex-start request in ${offer.zone}: waiting for DWS capacity for up to ${flexStartMaxWaitSeconds(spec)} s, then running at most ${attempt.runDurationSeconds} s`,
@@ -697,34 +663,11 @@ function beginAttempt(state: RunState, offer: Offer, context: Context): Attempt 
   return attempt;
 }
 
-/**
- * The next offer to try in this round, or undefined when the round is over. `rules`: how
- * the auto policy is asked (runs recorded before asked by older rules).
- */
-export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, rules: AutoRules = AUTO_RULES): Offer | undefined {
+/** The next offer to try in this round, or undefined when the round is over. */
+export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
   const round = state.placement!;
   const untried = (o: Offer) => !round.tried.includes(triedKey(o));
-  if (autoPolicyApplies(state, spec) && rules.costs) return autoCandidate(state, spec, nowMs, rules);
-  if (autoPolicyApplies(state, spec)) {
-    // The deadline-aware policy picks the zone and model; after each failed try it is
-    // asked again, now knowing that zone is out.
-    const both = [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
-    const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, both, nowMs));
-    const decision = askPolicy(state, spec, round.offers, idle, nowMs, rules);
-    const usable = (o: Offer) => untried(o) && !inCooldown(o, state.zoneEvents, placementPolicy(state, spec, [o.provisioningModel], nowMs));
-    const chosen = offersFor(decision, ranked).find(usable);
-    const flex = decision.kind !== ActionKind.Spot ? flexTierChoice(state, spec, round.offers, chosen ?? cheapestOnDemand(ranked), usable, decision.kind === ActionKind.Idle, nowMs) : undefined;
-    if (flex) {
-      record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: flex-start in ${flex.zone} rather than ${decision.kind === ActionKind.Idle ? 'waiting for spot' : 'on-demand'} (cheaper, and the deadline holds after a full wait)`, zone: flex.zone, model: flex.provisioningModel });
-      return flex;
-    }
-    if (decision.kind === ActionKind.Idle) {
-      record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
-      return undefined;
-    }
-    if (chosen) record(state, nowMs, { kind: TimelineKind.PolicyChoice, event: `policy: ${decision.kind} in ${decision.zone}`, zone: decision.zone, model: chosen.provisioningModel });
-    return chosen;
-  }
+  if (autoPolicyApplies(state, spec)) return autoCandidate(state, spec, nowMs);
   const models = modelsOf(spec);
   // Offers another run saw stock out lately go last (the project's zone memory).
   const policy = placementPolicy(state, spec, models, nowMs);
@@ -741,11 +684,11 @@ export function nextCandidate(state: RunState, spec: RunSpec, nowMs: number, rul
  * spec with `pricing.flexStart`) flex-start - by expected cost, the run's data cost
  * included; after each failed try it is asked again, now knowing that zone is out.
  */
-function autoCandidate(state: RunState, spec: RunSpec, nowMs: number, rules: AutoRules): Offer | undefined {
+function autoCandidate(state: RunState, spec: RunSpec, nowMs: number): Offer | undefined {
   const round = state.placement!;
   const models = spec.pricing.flexStart ? [ProvisioningModel.Spot, ProvisioningModel.FlexStart, ProvisioningModel.OnDemand] : [ProvisioningModel.Spot, ProvisioningModel.OnDemand];
   const ranked = rankOffers(round.offers, [], placementPolicy(state, spec, models, nowMs));
-  const decision = askPolicy(state, spec, usableFlex(state, spec, round.offers, nowMs), idle, nowMs, rules);
+  const decision = askPolicy(state, spec, usableFlex(state, spec, round.offers, nowMs), idle, nowMs);
   const chosen = offersFor(decision, ranked).find((o) => usable(state, spec, o, nowMs));
   if (decision.kind === ActionKind.Idle) {
     record(state, nowMs, { kind: TimelineKind.PolicyWait, event: 'policy: wait for cheaper capacity' });
@@ -768,35 +711,6 @@ function usableFlex(state: RunState, spec: RunSpec, offers: readonly Offer[], no
   return offers.filter((o) => !isFlexStart(o) || flex.includes(o));
 }
 
-/**
- * The flex-start tier of `auto` (a spec with `pricing.flexStart`) as runs recorded before
- * `autoCosts` decide it: where the deadline
- * policy moves to on-demand, or waits for spot until the last moment a flex-start request
- * can still fail and leave on-demand time, the cheapest usable flex-start offer goes
- * instead when run/flex-start.ts says it beats on-demand under the deadline.
- */
-function flexTierChoice(state: RunState, spec: RunSpec, offers: readonly Offer[], onDemand: Offer | undefined, usable: (o: Offer) => boolean, waitingForSpot: boolean, nowMs: number): Offer | undefined {
-  if (!spec.pricing.flexStart || !onDemand) return undefined;
-  const flex = rankOffers(offers, state.zoneEvents, placementPolicy(state, spec, [ProvisioningModel.FlexStart], nowMs)).find(usable);
-  if (!flex) return undefined;
-  const inputs = {
-    flex,
-    onDemand,
-    nowMs,
-    deadlineMs: Date.parse(state.deadline!),
-    remainingWorkSeconds: remainingWorkSeconds(state, spec) ?? 0,
-    changeoverSeconds: CHANGEOVER_SECONDS,
-    maxWaitSeconds: flexStartMaxWaitSeconds(spec),
-  };
-  const wins = waitingForSpot ? flexDueWhileWaiting(inputs, POLICY_CHECK_SECONDS) : flexBeatsOnDemand(inputs);
-  return wins ? flex : undefined;
-}
-
-/** The on-demand price flex-start is weighed against: the cheapest acceptable on-demand offer. */
-function cheapestOnDemand(ranked: readonly Offer[]): Offer | undefined {
-  return ranked.find((o) => o.provisioningModel === ProvisioningModel.OnDemand);
-}
-
 function autoPolicyApplies(state: RunState, spec: RunSpec): boolean {
   return spec.pricing.mode === PricingMode.Auto && state.deadline !== undefined && spec.time.expectedDuration !== undefined;
 }
@@ -812,7 +726,7 @@ function placementPolicy(state: RunState, spec: RunSpec, models: readonly Provis
   };
 }
 
-function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number, rules: AutoRules) {
+function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
   // A run that read the zone memory starts the policy from it, and sees its stockouts.
   const { action, state: policyState } = decideAuto(state.policyState, {
     memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
@@ -827,8 +741,8 @@ function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], cur
     changeoverSeconds: CHANGEOVER_SECONDS,
     stepSeconds: POLICY_CHECK_SECONDS,
     current,
-    ...(state.policyState === undefined ? { statsRules: rules.statsRules() } : {}),
-    ...(rules.costs ? { flexStart: flexTermsFor(spec), dataCost: dataCostsFor(spec, state) } : {}),
+    flexStart: flexTermsFor(spec),
+    dataCost: dataCostsFor(spec, state),
   });
   state.policyState = policyState;
   return action;

@@ -1,19 +1,14 @@
 /**
  * What released attempts teach the project: how their zones behaved (the zone memory)
- * and how fast they trained (the throughput memory), told in one activity. Runs recorded
- * before the two went together tell them apart, in two activities, and replay so.
+ * and how fast they trained (the throughput memory), told in one activity beside the
+ * run's next step.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import { hasChange } from './changes';
 import { ThroughputLink } from '../plan/run-link';
 import type { RunSpec } from '../spec';
-import { usesZoneMemory, ZoneLink } from '../zones/run-link';
+import { ZoneLink } from '../zones/run-link';
 import type { MemoryActivities } from './memory-contract';
 import type { RunState } from './state';
-
-export const ONE_RECORD_PATCH = 'sterna-one-record';
-/** Runs recorded before the tell went on beside the run's next step waited for it. */
-export const RECORD_BESIDE_PATCH = 'sterna-record-beside';
 
 export class MemoryLink {
   // A worker built without the activity (NotFoundError) answers at once: the run goes on.
@@ -33,19 +28,10 @@ export class MemoryLink {
 
   /** Tells both memories what the attempts released since the last tell showed. A courtesy: failures are dropped. */
   async tell(): Promise<void> {
-    if (!hasChange(ONE_RECORD_PATCH)) {
-      await this.zones.tell();
-      await this.throughput.tell();
-      return;
-    }
     const outcomes = this.zones.take();
     const samples = this.throughput.take();
     if (outcomes.length === 0 && samples.length === 0) return;
-    // The zone memory's own patch still guards its outcomes, as in the two-activity path.
-    const zoneOutcomes = outcomes.length > 0 && usesZoneMemory() ? outcomes : [];
-    const told = this.acts.recordReleasedAttempts({ backend: this.spec.backend, outcomes: zoneOutcomes, samples }).catch(() => undefined);
-    if (hasChange(RECORD_BESIDE_PATCH)) this.pending.push(told);
-    else await told;
+    this.pending.push(this.acts.recordReleasedAttempts({ backend: this.spec.backend, outcomes, samples }).catch(() => undefined));
   }
 
   /** Waits for every tell in flight (before the run continues as new or ends). */

@@ -1,10 +1,9 @@
 /**
  * The run's link to its notifications: what is due (run/notify.ts decides) goes to
  * delivery without the run waiting for it; the run waits for what is in flight only
- * before it continues as new or ends. Runs recorded before notifications replay unchanged.
+ * before it continues as new or ends.
  */
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
-import { hasChange } from './changes';
 import type { RunSpec } from '../spec';
 import { mayNotify, notificationsDue, notifyWakeAtMs, remember, type NotifyMoment } from './notify';
 import { NOTIFY_ACTIVITY_OPTIONS, type NotifyActivities } from './notify-contract';
@@ -12,7 +11,6 @@ import { record, TimelineKind, type RunState } from './state';
 
 export class NotifyLink {
   private readonly acts = proxyActivities<NotifyActivities>(NOTIFY_ACTIVITY_OPTIONS);
-  private patchedIn: boolean | undefined;
   /** Deliveries handed out and not yet answered. */
   private inFlight = 0;
 
@@ -21,12 +19,9 @@ export class NotifyLink {
     private readonly state: RunState,
   ) {}
 
-  /**
-   * Whether this run sends notifications: someone may listen, and the run was not
-   * recorded before runs did (their histories replay without the activities).
-   */
+  /** Whether this run sends notifications: someone may listen. */
   private notifies(): boolean {
-    return mayNotify(this.spec, this.state) && (this.patchedIn ??= hasChange('sterna-notify'));
+    return mayNotify(this.spec, this.state);
   }
 
   /**

@@ -1,15 +1,13 @@
 /**
  * A placement's activities: the capacity on offer (with the zone memory, in the same
- * activity where the run's history allows) and, once, where the data's buckets live;
+ * activity) and, once, where the data's buckets live;
  * answered together as the machine's `offers` event.
  */
 import { isCancellation } from '@temporalio/workflow';
-import { hasChange } from './changes';
 import type { runActivities } from '../run-activities';
 import type { RunSpec } from '../spec';
 import type { BucketAnswer, DatasetAnswer } from '../activity-contract';
 import { datasetsToCheck } from './datasets';
-import { checksDatasets } from './patches';
 import { bucketsToLocate } from './data-placement';
 import type { RunEvent } from './machine';
 import type { MemoryLink } from './memory-link';
@@ -25,15 +23,23 @@ export class PlacementActs {
     private readonly memories: MemoryLink,
   ) {}
 
+  /** The checks before the run; a worker that cannot check (given nothing to check with, or the activity failed) answers nothing. */
+  async check(): Promise<Extract<RunEvent, { kind: 'checked' }>> {
+    try {
+      return { kind: 'checked', findings: await this.acts.checks.checkBeforeRun({ spec: this.spec }) };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { kind: 'checked' };
+    }
+  }
+
   async findCapacity(): Promise<Extract<RunEvent, { kind: 'offers' }>> {
-    const memoryFor = this.memories.zones.readWithCapacity();
-    const [found, zoneMemory, bucketLocations, datasets] = await Promise.all([
-      this.acts.quick.findCapacity({ ...capacityRequest(this.spec), ...(memoryFor ? { zoneMemoryFor: memoryFor } : {}) }),
-      memoryFor ? undefined : this.memories.zones.read(),
+    const [found, bucketLocations, datasets] = await Promise.all([
+      this.acts.quick.findCapacity({ ...capacityRequest(this.spec), zoneMemoryFor: this.memories.zones.readWithCapacity() }),
       this.locateBuckets(),
       this.checkDatasets(),
     ]);
-    return { kind: 'offers', ...capacityFound(found), ...(zoneMemory ? { zoneMemory } : {}), ...(bucketLocations ? { bucketLocations } : {}), ...(datasets ? { datasets } : {}) };
+    return { kind: 'offers', ...capacityFound(found), ...(bucketLocations ? { bucketLocations } : {}), ...(datasets ? { datasets } : {}) };
   }
 
   /**
@@ -42,8 +48,7 @@ export class PlacementActs {
    */
   private async checkDatasets(): Promise<DatasetAnswer[] | undefined> {
     const uris = datasetsToCheck(this.spec, this.state);
-    // Runs recorded before the check replay without it.
-    if (uris.length === 0 || !checksDatasets()) return undefined;
+    if (uris.length === 0) return undefined;
     try {
       return await this.acts.storage.checkDatasets({ uris });
     } catch (err) {
@@ -59,8 +64,7 @@ export class PlacementActs {
    */
   private async locateBuckets(): Promise<BucketAnswer[] | undefined> {
     const buckets = bucketsToLocate(this.spec, this.state);
-    // Runs recorded before bucket locations replay without asking.
-    if (buckets.length === 0 || !hasChange('sterna-bucket-location')) return undefined;
+    if (buckets.length === 0) return undefined;
     try {
       return await this.acts.storage.locateBuckets({ buckets });
     } catch (err) {

@@ -4,7 +4,6 @@
  * written only when what it shows has changed.
  */
 import { setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
-import { hasChange } from './changes';
 import type { RunSpec } from '../spec';
 import { costMemoOf, COST_MEMO } from './cost-refresh';
 import type { RunState } from './state';
@@ -27,9 +26,7 @@ export class Publisher {
    * supersedes them, so it never sees the newer attempt without them).
    */
   attributesAndDetails(): void {
-    // Not a command (the UI reads it through the metadata query), but behind a patch so runs
-    // recorded before it replay exactly as they ran.
-    if (hasChange('sterna-current-details')) setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
+    setCurrentDetails(currentDetailsOf(this.state, this.spec, Date.now()));
     const releasing = releasingOf(this.state);
     const releasingKey = JSON.stringify(releasing);
     if (releasingKey !== this.releasing) {

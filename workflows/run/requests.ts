@@ -49,11 +49,14 @@ export function provisionRequest(spec: RunSpec, state: RunState, attempt: Attemp
       env: { ...spec.env, STERNA_CHECKPOINT_INTERVAL: String(attempt.checkpointInterval?.seconds ?? intervalForOffer(spec, state, attempt.offer, nowMs).seconds) },
       secrets: spec.secrets,
       datasets: spec.datasets,
+      ...(spec.workdir ? { workdir: spec.workdir } : {}),
       // Each run checkpoints under its own prefix, so runs sharing a bucket never mix.
       checkpointUri: `${spec.checkpoint.uri.replace(/\/+$/, '')}/${runKey(state.runId)}`,
       resumeFrom: state.lastCheckpoint,
       pollSeconds: spec.recovery.pollSeconds,
       ...(spec.placement.dataCache ? { dataCacheUri: dataCacheUri(spec.placement.dataCache, attempt.offer.region, state.runId) } : {}),
+      // Only when given: a run without setup asks for exactly what it always did.
+      ...(spec.setup && spec.setup.length > 0 ? { setup: spec.setup } : {}),
     },
   };
 }

@@ -2,6 +2,7 @@
  * The durable state of one training run. JSON-plain so it survives continue-as-new
  * unchanged. The machine (machine.ts) is its only writer; views.ts reads it.
  */
+import type { AutoState } from '../auto-policy';
 import type { ZoneEvent } from '../placement';
 import type { StagingProgress } from './data-placement';
 import type { NotifyMemory } from './notify';
@@ -53,6 +54,12 @@ export const AttemptOutcome = {
    * executable: exit 127 or 126, endings.ts NOT_RUNNABLE_EXITS): no other VM can change that.
    */
   NotRunnable: 'not-runnable',
+  /** A setup command failed (agent exit 71): the same on every VM. */
+  SetupFailed: 'setup-failed',
+  /** The image could not be pulled, or the VM has no container runtime (agent exits 72, 73). */
+  ImageUnavailable: 'image-unavailable',
+  /** The workdir could not be fetched, checked or unpacked (agent exit 69). */
+  WorkdirUnavailable: 'workdir-unavailable',
 } as const;
 export type AttemptOutcome = (typeof AttemptOutcome)[keyof typeof AttemptOutcome];
 /** Every outcome but `running`: how an attempt can end. */
@@ -109,6 +116,8 @@ export interface AppliedInterval {
 /** The closed set of things a run's timeline records; views and tests read `kind`. */
 export const TimelineKind = {
   RunStarted: 'run-started',
+  /** What the checks before the run found (run/machine.ts `checked`). */
+  Checked: 'checked',
   Queued: 'queued',
   Admitted: 'admitted',
   /** Valid but probably a mistake (a secret-looking env name...): spec.ts `specWarnings`. */
@@ -186,7 +195,7 @@ export interface RunState {
   deadline?: string;
   timeline: TimelineEvent[];
   /** State of the deadline-aware pricing policy (workflows/policy), JSON-plain. */
-  policyState?: unknown;
+  policyState?: AutoState;
   placement?: PlacementRound;
   /** Name of the attempt a preemption notice came for: it is draining, not lost. */
   notice?: string;
@@ -206,6 +215,8 @@ export interface RunState {
   prices?: RunPrices;
   /** The run's team admission (absent in runs from before teams, and until it asks). */
   admission?: RunAdmission;
+  /** Set once the checks before the run answered (or could not): they are asked once, before anything else. */
+  checked?: boolean;
   /** Regions whose data cache holds the run's datasets (run/data-placement.ts). */
   dataCachedRegions?: string[];
   /** The latest attempt's staging progress (run/data-placement.ts). */

@@ -250,7 +250,6 @@ export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
     ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
     ...(spec.labels.team ? [{ key: SternaTeam, value: spec.labels.team }] : []),
-    // Only runs that keep GPU readings (patched 'sterna-gpu-util') have any: older runs replay unchanged.
     ...(state.gpu ? [{ key: SternaGpuUtil, value: Math.round(meanUtilisation(state.gpu)!) }] : []),
   ];
 }

@@ -49,11 +49,11 @@ export function admissionRequestOf(spec: RunSpec, state: RunState): AdmissionReq
 }
 
 /**
- * Whether the run must still be admitted before it places anything. Only a run with no
- * attempt yet asks: a run already running when admission was deployed keeps running.
+ * Whether the run must still be admitted before it places anything: only a run with no
+ * attempt yet asks.
  */
-export function awaitingAdmission(state: RunState, enabled: boolean): boolean {
-  return enabled && state.attempts.length === 0 && state.admission?.status !== 'admitted';
+export function awaitingAdmission(state: RunState): boolean {
+  return state.attempts.length === 0 && state.admission?.status !== 'admitted';
 }
 
 /** The run asks (or asks again): recorded before the activity, so the wait knows when. */

@@ -9,7 +9,7 @@
  * and a forged `admitted` would run it past its team's GPU quota while the ledger still
  * counted it as queued.
  */
-import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Inbox } from '../inbox';
 import type { RunEvent } from '../run/machine';
 import type { RunState } from '../run/state';
@@ -17,9 +17,6 @@ import { ledger } from '../run/views';
 import type { RunSpec } from '../spec';
 import { admissionSignal, runEndedSignal, runSpendSignal, teamWorkflowId, type TeamActivities } from './contract';
 import { admissionRequestOf, teamOf } from './run-admission';
-
-/** Runs recorded before took the team's signal as its answer. */
-export const ADMISSION_FROM_LEDGER_PATCH = 'sterna-admission-from-ledger';
 
 /** How often a run with a billed attempt tells its team what it has spent so far. */
 export const SPEND_REPORT_MS = 10 * 60_000;
@@ -41,10 +38,8 @@ export class TeamLink {
   ) {}
 
   installHandlers(): void {
-    setHandler(admissionSignal, (decision) => {
-      if (patched(ADMISSION_FROM_LEDGER_PATCH)) void this.readLedger();
-      else this.inbox.push({ kind: 'admission', decision });
-    });
+    // The signal is only news: the answer is the ledger's own (a signal can be forged).
+    setHandler(admissionSignal, () => void this.readLedger());
   }
 
   /** Reads the ledger's answer for this run; the run acts on that alone. */

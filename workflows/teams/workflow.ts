@@ -9,8 +9,9 @@
  *
  * The rules are rules.ts; this file only wires messages to them and sends the answers.
  */
-import { allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { failure, FailureType } from '../failures';
+import { continueOnCurrentVersion, newVersionCurrent } from '../versions';
 import { admissionOfQuery, admissionRequestSignal, admissionSignal, runEndedSignal, runSpendSignal, setTeamLimitsUpdate, teamQuery, type TeamActivities, type TeamInput } from './contract';
 import { admissionOf, applyLimits, enqueue, limitsProblem, newTeamState, periodEndsAt, recordSpend, release, settle, teamView, type AdmissionDecision, type LimitsChange } from './rules';
 
@@ -20,12 +21,6 @@ import { admissionOf, applyLimits, enqueue, limitsProblem, newTeamState, periodE
  * them are closed (the closedRuns activity).
  */
 const SWEEP_SECONDS = 15 * 60;
-/**
- * Teams recorded before it checked by sending every running run a repeated `admitted`
- * answer, which a live run ignores and a closed one cannot receive: with 2,000 runs, a
- * wave of 2,000 workflow tasks every sweep.
- */
-export const SWEEP_BY_DESCRIBE_PATCH = 'sterna-team-sweep-by-describe';
 /** Continue as new well before the history gets long (each run costs about ten events). */
 const MAX_HISTORY_EVENTS = 8_000;
 
@@ -71,17 +66,16 @@ export async function teamLedger(input: TeamInput): Promise<void> {
     if (!due) look();
     if (Date.now() >= sweepAt) {
       sweepAt = Date.now() + sweepMs;
-      if (patched(SWEEP_BY_DESCRIBE_PATCH)) await sweep();
-      else outbox.push(...state.running.map((h) => ({ runId: h.runId, outcome: 'admitted' as const, team: state.team })));
+      await sweep();
     }
     while (outbox.length > 0) {
       const batch = outbox.splice(0, outbox.length);
       await Promise.all(batch.map((decision) => tell(decision)));
     }
     const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) {
+    if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS || newVersionCurrent()) {
       await condition(() => allHandlersFinished() && outbox.length === 0);
-      return continueAsNew<typeof teamLedger>({ team: state.team, state, ...(input.sweepSeconds !== undefined ? { sweepSeconds: input.sweepSeconds } : {}) });
+      return continueOnCurrentVersion<typeof teamLedger>({ team: state.team, state, ...(input.sweepSeconds !== undefined ? { sweepSeconds: input.sweepSeconds } : {}) });
     }
   }
 

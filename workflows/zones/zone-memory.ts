@@ -11,7 +11,8 @@
  * ends when nothing is left to remember (the next outcome starts it again), and
  * continues as new every few hundred signals to keep its history short.
  */
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import { continueOnCurrentVersion, newVersionCurrent } from '../versions';
 import type { ZoneMemoryInput } from './contract';
 import { emptyMemory, isZoneMemory, isZoneOutcome, prune, record, type ZoneMemory } from './memory';
 import { zoneMemoryQuery, zoneOutcomesSignal } from './messages';
@@ -32,7 +33,7 @@ export async function zoneMemory(input: ZoneMemoryInput = {}): Promise<void> {
   });
   setHandler(zoneMemoryQuery, () => memory);
   for (;;) {
-    const full = await condition(() => signals >= SIGNALS_PER_RUN || workflowInfo().continueAsNewSuggested, PRUNE_EVERY);
+    const full = await condition(() => signals >= SIGNALS_PER_RUN || workflowInfo().continueAsNewSuggested || newVersionCurrent(), PRUNE_EVERY);
     memory = prune(memory, Date.now());
     if (full) break;
     // A quiet day: end once everything is forgotten, else drop this run's history.
@@ -40,5 +41,5 @@ export async function zoneMemory(input: ZoneMemoryInput = {}): Promise<void> {
     if (signals > 0) break;
   }
   await condition(allHandlersFinished);
-  await continueAsNew<typeof zoneMemory>({ memory });
+  await continueOnCurrentVersion<typeof zoneMemory>({ memory });
 }

@@ -4,15 +4,17 @@
  * with tsc against the package's declarations, and runs it (an ES module, as README's
  * example) against the test stack. It prints one JSON object per line for the test:
  *
- *   run <spec.json> <workflowId> <taskQueue>   start, follow until training, cancel, read the outcome
+ *   run <spec.json> <workflowId> <taskQueue> [workdir]   start (packing and uploading the workdir),
+ *                                              follow until training, read the log, cancel, read the outcome
  *   plaintext <spec.json> <workflowId> <taskQueue>   start with the explicit opt-out
  *   connect                                    connect only (the test runs it without a key)
  *
- * The server and namespace come from TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE and the keys from
- * STERNA_CODEC_KEYS, as a deployed service would get them.
+ * The server and namespace come from TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE, the keys from
+ * STERNA_CODEC_KEYS and the storage API from STERNA_STORAGE_ENDPOINT, as a deployed
+ * service would get them.
  */
 import { readFileSync } from 'node:fs';
-import { cancel, connectFromEnvironment, getStatus, result, setBudget, startTrainingRun, SternaClientError, type RunSpecInput, type RunStatus } from '@sterna/client';
+import { cancel, connectFromEnvironment, getStatus, result, runLogs, setBudget, startTrainingRun, SternaClientError, type LogEvent, type RunSpecInput, type RunStatus } from '@sterna/client';
 import type { PlanResult } from '@sterna/client/plan';
 
 type SternaClient = Awaited<ReturnType<typeof connectFromEnvironment>>;
@@ -39,7 +41,7 @@ async function follow(client: SternaClient, workflowId: string, timeoutMs = 120_
 }
 
 async function main(): Promise<void> {
-  const [mode, specFile, workflowId, taskQueue] = process.argv.slice(2);
+  const [mode, specFile, workflowId, taskQueue, workdir] = process.argv.slice(2);
   const spec = specFile ? (JSON.parse(readFileSync(specFile, 'utf8')) as RunSpecInput) : undefined;
   if (mode === 'connect') {
     const client = await connectFromEnvironment();
@@ -54,12 +56,26 @@ async function main(): Promise<void> {
   }
   if (mode === 'run' && spec) {
     const client = await connectFromEnvironment();
-    const run = await startTrainingRun(client, spec, { workflowId, taskQueue });
+    let sha256: string | undefined;
+    const run = await startTrainingRun(client, spec, {
+      workflowId,
+      taskQueue,
+      workdir,
+      onWorkdir: (w) => {
+        sha256 = w.sha256;
+        say({ workdir: { uri: w.uri, sha256: w.sha256, uploaded: w.uploaded, entries: w.entries } });
+      },
+    });
     say({ started: run.workflowId });
     await follow(client, run.workflowId);
-    // LOGS (issue 38 item 2): once the client has its `logs` async iterator, read the run's
-    // lines here (e.g. `for await (const line of logs(client, run.workflowId)) ...` until the
-    // trainer's first step line) and say them, for the test to assert on.
+    // LOGS: the run's lines as they are shipped, until the agent's line about the workdir it unpacked.
+    const logs: Extract<LogEvent, { kind: 'line' }>[] = [];
+    for await (const event of runLogs(client, run.workflowId, { follow: true, pollMs: 300, signal: AbortSignal.timeout(60_000) })) {
+      if (event.kind !== 'line') continue;
+      logs.push(event);
+      if (sha256 === undefined || event.text.includes(sha256)) break;
+    }
+    say({ logs: logs.map(({ attempt, stream, text }) => ({ attempt, stream, text })) });
     await cancel(client, run.workflowId);
     say({ cancelRequested: true });
     const outcome = await result(client, run.workflowId).then(
@@ -70,7 +86,7 @@ async function main(): Promise<void> {
     await client.connection.close();
     return;
   }
-  throw new Error(`usage: service.js run|plaintext <spec.json> <workflowId> <taskQueue> | connect (got ${process.argv.slice(2).join(' ')})`);
+  throw new Error(`usage: service.js run <spec.json> <workflowId> <taskQueue> [workdir] | plaintext <spec.json> <workflowId> <taskQueue> | connect (got ${process.argv.slice(2).join(' ')})`);
 }
 
 /**
