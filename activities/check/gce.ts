@@ -20,7 +20,7 @@ import type { CapacityRequest } from '../../workflows/activity-contract';
 import { ProvisioningModel } from '../../workflows/types';
 import { regionOf } from '../../workflows/region';
 import type { ComputeClients } from '../providers/gce-clients';
-import { isTransient } from '../providers/transient';
+import { isRateLimited, isTransient } from '../providers/transient';
 
 export const GPUS_ALL_REGIONS = 'GPUS_ALL_REGIONS';
 const PREEMPTIBLE = 'PREEMPTIBLE_';
@@ -221,14 +221,17 @@ export function computeApiProblem(err: unknown, target: GceTarget): { problem: s
   if (/has not been used in project|it is disabled|SERVICE_DISABLED|accessNotConfigured/i.test(said)) {
     return { problem: `the Compute Engine API is not enabled in project ${project} (${said})`, fix: `\`gcloud services enable compute.googleapis.com --project=${project}\`` };
   }
+  // Before the 403 below: GCE refuses a call over a per-minute rate quota with a 403 too
+  // (reason rateLimitExceeded, which google-gax 6 keeps in the error's reason and raw body,
+  // no longer in its message); that one passes, and is no missing permission.
+  if (isRateLimited(err)) {
+    return { problem: `the Compute API refused the call for the project's rate quota (${said})`, fix: 'retry in a minute; if it persists, other clients of the project use its read quota up' };
+  }
   if (status === 403 || status === 7) {
     return { problem: `these credentials may not read project ${project} (${said})`, fix: `grant them roles/compute.instanceAdmin.v1 on the project: \`gcloud projects add-iam-policy-binding ${project} --member=<the worker's principal> --role=roles/compute.instanceAdmin.v1\`` };
   }
   if (status === 404 || status === 5) {
     return { problem: `no project ${project} (${said})`, fix: 'set STERNA_GCE_PROJECT to the project id (`gcloud projects list` shows them)' };
-  }
-  if (status === 429 || /rateLimitExceeded|RATE_LIMIT_EXCEEDED/.test(said)) {
-    return { problem: `the Compute API refused the call for the project's rate quota (${said})`, fix: 'retry in a minute; if it persists, other clients of the project use its read quota up' };
   }
   if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|socket hang up|deadline/i.test(`${said} ${String(e?.code ?? '')}`)) {
     return {
