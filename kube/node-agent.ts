@@ -16,9 +16,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { CoreV1Api, Watch, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
+import { dirname, join } from 'node:path';
+import { CoreV1Api, type KubeConfig, type V1EnvVar, type V1Pod } from '@kubernetes/client-node';
 import { guardProcessGroup, stopGuard } from '../processes/process-guard';
+import { watchContinuously } from './continuous-watch';
 import { devicesPerGpu, SharingStrategy, SliceLabel } from '../workflows/api';
 
 /** Status writes a pod gets before the stand-in kubelet gives up on it (about a minute of conflicts). */
@@ -166,14 +167,11 @@ export class NodeAgent {
   }
 
   async start(): Promise<void> {
-    const watch = new Watch(this.kc);
-    this.watch = await watch.watch(
+    this.watch = await watchContinuously(
+      this.kc,
       `/api/v1/namespaces/${this.namespace}/pods`,
-      {},
       (type: string, pod: V1Pod) => void this.onPod(type, pod).catch((err: Error) => console.error(`node agent: ${err.message}`)),
-      (err: unknown) => {
-        if (err && this.watch) console.error(`node agent watch ended: ${String(err)}`);
-      },
+      (line) => console.error(`node agent: ${line}`),
     );
   }
 
@@ -201,7 +199,9 @@ export class NodeAgent {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, this.options.token);
     const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      // The pod's `node` is the one running this kubelet (a supported one, whatever PATH
+      // the test run was started with), as an emulator VM's is.
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
       HOME: dir,
       HOSTNAME: pod.metadata!.name!,
       KUBERNETES_SERVICE_HOST: this.options.apiHost,

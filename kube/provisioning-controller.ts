@@ -19,7 +19,8 @@
  * its node is scaled away (its pods stopped). What a zone does is set per zone
  * (`setBehaviour`), `grant` by default.
  */
-import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { watchContinuously } from './continuous-watch';
 import type { NodeAgent } from './node-agent';
 import { PROVISIONING_REQUEST } from './provisioning-request-crd';
 
@@ -76,13 +77,11 @@ export class ProvisioningController {
 
   async start(): Promise<void> {
     const { group, version, plural } = PROVISIONING_REQUEST;
-    this.watch = await new Watch(this.kc).watch(
+    this.watch = await watchContinuously(
+      this.kc,
       `/apis/${group}/${version}/namespaces/${this.namespace}/${plural}`,
-      {},
       (type: string, request: ProvisioningRequest) => void this.onRequest(type, request).catch((err: Error) => console.error(`provisioning controller: ${err.message}`)),
-      (err: unknown) => {
-        if (err && this.watch) console.error(`provisioning controller watch ended: ${String(err)}`);
-      },
+      (line) => console.error(`provisioning controller: ${line}`),
     );
   }
 

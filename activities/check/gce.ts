@@ -17,7 +17,7 @@
 import { quotaMetric as catalogQuotaMetric } from '../../config/catalog';
 import { type CapacityRequest, type Finding, ProvisioningModel, regionOf } from '../../workflows/api';
 import type { ComputeClients } from '../providers/gce-clients';
-import { isTransient } from '../providers/transient';
+import { isRateLimited, isTransient } from '../providers/transient';
 
 export const GPUS_ALL_REGIONS = 'GPUS_ALL_REGIONS';
 const PREEMPTIBLE = 'PREEMPTIBLE_';
@@ -206,24 +206,29 @@ function transientOf(err: unknown): { transient?: true } {
 
 /** What failed reaching the Compute API, and what to do about it. */
 export function computeApiProblem(err: unknown, target: GceTarget): { problem: string; fix: string } {
-  const e = err as { code?: number | string; message?: string } | undefined;
+  const e = err as { code?: number | string; httpStatusCode?: number; message?: string } | undefined;
+  // google-gax 6 keeps what GCE answered in httpStatusCode and its gRPC mapping in code.
+  const status = e?.httpStatusCode ?? e?.code;
   const said = apiMessage(err);
   const project = target.project;
   const where = target.emulatorEndpoint ?? 'compute.googleapis.com';
-  if (/Could not load the default credentials|Could not refresh access token|invalid_grant|UNAUTHENTICATED|invalid authentication credentials/i.test(said) || e?.code === 401 || e?.code === 16) {
+  if (/Could not load the default credentials|Could not refresh access token|invalid_grant|UNAUTHENTICATED|invalid authentication credentials/i.test(said) || status === 401 || status === 16) {
     return { problem: `no valid Google Cloud credentials for the Compute API (${said})`, fix: 'run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file; on a Google Cloud VM or GKE, attach a service account' };
   }
   if (/has not been used in project|it is disabled|SERVICE_DISABLED|accessNotConfigured/i.test(said)) {
     return { problem: `the Compute Engine API is not enabled in project ${project} (${said})`, fix: `\`gcloud services enable compute.googleapis.com --project=${project}\`` };
   }
-  if (e?.code === 403 || e?.code === 7) {
+  // Before the 403 below: GCE refuses a call over a per-minute rate quota with a 403 too
+  // (reason rateLimitExceeded, which google-gax 6 keeps in the error's reason and raw body,
+  // no longer in its message); that one passes, and is no missing permission.
+  if (isRateLimited(err)) {
+    return { problem: `the Compute API refused the call for the project's rate quota (${said})`, fix: 'retry in a minute; if it persists, other clients of the project use its read quota up' };
+  }
+  if (status === 403 || status === 7) {
     return { problem: `these credentials may not read project ${project} (${said})`, fix: `grant them roles/compute.instanceAdmin.v1 on the project: \`gcloud projects add-iam-policy-binding ${project} --member=<the worker's principal> --role=roles/compute.instanceAdmin.v1\`` };
   }
-  if (e?.code === 404 || e?.code === 5) {
+  if (status === 404 || status === 5) {
     return { problem: `no project ${project} (${said})`, fix: 'set STERNA_GCE_PROJECT to the project id (`gcloud projects list` shows them)' };
-  }
-  if (e?.code === 429 || /rateLimitExceeded|RATE_LIMIT_EXCEEDED/.test(said)) {
-    return { problem: `the Compute API refused the call for the project's rate quota (${said})`, fix: 'retry in a minute; if it persists, other clients of the project use its read quota up' };
   }
   if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|socket hang up|deadline/i.test(`${said} ${String(e?.code ?? '')}`)) {
     return {

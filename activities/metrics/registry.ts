@@ -32,6 +32,12 @@ export class SternaMetrics {
   readonly gpuUtilisation = new Gauge({ name: 'sterna_gpu_utilisation_percent', help: "Each live attempt's GPU utilisation at its agent's last reading (nvidia-smi), percent", labelNames: ['run', 'zone'], registers: [this.registry] });
   readonly gpuMemoryUsed = new Gauge({ name: 'sterna_gpu_memory_used_mib', help: "Each live attempt's GPU memory in use at its agent's last reading, MiB (summed over its GPUs)", labelNames: ['run', 'zone'], registers: [this.registry] });
   readonly teamQueue = new Gauge({ name: 'sterna_team_queue_length', help: 'Runs waiting in each team queue for admission', labelNames: ['team'], registers: [this.registry] });
+  /** Which Node.js the worker runs on (1 for its version): what a deployment, and the tests, check it by. */
+  readonly node = new Gauge({ name: 'sterna_node_info', help: "The Node.js version of the worker's process", labelNames: ['version', 'major'], registers: [this.registry] });
+
+  constructor() {
+    this.node.set({ version: process.version, major: process.versions.node.split('.')[0] }, 1);
+  }
 
   /** How many runs of `team` wait for admission now: for the team queues to call as they change. */
   setTeamQueueLength(team: string, length: number): void {

@@ -98,13 +98,37 @@ class CutGrpcClient extends gax.fallback.GrpcClient {
 
 const cutGax = { ...gax, fallback: { ...gax.fallback, GrpcClient: CutGrpcClient } };
 
+type ClientConfig = { interfaces: Record<string, { retry_codes?: Record<string, string[]>; methods: Record<string, { retry_codes_name?: string }> }> };
+
+/**
+ * A client configuration under which no method of `service` is retried by google-gax.
+ *
+ * google-gax 6 reports a REST error with the gRPC code it maps the HTTP status to (a 503
+ * or a refused connection is UNAVAILABLE, a 504 DEADLINE_EXCEEDED), so its own retry now
+ * matches them and re-sends every idempotent Compute call (get, list, getGuestAttributes,
+ * wait) for up to 600 s; gax 5's REST errors carried HTTP statuses, which its retry never
+ * matched. Sterna rides out transient errors in one place, transient.ts: bounded, jittered,
+ * aware of GCE's rate quotas, and under the caller's own deadline (`withDeadline`). A
+ * second loop underneath would hide an outage inside one call for ten minutes and keep
+ * calling after that deadline gave up, so these clients have none.
+ */
+export function noRetryConfig(service: (typeof COMPUTE_SERVICES)[number]): ClientConfig {
+  const file = `./${service.replace(/(?<=[a-z])([A-Z])/g, '_$1').toLowerCase()}_client_config.json`;
+  const config = createRequire(require.resolve('@google-cloud/compute/build/src/v1'))(file) as ClientConfig;
+  const name = `google.cloud.compute.v1.${service}`;
+  const methods = config.interfaces[name]?.methods;
+  if (!methods) throw new Error(`@google-cloud/compute: no client configuration for ${name} in ${file}`);
+  return { interfaces: { [name]: { retry_codes: { none: [] }, methods: Object.fromEntries(Object.keys(methods).map((method) => [method, { retry_codes_name: 'none' }])) } } };
+}
+
 export function computeClients(options: ComputeClientOptions): ComputeClients {
+  const settings = (service: (typeof COMPUTE_SERVICES)[number]): ComputeClientOptions => ({ ...options, clientConfig: noRetryConfig(service) });
   return {
-    instances: new InstancesClient(options, cutGax),
-    operations: new ZoneOperationsClient(options, cutGax),
-    regions: new RegionsClient(options, cutGax),
-    zones: new ZonesClient(options, cutGax),
-    acceleratorTypes: new AcceleratorTypesClient(options, cutGax),
-    projects: new ProjectsClient(options, cutGax),
+    instances: new InstancesClient(settings('Instances'), cutGax),
+    operations: new ZoneOperationsClient(settings('ZoneOperations'), cutGax),
+    regions: new RegionsClient(settings('Regions'), cutGax),
+    zones: new ZonesClient(settings('Zones'), cutGax),
+    acceleratorTypes: new AcceleratorTypesClient(settings('AcceleratorTypes'), cutGax),
+    projects: new ProjectsClient(settings('Projects'), cutGax),
   };
 }

@@ -172,19 +172,28 @@ const FLEX_START_DEFAULT_WAIT_SECONDS = 1800;
 const METADATA_WRITE_ATTEMPTS = 5;
 const DEFAULT_IMAGE = 'projects/deeplearning-platform-release/global/images/family/common-cu124-debian-11-py310';
 
+/**
+ * A Compute error is `http` (REST, what GCE answered) or `grpc` (the code gax maps it to).
+ * google-gax 6 sets `code` to the gRPC code and keeps the HTTP status as `httpStatusCode`;
+ * gax 5 left the status in `code`. GCE's REST errors name no gRPC status, so the mapping is
+ * the generic one (409 is ABORTED, not ALREADY_EXISTS): the HTTP status says more.
+ */
+function isApiError(err: unknown, http: number, grpc: number): boolean {
+  const e = err as { code?: unknown; httpStatusCode?: unknown } | undefined;
+  return e?.httpStatusCode === http || e?.code === http || e?.code === grpc;
+}
+
 export function isNotFound(err: unknown): boolean {
-  const e = err as { code?: number; message?: string };
-  return e?.code === 5 || e?.code === 404 || /was not found|notFound/i.test(e?.message ?? '');
+  return isApiError(err, 404, 5) || /was not found|notFound/i.test((err as Error)?.message ?? '');
 }
 
 /** setMetadata's answer when the metadata changed since its fingerprint was read (HTTP 412, conditionNotMet). */
 function isStaleFingerprint(err: unknown): boolean {
-  const e = err as { code?: number; message?: string };
-  return e?.code === 412 || e?.code === 9 || /conditionNotMet|fingerprint/i.test(e?.message ?? '');
+  return isApiError(err, 412, 9) || /conditionNotMet|fingerprint/i.test((err as Error)?.message ?? '');
 }
 
 function isInvalidArgument(err: unknown): boolean {
-  return (err as { code?: number })?.code === 400 || (err as { code?: number })?.code === 3;
+  return isApiError(err, 400, 3);
 }
 
 /** gax puts GCE's JSON error body in the message; its `error.message` is the readable part. */
@@ -199,13 +208,11 @@ function errorMessage(err: unknown): string {
 
 /** GCE's answer to a write with a stale fingerprint: 412 conditionNotMet (gRPC FAILED_PRECONDITION). */
 function isConditionNotMet(err: unknown): boolean {
-  const e = err as { code?: number; message?: string };
-  return e?.code === 412 || e?.code === 9 || /conditionNotMet|fingerprint/i.test(e?.message ?? '');
+  return isApiError(err, 412, 9) || /conditionNotMet|fingerprint/i.test((err as Error)?.message ?? '');
 }
 
 function isAlreadyExists(err: unknown): boolean {
-  const e = err as { code?: number; message?: string };
-  return e?.code === 6 || e?.code === 409 || /already exists|alreadyExists/i.test(e?.message ?? '');
+  return isApiError(err, 409, 6) || /already exists|alreadyExists/i.test((err as Error)?.message ?? '');
 }
 
 /** GCE's instance status as Sterna's lifecycle (REPAIRING and unknown states count as pending). */

@@ -24,22 +24,49 @@ export class CallDeadlineExceeded extends Error {
   }
 }
 
+type ApiError = { code?: unknown; status?: unknown; httpStatusCode?: unknown; message?: unknown; reason?: unknown; cause?: unknown; name?: unknown };
+
+/** Where google-gax 6 keeps the whole body of an error answer (its own Symbol.for key). */
+const RAW_PAYLOAD = Symbol.for('google-gax.rawHttpResponsePayload');
+
+/**
+ * What an error says: its message, and for google-gax 6, the ErrorInfo reason it promotes
+ * and the body it received. gax 5 put GCE's whole JSON body (errors[].reason
+ * `rateLimitExceeded`) in the message; gax 6 puts only its readable `message` there.
+ */
+function textOf(e: ApiError): string {
+  const raw = (e as Record<symbol, unknown>)[RAW_PAYLOAD];
+  return [e.message, e.reason, typeof raw === 'string' ? raw : undefined].filter((part) => part !== undefined).map(String).join('\n');
+}
+
+/**
+ * The HTTP status of a REST answer, else the error's numeric code (a gRPC code when < 100).
+ * google-gax 6 sets `code` to the gRPC code it maps the status to (403 and 401 both become
+ * PERMISSION_DENIED / UNAUTHENTICATED, 500 INTERNAL) and keeps what was received as
+ * `httpStatusCode`; gaxios and @kubernetes/client-node give the status as `status` / `code`.
+ */
+function statusOf(e: ApiError): number | undefined {
+  if (typeof e.httpStatusCode === 'number') return e.httpStatusCode;
+  if (typeof e.status === 'number') return e.status;
+  return typeof e.code === 'number' ? e.code : undefined;
+}
+
 /** The API refused for its per-minute rate quota (GCE: 403 rateLimitExceeded; 429 elsewhere), anywhere in the cause chain. */
 export function isRateLimited(err: unknown): boolean {
-  const e = err as { code?: unknown; status?: unknown; message?: unknown; cause?: unknown } | undefined;
+  const e = err as ApiError | undefined;
   if (!e || typeof e !== 'object') return false;
-  const status = typeof e.status === 'number' ? e.status : typeof e.code === 'number' ? e.code : undefined;
-  if (status === 429 || (status === 403 && RATE_LIMIT_REASONS.test(String(e.message ?? '')))) return true;
+  const status = statusOf(e);
+  if (status === 429 || (status === 403 && RATE_LIMIT_REASONS.test(textOf(e)))) return true;
   return e.cause !== undefined && e.cause !== err && isRateLimited(e.cause);
 }
 
 export function isTransient(err: unknown): boolean {
   if (err instanceof CallDeadlineExceeded) return true;
-  const e = err as { code?: unknown; status?: unknown; message?: unknown; cause?: unknown; name?: unknown } | undefined;
+  const e = err as ApiError | undefined;
   if (!e || typeof e !== 'object') return false;
-  const status = typeof e.status === 'number' ? e.status : typeof e.code === 'number' ? e.code : undefined;
+  const status = statusOf(e);
   if (status !== undefined && (TRANSIENT_HTTP.has(status) || (status < 100 && TRANSIENT_GRPC.has(status)))) return true;
-  if (status === 403 && RATE_LIMIT_REASONS.test(String(e.message ?? ''))) return true;
+  if (status === 403 && RATE_LIMIT_REASONS.test(textOf(e))) return true;
   if (typeof e.code === 'string' && TRANSIENT_NETWORK.has(e.code)) return true;
   if (/socket hang up|network timeout|fetch failed/i.test(String(e.message ?? ''))) return true;
   return e.cause !== undefined && e.cause !== err && isTransient(e.cause);

@@ -521,7 +521,7 @@ async function occupyNames(instances: InstancesClient, zones: string[], workflow
           return vm;
         } catch (err) {
           // The run's own attempt got there first: nothing of someone else's under that name.
-          if ((err as { code?: number }).code === 409 || /already exists/i.test((err as Error).message)) return undefined;
+          if ((err as { httpStatusCode?: number }).httpStatusCode === 409 || /already exists/i.test((err as Error).message)) return undefined;
           await sleep(1000);
         }
       }

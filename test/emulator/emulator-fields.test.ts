@@ -104,9 +104,9 @@ describe('partial responses on the GCE emulator, through the real client', funct
   it('refuses a malformed mask with a 400 and does not act on the request', async () => {
     const err = await instances.insert({ project: PROJECT, zone: ZONE, instanceResource: vm('masked', {}) }, mask('name(')).then(
       () => undefined,
-      (e: { code?: number; message?: string }) => e,
+      (e: { httpStatusCode?: number; message?: string }) => e,
     );
-    assert.equal(err?.code, 400, err?.message);
+    assert.equal(err?.httpStatusCode, 400, err?.message);
     await assert.rejects(instances.get({ project: PROJECT, zone: ZONE, instance: 'masked' }), /not found/i);
   });
 

@@ -94,7 +94,7 @@ describe('GCE emulator: project-wide and regional GPU quotas (stock ProjectsClie
       assert.equal(op.httpErrorStatusCode, 403);
       const info = op.error?.errors?.[0].errorDetails?.[0].quotaInfo;
       assert.deepEqual([info?.metricName, info?.limitName, info?.limit], ['compute.googleapis.com/gpus_all_regions', 'GPUS-ALL-REGIONS-per-project', 0]);
-      await assert.rejects(instances.get({ project: PROJECT, zone, instance: name }), (err: { code?: number }) => err.code === 404);
+      await assert.rejects(instances.get({ project: PROJECT, zone, instance: name }), (err: { httpStatusCode?: number }) => err.httpStatusCode === 404);
     }
     // A VM without GPUs needs no GPU quota.
     const cpu = await insert({ name: 'cpu-only', machineType: 'zones/us-central1-a/machineTypes/e2-standard-2', disks: [{ boot: true }] }, 'us-central1-a');

@@ -82,7 +82,7 @@ describe('GCE emulator: synthetic guests', function () {
       const [attrs] = await instances.getGuestAttributes({ project: PROJECT, zone: ZONE, instance: name, queryPath: 'sterna/' });
       return Object.fromEntries((attrs.queryValue?.items ?? []).map((i) => [i.key ?? '', i.value ?? '']));
     } catch (err) {
-      if ((err as { code?: number }).code === 404) return {};
+      if ((err as { httpStatusCode?: number }).httpStatusCode === 404) return {};
       throw err;
     }
   }

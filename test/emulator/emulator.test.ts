@@ -85,7 +85,7 @@ class Gce {
       const [attrs] = await this.instances.getGuestAttributes({ project: PROJECT, zone, instance: name, queryPath: 'sterna/' });
       return Object.fromEntries((attrs.queryValue?.items ?? []).map((i) => [i.key ?? '', i.value ?? '']));
     } catch (err) {
-      if ((err as { code?: number }).code === 404) return {};
+      if ((err as { httpStatusCode?: number }).httpStatusCode === 404) return {};
       throw err;
     }
   }
@@ -157,7 +157,7 @@ curl -sf -X PUT -H "$H" --data-binary "$(curl -sf -H "$H" "$MD/instance/attribut
       const op = await gce.insert(spotL4('vm-stockout', 'true'));
       assert.equal(op.status, 'DONE');
       assert.deepEqual(op.error?.errors?.map((e) => e.code), ['ZONE_RESOURCE_POOL_EXHAUSTED']);
-      await assert.rejects(gce.get('vm-stockout'), (err: { code?: number }) => err.code === 404);
+      await assert.rejects(gce.get('vm-stockout'), (err: { httpStatusCode?: number }) => err.httpStatusCode === 404);
     } finally {
       await emu.setSpotCapacity(ZONE, 'nvidia-l4', undefined);
     }
@@ -185,22 +185,22 @@ curl -sf -X PUT -H "$H" --data-binary "$(curl -sf -H "$H" "$MD/instance/attribut
   it('rejects a GPU VM without onHostMaintenance TERMINATE synchronously, as GCE does (400)', async () => {
     // GCE answers the insert itself with 400 "Instances with guest accelerators do not support live migration."
     const standardNoTerminate: IInstance = { name: 'vm-migrate', machineType: `zones/${ZONE}/machineTypes/g2-standard-4`, disks: [{ boot: true }] };
-    await assert.rejects(gce.instances.insert({ project: PROJECT, zone: ZONE, instanceResource: standardNoTerminate }), (err: { code?: number; message?: string }) => {
-      assert.equal(err.code, 400);
+    await assert.rejects(gce.instances.insert({ project: PROJECT, zone: ZONE, instanceResource: standardNoTerminate }), (err: { httpStatusCode?: number; message?: string }) => {
+      assert.equal(err.httpStatusCode, 400);
       assert.match(err.message ?? '', /do not support live migration/);
       return true;
     });
     // The same for N1 with attached T4s; with TERMINATE it is accepted.
     const n1t4: IInstance = { name: 'vm-t4', machineType: `zones/${ZONE}/machineTypes/n1-standard-4`, guestAccelerators: [{ acceleratorType: `zones/${ZONE}/acceleratorTypes/nvidia-tesla-t4`, acceleratorCount: 1 }] };
-    await assert.rejects(gce.instances.insert({ project: PROJECT, zone: ZONE, instanceResource: n1t4 }), (err: { code?: number }) => err.code === 400);
+    await assert.rejects(gce.instances.insert({ project: PROJECT, zone: ZONE, instanceResource: n1t4 }), (err: { httpStatusCode?: number }) => err.httpStatusCode === 400);
     const op = await gce.insert({ ...n1t4, scheduling: { onHostMaintenance: 'TERMINATE', automaticRestart: false } });
     assert.equal(op.error ?? undefined, undefined);
     const t4 = await gce.get('vm-t4');
     assert.deepEqual(t4.guestAccelerators?.map((g) => [g.acceleratorType?.split('/').pop(), g.acceleratorCount]), [['nvidia-tesla-t4', 1]]);
     // Duplicate names conflict; unknown instances are not found.
-    await assert.rejects(gce.instances.insert({ project: PROJECT, zone: ZONE, instanceResource: { ...n1t4, scheduling: { onHostMaintenance: 'TERMINATE' } } }), (err: { code?: number }) => err.code === 409);
+    await assert.rejects(gce.instances.insert({ project: PROJECT, zone: ZONE, instanceResource: { ...n1t4, scheduling: { onHostMaintenance: 'TERMINATE' } } }), (err: { httpStatusCode?: number }) => err.httpStatusCode === 409);
     await gce.delete('vm-t4');
-    await assert.rejects(gce.instances.delete({ project: PROJECT, zone: ZONE, instance: 'vm-t4' }), (err: { code?: number }) => err.code === 404);
+    await assert.rejects(gce.instances.delete({ project: PROJECT, zone: ZONE, instance: 'vm-t4' }), (err: { httpStatusCode?: number }) => err.httpStatusCode === 404);
   });
 
   it('preempts as GCE does: preempted TRUE, SIGTERM, the notice period, SIGKILL, TERMINATED, a preempted operation', async () => {
@@ -260,7 +260,7 @@ while true; do date +%s%N > beat.new; mv -f beat.new beat; sleep 0.05; done
     await gce.insert(spotL4('vm-ephemeral', 'sleep 600', { scheduling: { provisioningModel: 'SPOT', instanceTerminationAction: 'DELETE', onHostMaintenance: 'TERMINATE', automaticRestart: false } }));
     await emu.preempt(ZONE, 'vm-ephemeral');
     await until('the instance gone', async () => ((await emu.instances()).some((i) => i.name === 'vm-ephemeral') ? undefined : true));
-    await assert.rejects(gce.get('vm-ephemeral'), (err: { code?: number }) => err.code === 404);
+    await assert.rejects(gce.get('vm-ephemeral'), (err: { httpStatusCode?: number }) => err.httpStatusCode === 404);
     const [ops] = await gce.operations.list({ project: PROJECT, zone: ZONE, filter: 'operationType = "compute.instances.preempted"' });
     assert.ok(ops.some((o) => o.targetLink?.endsWith('/vm-ephemeral')));
   });

@@ -1,8 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { InstancesClient } from '@google-cloud/compute';
+import type { InstancesClient } from '@google-cloud/compute/build/src/v1';
+import { computeClients } from '../../activities/providers/gce-clients';
 import { CallDeadlineExceeded, isRateLimited, isTransient, retryTransient, withDeadline } from '../../activities/providers/transient';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 
+// The provider's own clients (gce-clients.ts): the real compute client, with google-gax's retry left to transient.ts.
 describe('transient API errors, as the real compute client reports them', function () {
   this.timeout(60_000);
   let emulator: TestEmulator;
@@ -11,7 +13,7 @@ describe('transient API errors, as the real compute client reports them', functi
 
   before(async () => {
     emulator = await startTestEmulator({});
-    instances = new InstancesClient(emulator.clientOptions);
+    instances = computeClients(emulator.clientOptions).instances;
   });
   after(async () => {
     await instances?.close();
@@ -35,7 +37,8 @@ describe('transient API errors, as the real compute client reports them', functi
     try {
       await get().catch(() => undefined);
       const limited = await get().then(() => assert.fail('expected 403'), (e: unknown) => e);
-      assert.equal((limited as { code?: number }).code, 403);
+      // google-gax 6: the HTTP status GCE answered, and the gRPC code it maps to.
+      assert.deepEqual({ http: (limited as { httpStatusCode?: number }).httpStatusCode, code: (limited as { code?: number }).code }, { http: 403, code: 7 });
       assert.equal(isTransient(limited), true, String(limited));
       assert.equal(isRateLimited(limited), true, String(limited));
     } finally {
@@ -48,7 +51,7 @@ describe('transient API errors, as the real compute client reports them', functi
   });
 
   it('calls a refused connection and its own deadline transient', async () => {
-    const closed = new InstancesClient({ ...emulator.clientOptions, port: 1 });
+    const closed = computeClients({ ...emulator.clientOptions, port: 1 }).instances;
     try {
       const err = await closed.get({ project: 'p', zone: 'us-central1-a', instance: 'x' }).catch((e: unknown) => e);
       assert.equal(isTransient(err), true, String(err));
@@ -62,7 +65,7 @@ describe('transient API errors, as the real compute client reports them', functi
     await emulator.admin.injectFault({ fraction: 1, status: 503, count: 4 });
     let retries = 0;
     const err = await retryTransient(get, { initialDelayMs: 20, onRetry: () => retries++ }).catch((e: unknown) => e);
-    assert.equal((err as { code?: number }).code, 404, 'the real answer after the burst');
+    assert.equal((err as { httpStatusCode?: number }).httpStatusCode, 404, 'the real answer after the burst');
     assert.equal(retries, 4);
   });
 

@@ -217,15 +217,18 @@ describe('a workdir, packed', function () {
     assert.match(found.find((p) => p.startsWith('pipe '))!, /a FIFO \(named pipe\)/);
     if (process.getuid?.() === 0) {
       // root reads any file: the unreadable file is read by an unprivileged user, as a user's CLI runs.
-      // The walker and its one dependency, copied where that user can read them: the repository may sit under a directory only root can enter.
+      // The walker, its one dependency and the node that runs it, copied where that user can read them: the
+      // repository may sit under a directory only root can enter, and so may the node (Sterna's cached Node.js
+      // build lives in root's ~/.cache when the machine's own node is older).
       const walker = join(scratch, 'walker');
       cpSync(join(__dirname, '..', '..', 'client', 'workdir', 'walk.js'), join(walker, 'walk.js'));
       cpSync(dirname(require.resolve('ignore/package.json')), join(walker, 'node_modules', 'ignore'), { recursive: true });
+      cpSync(process.execPath, join(walker, 'node'));
       execFileSync('chmod', ['-R', 'a+rX', walker]);
       const script = `require(${JSON.stringify(join(walker, 'walk.js'))}).listWorkdir(${JSON.stringify(root)}).then(() => console.log('[]'), (e) => console.log(JSON.stringify(e.problems)))`;
       chmodSync(scratch, 0o755);
       for (const path of ['', 'checkpoints', '.sterna', 'sub', 'sub/checkpoints']) chmodSync(join(root, path), 0o755);
-      const asNobody = JSON.parse(execFileSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })) as string[];
+      const asNobody = JSON.parse(execFileSync(join(walker, 'node'), ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })) as string[];
       assert.match(asNobody.find((p) => p.startsWith('secret.key '))!, /cannot be read \(EACCES.*make it readable, or add it to \.sternaignore/);
     } else {
       assert.match(found.find((p) => p.startsWith('secret.key '))!, /cannot be read \(EACCES/);

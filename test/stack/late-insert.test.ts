@@ -80,9 +80,10 @@ describe('late insert: a run cancelled mid-insert deletes the VM that lands 75 s
       };
       const err = await instances.insert({ project: PROJECT, zone, instanceResource }, { otherArgs: { headers: { 'X-Server-Timeout': '1' } } }).then(
         () => assert.fail('the insert should have failed at its deadline'),
-        (e: unknown) => e as { code?: number },
+        (e: unknown) => e as { httpStatusCode?: number },
       );
-      assert.equal(err.code, 504);
+      // google-gax 6: the HTTP status GCE answered (its gRPC mapping, DEADLINE_EXCEEDED, is in code).
+      assert.equal(err.httpStatusCode, 504);
       // Past the hang too: the held request was dropped, not served late.
       await new Promise((r) => setTimeout(r, 4000));
       const found = await instances.get({ project: PROJECT, zone, instance: name }).then(

@@ -98,7 +98,7 @@ describe('the checkpoint interval changed mid-attempt (real stack)', function ()
     // A writer with a stale fingerprint is refused (412), as on GCE.
     await assert.rejects(
       instances.setMetadata({ project: PROJECT, zone: ZONE, instance: vm.name, metadataResource: { fingerprint: 'stale-print=', items: [{ key: 'x', value: 'y' }] } }),
-      (err: { code?: number; message?: string }) => err.code === 412 || /fingerprint/.test(err.message ?? ''),
+      (err: { httpStatusCode?: number; message?: string }) => err.httpStatusCode === 412 || /fingerprint/.test(err.message ?? ''),
     );
 
     // The trainer follows: the checkpoints it writes from now on come that much closer together.
