@@ -811,7 +811,7 @@ run_setup() { # the setup commands, once; ends the agent (71) when one fails
   while kill -0 "$pid" 2>/dev/null; do
     step="$(cat -- "$ENTRY_STEP" 2>/dev/null)"
     if [[ "$step" =~ ^[0-9]+/[0-9]+$ ]] && [ "$step" != "$shown" ]; then shown="$step"; publish setup-step "$step"; fi
-    publish_last_line
+    [ "$stopped" = 1 ] || publish_last_line
     sleep "$POLL" &
     wait $! 2>/dev/null
   done
@@ -913,7 +913,8 @@ while kill -0 "$TRAINER" 2>/dev/null; do
   [ "${STERNA_PUBLISH_MODE:-gce}" = gce ] && set_interval "$(attr sterna-checkpoint-interval)"
   publish_progress
   publish_gpu
-  publish_last_line
+  # Once stopping, the notice period is the final checkpoint's and the log's: the last line waits for the final ship below.
+  [ "$stopping" = 1 ] || publish_last_line
   upload_new_checkpoints
   if [ "$moving" = 0 ] && [ "$stopping" = 0 ] && move_asked; then
     moving=1
