@@ -681,6 +681,16 @@ setup_failed() { # setup_failed CODE -> the container gone, the watcher ended, t
   publish phase failed; publish exit "$1"; exit "$1"
 }
 
+stop_command() { # stop_command PID -> SIGTERM to what runs setup or the command
+  # In a container, the runtime signals it: PID is `start --attach`, which forwards the
+  # signals it gets, and it gets the VM's own SIGTERM too (every process on a VM does). A
+  # second forward after the container exited makes the OCI runtime print "container not
+  # running" on the command's stderr, in the middle of the trainer's log; errors of this
+  # call stay out of it.
+  if [ -n "$CONTAINER" ]; then "${CTR[@]}" kill --signal TERM "$CONTAINER" >/dev/null 2>&1 || true
+  else kill -TERM "$1" 2>/dev/null; fi
+}
+
 remove_container() {
   [ -n "$CONTAINER" ] || return 0
   "${CTR[@]}" rm -f "$CONTAINER" >/dev/null 2>&1 || log "could not remove container $CONTAINER"
@@ -807,7 +817,7 @@ run_setup() { # the setup commands, once; ends the agent (71) when one fails
   (if [ "$out" != 1 ]; then exec 1>&"$out" 2>&"$err" {out}>&- {err}>&-; fi; start_in_entry setup) &
   pid=$!
   [ "$out" = 1 ] || exec {out}>&- {err}>&-
-  trap 'stopped=1; log "SIGTERM (a preemption notice, a stop or a deletion) during setup: stopping it"; kill -TERM "$pid" 2>/dev/null' TERM INT
+  trap 'stopped=1; log "SIGTERM (a preemption notice, a stop or a deletion) during setup: stopping it"; stop_command "$pid"' TERM INT
   while kill -0 "$pid" 2>/dev/null; do
     step="$(cat -- "$ENTRY_STEP" 2>/dev/null)"
     if [[ "$step" =~ ^[0-9]+/[0-9]+$ ]] && [ "$step" != "$shown" ]; then shown="$step"; publish setup-step "$step"; fi
@@ -898,7 +908,7 @@ TRAINER=$!
 # started) has closed them.
 exec {TRAINER_OUT}>&- {TRAINER_ERR}>&-
 stopping=0
-trap 'stopping=1; log "SIGTERM (a preemption notice, a stop or a deletion): stopping the trainer"; kill -TERM "$TRAINER" 2>/dev/null' TERM INT
+trap 'stopping=1; log "SIGTERM (a preemption notice, a stop or a deletion): stopping the trainer"; stop_command "$TRAINER"' TERM INT
 
 # Before a flex-start VM's cut the run asks for a final checkpoint through the sterna-move
 # attribute (workflows/run/flex-cut.ts): the trainer is stopped as a preemption notice
@@ -920,7 +930,7 @@ while kill -0 "$TRAINER" 2>/dev/null; do
     moving=1
     log "the run asked for a final checkpoint before the flex-start cut: stopping the trainer"
     publish moving TRUE
-    kill -TERM "$TRAINER" 2>/dev/null
+    stop_command "$TRAINER"
   fi
   sleep "$POLL" &
   wait $! 2>/dev/null

@@ -46,8 +46,7 @@ export function effectsOf(state: RunState, before: RunState, spec: RunSpec, even
   const admission = state.admission;
   if (moment === 'step' && admission?.status === 'admitted') {
     // At once when an attempt's line became final, and every SPEND_REPORT_MS while one is billed.
-    const billing = state.attempts.some((a) => a.startedAt && !a.stoppedAt);
-    if (fresh.size > 0 || (billing && nowMs - (admission.spendReportedAt ?? 0) >= SPEND_REPORT_MS)) {
+    if (fresh.size > 0 || (isBilling(state) && nowMs - (admission.spendReportedAt ?? 0) >= SPEND_REPORT_MS)) {
       admission.spendReportedAt = nowMs;
       effects.push({ kind: 'report-spend', team: admission.team, totalUsd: ledger(state, nowMs).totalCostUsd });
     }
@@ -73,7 +72,7 @@ export function withWakes(action: Action, state: RunState, spec: RunSpec, nowMs:
   let untilMs = action.untilMs;
   const warning = mayNotify(spec, state) ? notifyWakeAtMs(state, spec, nowMs, state.notify) : undefined;
   if (warning !== undefined && (untilMs === undefined || warning < untilMs)) untilMs = warning;
-  if (state.attempts.some((a) => a.startedAt && !a.stoppedAt)) untilMs = costRefreshAt(untilMs, nowMs);
+  if (isBilling(state)) untilMs = costRefreshAt(untilMs, nowMs);
   return untilMs === action.untilMs ? action : { ...action, untilMs };
 }
 
@@ -84,6 +83,11 @@ function notifyMomentOf(event: RunEvent, moment: EffectMoment): NotifyMoment | u
     return undefined;
   }
   return moment === 'step' ? { kind: 'step' } : undefined;
+}
+
+/** A resource of the run is running and billed (started, not yet stopped). */
+function isBilling(state: RunState): boolean {
+  return state.attempts.some((a) => a.startedAt && !a.stoppedAt);
 }
 
 function newlyReleased(before: RunState, after: RunState): Set<number> {

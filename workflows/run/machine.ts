@@ -20,7 +20,7 @@ import { produce } from 'immer';
 import type { RunSpec } from '../spec';
 import { absorbAdmissionEvent, admissionStep } from './admission';
 import { absorbAttemptEvent, followStep } from './attempt';
-import { effectsOf, publishOf, withWakes, type EffectMoment } from './effects';
+import { effectsOf, publishOf, withWakes } from './effects';
 import { absorbEndingEvent, releasesInFlight, releaseStep } from './ending';
 import { absorbKept, askKeep } from './keep';
 import { limitReached } from './limits';
@@ -62,11 +62,11 @@ export function step(state: RunState, spec: RunSpec, event: RunEvent, context: C
  * the releases and the end of a stopping run. Its effects show the change; the loop
  * decides what follows at its next step.
  */
-export function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Context, moment: EffectMoment = 'beside'): Absorbed<RunState> {
+export function absorb(state: RunState, spec: RunSpec, event: RunEvent, context: Context): Absorbed<RunState> {
   let effects: Effect[] = [];
   const next = produce(state, (draft) => {
     absorbInto(draft, spec, event, context);
-    effects = effectsOf(draft, state, spec, event, moment, context.nowMs);
+    effects = effectsOf(draft, state, spec, event, 'beside', context.nowMs);
   });
   return { state: next, effects: [publishOf(next, spec, context.nowMs), ...effects] };
 }

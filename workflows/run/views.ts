@@ -14,7 +14,7 @@ import { stagingView, type StagingView } from './data-placement';
 import { waitingFor } from './flex-start';
 import { describeShape } from '../gpu-slices';
 import { gangNodesView, gangSize } from './gang';
-import { keptDetails, keptView, type KeptView } from './keep';
+import { keptDetails, keptView, type KeptView } from './kept-view';
 import { lastLineOf, markdownCode } from './last-line';
 
 export function runningSeconds(attempt: Attempt, nowMs: number): number {
