@@ -18,7 +18,7 @@ import { PassThroughClient } from 'google-auth-library';
 import { checkGce, type GceTarget } from '../../activities/check/gce';
 import { checkKube } from '../../activities/check/kube';
 import { checkBuckets } from '../../activities/check/storage';
-import { LogStoreError, logStoreFor } from '../../activities/logs/store';
+import { LogStoreError, logStoreFor } from '../../logs/store';
 import { computeClients } from '../../activities/providers/gce-clients';
 import { ClientErrorKind, SternaClientError } from '../../client/errors';
 import { packWorkdir } from '../../client/workdir/pack';
