@@ -228,7 +228,9 @@ describe('a workdir, packed', function () {
       const script = `require(${JSON.stringify(join(walker, 'walk.js'))}).listWorkdir(${JSON.stringify(root)}).then(() => console.log('[]'), (e) => console.log(JSON.stringify(e.problems)))`;
       chmodSync(scratch, 0o755);
       for (const path of ['', 'checkpoints', '.sterna', 'sub', 'sub/checkpoints']) chmodSync(join(root, path), 0o755);
-      const asNobody = JSON.parse(execFileSync(join(walker, 'node'), ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8' })) as string[];
+      // In the walker's own directory: Node 24 looks for the package.json above the working
+      // directory, and the repository's clone may sit where user nobody cannot read.
+      const asNobody = JSON.parse(execFileSync(join(walker, 'node'), ['-e', script], { uid: 65534, gid: 65534, cwd: walker, encoding: 'utf8' })) as string[];
       assert.match(asNobody.find((p) => p.startsWith('secret.key '))!, /cannot be read \(EACCES.*make it readable, or add it to \.sternaignore/);
     } else {
       assert.match(found.find((p) => p.startsWith('secret.key '))!, /cannot be read \(EACCES/);
