@@ -1,7 +1,8 @@
 /** A Temporal client from the standard environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles, TLS, API key), with Sterna's payload encryption. */
 import { connect as tcpConnect } from 'node:net';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { loadClientConfigProfile, loadClientConnectConfig } from '@temporalio/envconfig';
+import { callerIdentity, credentialsOf } from './credentials';
 import { markPlaintext, sternaClientDataConverter } from './encryption';
 import { unreachable } from './errors';
 
@@ -32,7 +33,9 @@ export interface ConnectOptions {
 export async function connectFromEnvironment(options: ConnectOptions = {}): Promise<Client> {
   const dataConverter = options.plaintextPayloads ? undefined : sternaClientDataConverter();
   const { connection, namespace } = await connectionFromEnvironment(options);
-  const client = new Client({ connection, namespace, dataConverter });
+  // Whose credentials these are, in the history of every request the client makes.
+  const identity = callerIdentity(credentialsOf(loadClientConfigProfile()));
+  const client = new Client({ connection, namespace, dataConverter, identity });
   return options.plaintextPayloads ? markPlaintext(client) : client;
 }
 

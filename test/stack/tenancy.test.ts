@@ -40,7 +40,7 @@ import { setBudgetUpdate, statusQuery } from '../../workflows/messages';
 import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId, type AdmissionAsked } from '../../workflows/teams/contract';
 import type { TeamView } from '../../workflows/teams/rules';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { RunResult } from '../../workflows/run/views';
+import type { RunResult, RunStatus } from '../../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 import { spawnLogged } from '../helpers/processes';
 import { exampleSpec, PROJECT } from '../helpers/stack';
@@ -327,22 +327,28 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     await Promise.all([inA.terminate(), inB.terminate()]);
   });
 
-  it('sterna whoami says the namespace and identity a profile gives, and whether the server lets it read there', async () => {
-    // A profile in Temporal's environment configuration file, as `temporal config set` writes one.
+  /** `sterna ARGS` as alice of team A: a profile in Temporal's environment configuration file, as `temporal config set` writes one. */
+  async function sternaAsAlice(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; exit: number }> {
     const configFile = join(dir, 'temporal.toml');
     writeFileSync(configFile, `[profile.team-a]\naddress = "${server.address}"\nnamespace = "${TEAM_A}"\napi_key = "${tokens.a}"\n\n[profile.team-a.tls]\ndisabled = true\n`);
+    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'team-a', ...extra };
+    delete env.TEMPORAL_ADDRESS;
+    const out = await execFileP(process.execPath, [join(__dirname, '..', '..', 'cli', 'main.js'), ...args], { env }).catch((err: { stdout: string; stderr: string; code: number }) => err);
+    return { stdout: out.stdout, stderr: out.stderr, exit: 'code' in out ? out.code : 0 };
+  }
+
+  it('sterna whoami says the namespace and identity a profile gives, and whether the server lets it read there', async () => {
     const whoami = async (extra: NodeJS.ProcessEnv) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'team-a', ...extra };
-      delete env.TEMPORAL_ADDRESS;
-      const out = await execFileP(process.execPath, [join(__dirname, '..', '..', 'cli', 'main.js'), 'whoami', '--json'], { env }).catch((err: { stdout: string; code: number }) => ({ stdout: err.stdout, code: err.code }));
-      return { ...(JSON.parse(out.stdout) as Whoami), exit: 'code' in out ? out.code : 0 };
+      const out = await sternaAsAlice(['whoami', '--json'], extra);
+      return { ...(JSON.parse(out.stdout) as Whoami), exit: out.exit };
     };
     const own = await whoami({});
     assert.deepEqual(
       { profile: own.profile, namespace: own.namespace, tls: own.tls, kind: own.credentials.kind, subject: own.credentials.kind === 'api-key' ? own.credentials.jwt?.subject : undefined, permissionsHere: own.permissionsHere, server: own.server, exit: own.exit },
       { profile: 'team-a', namespace: TEAM_A, tls: false, kind: 'api-key', subject: 'alice@team-a', permissionsHere: [`${TEAM_A}:write`], server: { namespaceReadable: true }, exit: 0 },
     );
-    assert.match(own.identity, /^\d+@/);
+    // Whose token it is, then the process: what Temporal records of every request the CLI makes.
+    assert.match(own.identity, /^alice@team-a \(\d+@.+\)$/);
     // The environment overrides the profile, as in every Temporal SDK: A's token, B's namespace.
     const elsewhere = await whoami({ TEMPORAL_NAMESPACE: TEAM_B });
     assert.equal(elsewhere.namespace, TEAM_B);
@@ -350,6 +356,55 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.equal(elsewhere.server?.namespaceReadable, false);
     assert.match(elsewhere.server && !elsewhere.server.namespaceReadable ? elsewhere.server.problem : '', /permission denied/);
     assert.equal(elsewhere.exit, 1);
+  });
+
+  it('who did what: the budget, the deadline and the cancellation of A\'s run name the member who asked, in its history and in sterna status', async () => {
+    const asA = await clientFor(TEAM_A, tokens.a);
+    const run = await asA.workflow.start('trainingRun', { taskQueue, workflowId: `${taskQueue}-a-changed`, args: [longSpec()] });
+    const deadline = new Date(Date.now() + 5 * 3600_000).toISOString();
+    for (const args of [['budget', run.workflowId, '75'], ['deadline', run.workflowId, deadline]]) {
+      const out = await sternaAsAlice(args);
+      assert.equal(out.exit, 0, out.stderr);
+    }
+    const status = async () => {
+      const out = await sternaAsAlice(['status', run.workflowId, '--json']);
+      assert.equal(out.exit, 0, out.stderr);
+      return JSON.parse(out.stdout) as RunStatus & { cancelRequested?: { by: string; at: string } };
+    };
+    const changed = await status();
+    const alice = changed.limitsSetBy?.budget?.by ?? '';
+    assert.match(alice, /^alice@team-a \(\d+@.+\)$/);
+    assert.equal(changed.budgetUsd, 75);
+    assert.equal(changed.deadline, deadline);
+    assert.equal(changed.limitsSetBy?.deadline?.by.split(' ')[0], 'alice@team-a');
+    assert.deepEqual(changed.timeline.filter((e) => e.kind === 'limit-changed').map((e) => [e.event.replace(/ by .*/, ''), e.by?.split(' ')[0]]), [['budget set to $75.00', 'alice@team-a'], [`deadline set to ${deadline}`, 'alice@team-a']]);
+    // What the run says is what the server recorded with each update, in whichever execution of the chain took it.
+    const admin = await clientFor(TEAM_A, tokens.admin);
+    const accepted: { name?: string | null; identity?: string | null }[] = [];
+    for await (const execution of admin.workflow.list({ query: `WorkflowId = '${run.workflowId}'` })) {
+      const events = (await admin.workflow.getHandle(run.workflowId, execution.runId).fetchHistory()).events ?? [];
+      for (const e of events) {
+        const request = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+        if (request) accepted.push({ name: request.input?.name, identity: request.meta?.identity });
+      }
+    }
+    assert.deepEqual(
+      accepted.sort((x, y) => String(x.name).localeCompare(String(y.name))),
+      [
+        { name: 'setBudget', identity: alice },
+        { name: 'setDeadline', identity: changed.limitsSetBy?.deadline?.by },
+      ],
+    );
+
+    const cancelled = await sternaAsAlice(['cancel', run.workflowId]);
+    assert.equal(cancelled.exit, 0, cancelled.stderr);
+    await run.result().catch(() => undefined);
+    const ended = await status();
+    assert.equal(ended.phase, 'cancelled');
+    assert.match(ended.cancelRequested?.by ?? '', /^alice@team-a \(\d+@.+\)$/);
+    const text = await sternaAsAlice(['status', run.workflowId]);
+    assert.match(text.stdout, /budget \$75\.00: set by alice@team-a \(/);
+    assert.match(text.stdout, /cancellation requested by alice@team-a \(/);
   });
 
   it('a run in A\'s namespace whose spec names team B is refused, and B\'s ledger is never charged', async () => {
