@@ -3,7 +3,7 @@ import { connect as tcpConnect } from 'node:net';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadClientConfigProfile, loadClientConnectConfig } from '@temporalio/envconfig';
 import { callerIdentity, credentialsOf } from './credentials';
-import { markPlaintext, sternaClientDataConverter } from './encryption';
+import { markPlaintext, plaintextAs, sternaClientDataConverter } from './encryption';
 import { unreachable } from './errors';
 
 export const DEFAULT_ADDRESS = '127.0.0.1:7233';
@@ -37,6 +37,15 @@ export async function connectFromEnvironment(options: ConnectOptions = {}): Prom
   const identity = callerIdentity(credentialsOf(loadClientConfigProfile()));
   const client = new Client({ connection, namespace, dataConverter, identity });
   return options.plaintextPayloads ? markPlaintext(client) : client;
+}
+
+/**
+ * A client of another namespace on `client`'s connection: the same credentials, identity
+ * and payload encryption (a platform admin's report across the teams' namespaces).
+ */
+export function inNamespace(client: Client, namespace: string): Client {
+  if (namespace === client.options.namespace) return client;
+  return plaintextAs(client, new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter, identity: client.options.identity }));
 }
 
 /** The Temporal address the environment names (TEMPORAL_ADDRESS, a profile), else 127.0.0.1:7233. */

@@ -46,6 +46,10 @@ export const ClientErrorKind = {
   NoWorker: 'NoWorker',
   /** The namespace does not exist on the server. */
   NamespaceNotFound: 'NamespaceNotFound',
+  /** The server's authorization refused these credentials this request in this namespace (another team's, or read-only). */
+  PermissionDenied: 'PermissionDenied',
+  /** The server did not accept the credentials at all (an expired or unknown token, no token where one is required). */
+  Unauthenticated: 'Unauthenticated',
   /** No Temporal server answers at the address. */
   ServerUnreachable: 'ServerUnreachable',
   /**
@@ -107,7 +111,7 @@ export interface Call {
   timeoutMs?: number;
 }
 
-const GrpcCode = { Cancelled: 1, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, ResourceExhausted: 8, Unavailable: 14 } as const;
+const GrpcCode = { Cancelled: 1, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, PermissionDenied: 7, ResourceExhausted: 8, Unavailable: 14, Unauthenticated: 16 } as const;
 
 export function serverAddress(client: Client): string {
   // A Connection knows its address; other ConnectionLike implementations may not.
@@ -181,6 +185,13 @@ export async function explain(client: Client, err: unknown, call: Call): Promise
     return new SternaClientError(ClientErrorKind.InvalidArgument, `the Temporal server refused the ${call.operation} request: ${grpc.details}`, 'fix the value it names and retry', { cause: err, workflowId: call.workflowId });
   }
   if (grpc.code === GrpcCode.Unavailable) return unreachable(serverAddress(client), err);
+  if (grpc.code === GrpcCode.PermissionDenied) {
+    const what = call.workflowId ? ` for run ${id}` : '';
+    return new SternaClientError(ClientErrorKind.PermissionDenied, `the server refused these credentials the ${call.operation} request${what} in ${where} (${grpc.details})`, `use a profile whose credentials may act in namespace ${client.options.namespace} (\`sterna whoami\` shows whose these are and what they may do; a team's runs live in its own namespace, see docs/tenancy.md)`, { cause: err, workflowId: call.workflowId });
+  }
+  if (grpc.code === GrpcCode.Unauthenticated) {
+    return new SternaClientError(ClientErrorKind.Unauthenticated, `the Temporal server at ${serverAddress(client)} did not accept these credentials (${grpc.details})`, 'the token may have expired or come from another issuer: get a fresh one, and check it with `sterna whoami`', { cause: err, workflowId: call.workflowId });
+  }
   return new SternaClientError(ClientErrorKind.ServerError, `the Temporal server failed the ${call.operation} request: ${words}`, 'retry; if it persists, the Temporal server log says more', { cause: err, workflowId: call.workflowId });
 }
 

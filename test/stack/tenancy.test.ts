@@ -13,7 +13,7 @@
  *     nothing from the worker's activities: they act only for the system namespace.
  */
 import { strict as assert } from 'node:assert';
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -328,9 +328,14 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
   });
 
   /** `sterna ARGS` as alice of team A: a profile in Temporal's environment configuration file, as `temporal config set` writes one. */
-  async function sternaAsAlice(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; exit: number }> {
-    const configFile = join(dir, 'temporal.toml');
-    writeFileSync(configFile, `[profile.team-a]\naddress = "${server.address}"\nnamespace = "${TEAM_A}"\napi_key = "${tokens.a}"\n\n[profile.team-a.tls]\ndisabled = true\n`);
+  function sternaAsAlice(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; exit: number }> {
+    return sternaAs(tokens.a, args, extra);
+  }
+
+  /** `sterna ARGS` with `bearer`'s profile (namespace A's unless `extra` says otherwise). */
+  async function sternaAs(bearer: string, args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; exit: number }> {
+    const configFile = join(dir, `temporal-${createHash('sha256').update(bearer).digest('hex').slice(0, 8)}.toml`);
+    writeFileSync(configFile, `[profile.team-a]\naddress = "${server.address}"\nnamespace = "${TEAM_A}"\napi_key = "${bearer}"\n\n[profile.team-a.tls]\ndisabled = true\n`);
     const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'team-a', ...extra };
     delete env.TEMPORAL_ADDRESS;
     const out = await execFileP(process.execPath, [join(__dirname, '..', '..', 'cli', 'main.js'), ...args], { env }).catch((err: { stdout: string; stderr: string; code: number }) => err);
@@ -405,6 +410,35 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     const text = await sternaAsAlice(['status', run.workflowId]);
     assert.match(text.stdout, /budget \$75\.00: set by alice@team-a \(/);
     assert.match(text.stdout, /cancellation requested by alice@team-a \(/);
+  });
+
+  it('sterna cost reports per namespace across the teams for the admin, each row what that namespace alone reports; A may not read B\'s', async () => {
+    type Report = { by: string; groups: { group: string; runs: number; costUsd: number }[]; total: { runs: number; costUsd: number } };
+    // Closed runs only: a running run's cost moves between two reads.
+    const closed = ['--query', 'ExecutionStatus != "Running"', '--json'];
+    const cost = async (bearer: string, args: string[], extra: NodeJS.ProcessEnv = {}) => {
+      const out = await sternaAs(bearer, ['cost', ...args, ...closed], extra);
+      assert.equal(out.exit, 0, out.stderr);
+      return JSON.parse(out.stdout) as Report;
+    };
+    // Visibility is eventually consistent: a run that just closed may reach one read before the other.
+    const { report, alone } = await eventually(async () => {
+      const across = await cost(tokens.admin, ['--namespace', `${TEAM_A},${TEAM_B}`, '--by', 'namespace']);
+      const each: Record<string, Report['total']> = { [TEAM_A]: (await cost(tokens.admin, [], { TEMPORAL_NAMESPACE: TEAM_A })).total, [TEAM_B]: (await cost(tokens.admin, [], { TEMPORAL_NAMESPACE: TEAM_B })).total };
+      const again = await cost(tokens.admin, ['--namespace', `${TEAM_A},${TEAM_B}`, '--by', 'namespace']);
+      return JSON.stringify(again) === JSON.stringify(across) && each[TEAM_A].runs > 0 ? { report: across, alone: each } : undefined;
+    });
+    assert.equal(report.by, 'namespace');
+    for (const namespace of [TEAM_A, TEAM_B]) {
+      const row = report.groups.find((g) => g.group === namespace) ?? { runs: 0, costUsd: 0 };
+      assert.deepEqual([row.runs, row.costUsd], [alone[namespace].runs, alone[namespace].costUsd], namespace);
+    }
+    assert.deepEqual([report.total.runs, report.total.costUsd], [alone[TEAM_A].runs + alone[TEAM_B].runs, Math.round((alone[TEAM_A].costUsd + alone[TEAM_B].costUsd) * 1e6) / 1e6]);
+    // A's own credentials: B's namespace is refused by the server, and said so.
+    const refused = await sternaAsAlice(['cost', '--namespace', TEAM_B]);
+    assert.equal(refused.exit, 2, refused.stdout);
+    assert.match(refused.stderr, new RegExp(`the server refused these credentials the cost request in namespace ${TEAM_B}`));
+    assert.match(refused.stderr, /sterna whoami/);
   });
 
   it('a run in A\'s namespace whose spec names team B is refused, and B\'s ledger is never charged', async () => {
