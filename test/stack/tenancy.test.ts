@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { startTemporalServer, type TemporalServer } from '../../processes/temporal-server-process';
@@ -57,9 +57,9 @@ const TEAM_B = 'team-b';
 const base64url = (value: object | Buffer) => (Buffer.isBuffer(value) ? value : Buffer.from(JSON.stringify(value))).toString('base64url');
 
 /** An RS256 JWT as an identity provider would issue it. */
-function token(key: KeyObject, kid: string, subject: string, permissions: string[]): string {
+function token(key: KeyObject, kid: string, subject: string, permissions: string[], expiresInSeconds = 3600): string {
   const now = Math.floor(Date.now() / 1000);
-  const signingInput = `${base64url({ alg: 'RS256', typ: 'JWT', kid })}.${base64url({ sub: subject, permissions, iat: now, exp: now + 3600 })}`;
+  const signingInput = `${base64url({ alg: 'RS256', typ: 'JWT', kid })}.${base64url({ sub: subject, permissions, iat: now - 7200, exp: now + expiresInSeconds })}`;
   return `${signingInput}.${base64url(sign('sha256', Buffer.from(signingInput), key))}`;
 }
 
@@ -439,6 +439,26 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.equal(refused.exit, 2, refused.stdout);
     assert.match(refused.stderr, new RegExp(`the server refused these credentials the cost request in namespace ${TEAM_B}`));
     assert.match(refused.stderr, /sterna whoami/);
+  });
+
+  it('an expired token, and a token of another issuer\'s key, are refused with what to do; nothing is started', async () => {
+    const expired = token(privateKey, kid, 'alice@team-a', [`${TEAM_A}:write`], -60);
+    const stranger = token(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, kid, 'alice@team-a', [`${TEAM_A}:write`]);
+    const specFile = join(dir, 'refused-spec.json');
+    writeFileSync(specFile, JSON.stringify(longSpec()));
+    for (const [which, bearer] of [['expired', expired], ['unknown key', stranger]] as const) {
+      const id = `${taskQueue}-refused-${which.replace(' ', '-')}`;
+      const out = await sternaAs(bearer, ['start', specFile, '--id', id, '--task-queue', taskQueue]);
+      assert.equal(out.exit, 2, `${which}: ${out.stdout}${out.stderr}`);
+      assert.match(out.stderr, /did not accept these credentials|refused these credentials/, which);
+      assert.match(out.stderr, /sterna whoami/, which);
+      const admin = await clientFor(TEAM_A, tokens.admin);
+      const found = await admin.workflow.getHandle(id).describe().then(
+        () => 'started',
+        (err: unknown) => (err instanceof WorkflowNotFoundError ? 'not found' : err),
+      );
+      assert.equal(found, 'not found', `${which}: nothing was started`);
+    }
   });
 
   it('a run in A\'s namespace whose spec names team B is refused, and B\'s ledger is never charged', async () => {
