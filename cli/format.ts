@@ -34,6 +34,19 @@ export function lastLineLines(s: RunStatus): string[] {
   return s.lastLine !== undefined ? [`  last line: ${s.lastLine}`] : [];
 }
 
+/**
+ * Who did what to the run: who set its budget and deadline last, and who asked for its
+ * cancellation (each the identity its client gave; empty for what only the spec set).
+ */
+export function changedByLines(s: RunStatus, cancelled?: { by: string; at: string }): string[] {
+  const lines: string[] = [];
+  const { budget, deadline } = s.limitsSetBy ?? {};
+  if (budget && s.budgetUsd !== undefined) lines.push(`  budget ${usd(s.budgetUsd)}: set by ${budget.by} at ${budget.at}`);
+  if (deadline && s.deadline !== undefined) lines.push(`  deadline ${s.deadline}: set by ${deadline.by} at ${deadline.at}`);
+  if (cancelled) lines.push(`  cancellation requested by ${cancelled.by} at ${cancelled.at}`);
+  return lines;
+}
+
 /** Where the run's prices come from, and what could not be priced (empty before the first offers). */
 export function pricesLines(s: RunStatus): string[] {
   const p = s.prices;

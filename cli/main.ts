@@ -22,7 +22,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { Command, CommanderError } from 'commander';
-import { cancel, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun, type StartSpec } from '../client';
+import { cancel, cancelRequestOf, getStatus, listRuns, result, setBudget, setDeadline, startTrainingRun, type StartSpec } from '../client';
 import { DEFAULT_MAX_WORKDIR_BYTES, listWorkdir, WorkdirProblemError } from '../client/workdir';
 import { sizeText } from '../client/workdir';
 import { connectFromEnvironment } from '../client/connect';
@@ -30,7 +30,7 @@ import { ClientErrorKind, SternaClientError } from '../client/errors';
 import { checkSpec, type RunSpec, type RunSpecInput, searchAttributeCreateCommands, specWarnings } from '../workflows/api';
 import { addKeyToFile, defaultKeyFile } from '../codec/keys';
 import { deadlineArgument, megabytesOption, runIdArgument, secondsOption, usdArgument } from './args';
-import { keptLines, lastLineLines, nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
+import { changedByLines, keptLines, lastLineLines, nodesLines, pricesLines, progressLine, summaryLines, usd } from './format';
 import { ProgressDisplay } from './progress';
 import { addPlanCommand } from './plan';
 import { addCheckCommand } from './check';
@@ -167,11 +167,15 @@ program
 program
   .command('status')
   .argument('<runId>', 'the run (workflow) id', runIdArgument)
-  .option('--json', 'print the whole status as JSON')
+  .option('--json', 'print the whole status as JSON (with cancelRequested {by, at} once the run was asked to cancel)')
   .action(async (id: string, opts: { json?: boolean }) => {
-    const status = await getStatus(await connect(), id, { timeoutMs: timeoutMs() });
-    if (opts.json) return console.log(JSON.stringify(status, null, 2));
+    const client = await connect();
+    const status = await getStatus(client, id, { timeoutMs: timeoutMs() });
+    // Only a run that is stopping or ended can have been cancelled: the others need no history read.
+    const cancelled = status.phase === 'releasing' || status.phase === 'cancelled' ? await cancelRequestOf(client, id) : undefined;
+    if (opts.json) return console.log(JSON.stringify(cancelled ? { ...status, cancelRequested: cancelled } : status, null, 2));
     console.log(progressLine(status));
+    for (const line of changedByLines(status, cancelled)) console.log(line);
     for (const line of nodesLines(status)) console.log(line);
     for (const line of lastLineLines(status)) console.log(line);
     for (const line of keptLines(status)) console.log(line);

@@ -15,6 +15,8 @@ const exitCodes: Record<ClientErrorKind, number> = {
   [ClientErrorKind.RunAlreadyExists]: ExitCode.BadInput,
   [ClientErrorKind.UpdateRejected]: ExitCode.BadInput,
   [ClientErrorKind.NamespaceNotFound]: ExitCode.BadInput,
+  [ClientErrorKind.PermissionDenied]: ExitCode.BadInput,
+  [ClientErrorKind.Unauthenticated]: ExitCode.BadInput,
   [ClientErrorKind.PayloadEncryption]: ExitCode.BadInput,
   [ClientErrorKind.WorkdirRefused]: ExitCode.BadInput,
   [ClientErrorKind.WorkdirUploadFailed]: ExitCode.Failed,

@@ -1,8 +1,9 @@
 /** A Temporal client from the standard environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles, TLS, API key), with Sterna's payload encryption. */
 import { connect as tcpConnect } from 'node:net';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { markPlaintext, sternaClientDataConverter } from './encryption';
+import { loadClientConfigProfile, loadClientConnectConfig } from '@temporalio/envconfig';
+import { callerIdentity, credentialsOf } from './credentials';
+import { markPlaintext, plaintextAs, sternaClientDataConverter } from './encryption';
 import { unreachable } from './errors';
 
 export const DEFAULT_ADDRESS = '127.0.0.1:7233';
@@ -32,8 +33,19 @@ export interface ConnectOptions {
 export async function connectFromEnvironment(options: ConnectOptions = {}): Promise<Client> {
   const dataConverter = options.plaintextPayloads ? undefined : sternaClientDataConverter();
   const { connection, namespace } = await connectionFromEnvironment(options);
-  const client = new Client({ connection, namespace, dataConverter });
+  // Whose credentials these are, in the history of every request the client makes.
+  const identity = callerIdentity(credentialsOf(loadClientConfigProfile()));
+  const client = new Client({ connection, namespace, dataConverter, identity });
   return options.plaintextPayloads ? markPlaintext(client) : client;
+}
+
+/**
+ * A client of another namespace on `client`'s connection: the same credentials, identity
+ * and payload encryption (a platform admin's report across the teams' namespaces).
+ */
+export function inNamespace(client: Client, namespace: string): Client {
+  if (namespace === client.options.namespace) return client;
+  return plaintextAs(client, new Client({ connection: client.connection, namespace, dataConverter: client.options.dataConverter, identity: client.options.identity }));
 }
 
 /** The Temporal address the environment names (TEMPORAL_ADDRESS, a profile), else 127.0.0.1:7233. */

@@ -1,17 +1,20 @@
 /**
- * The cost report, pure: runs' cost records in, one row per group out (team, project,
- * accelerator or zone) with spend, GPU-hours, preemptions, savings against on-demand and
- * runs per group. Team and project group whole runs; accelerator and zone group each
+ * The cost report, pure: runs' cost records in, one row per group out (namespace, team,
+ * project, accelerator or zone) with spend, GPU-hours, preemptions, savings against
+ * on-demand and runs per group. Namespace, team and project group whole runs (a run is its
+ * namespace and workflow id: two teams may use the same id); accelerator and zone group each
  * run's ledger lines, so a run that moved zones counts in each zone it paid for.
  * Money is reported to the micro-dollar.
  */
 import type { CostLine } from '../workflows/api';
 
-export const GroupBy = { Team: 'team', Project: 'project', Accelerator: 'accelerator', Zone: 'zone' } as const;
+export const GroupBy = { Namespace: 'namespace', Team: 'team', Project: 'project', Accelerator: 'accelerator', Zone: 'zone' } as const;
 export type GroupBy = (typeof GroupBy)[keyof typeof GroupBy];
 
 /** One run's costs, as visibility and its result give them (client/cost.ts). */
 export interface RunCost {
+  /** The Temporal namespace the run executes in (with a namespace per team, its team's). */
+  namespace: string;
   workflowId: string;
   team: string;
   project?: string;
@@ -70,30 +73,39 @@ function row(group: string, a: Acc): CostRow {
   };
 }
 
+/** The group of a whole run, for the groupings that take whole runs. */
+const RUN_GROUP: Record<typeof GroupBy.Namespace | typeof GroupBy.Team | typeof GroupBy.Project, (run: RunCost) => string | undefined> = {
+  [GroupBy.Namespace]: (run) => run.namespace,
+  [GroupBy.Team]: (run) => run.team,
+  [GroupBy.Project]: (run) => run.project,
+};
+
 export function costReport(runs: readonly RunCost[], by: GroupBy): CostReport {
   const groups = new Map<string, Acc>();
   const total: Acc = { runs: new Set(), cost: 0, onDemand: 0, gpuSeconds: 0, preemptions: 0 };
-  const add = (key: string, workflowId: string, cost: number, onDemand: number, gpuSeconds: number, preemptions: number) => {
+  const add = (key: string, run: string, cost: number, onDemand: number, gpuSeconds: number, preemptions: number) => {
     const a = groups.get(key) ?? { runs: new Set<string>(), cost: 0, onDemand: 0, gpuSeconds: 0, preemptions: 0 };
-    a.runs.add(workflowId);
+    a.runs.add(run);
     a.cost += cost;
     a.onDemand += onDemand;
     a.gpuSeconds += gpuSeconds;
     a.preemptions += preemptions;
     groups.set(key, a);
   };
+  const keyOf = (run: RunCost) => `${run.namespace}/${run.workflowId}`;
   // A fixed order of addition: the same runs give the same sums, whatever order they were listed in.
-  for (const run of [...runs].sort((a, b) => (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0))) {
+  for (const run of [...runs].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0))) {
     const gpuSeconds = run.lines.reduce((s, l) => s + l.gpuSeconds, 0);
-    total.runs.add(run.workflowId);
+    const key = keyOf(run);
+    total.runs.add(key);
     total.cost += run.costUsd;
     total.onDemand += run.onDemandCostUsd;
     total.gpuSeconds += gpuSeconds;
     total.preemptions += run.preemptions;
-    if (by === GroupBy.Team || by === GroupBy.Project) {
-      add((by === GroupBy.Team ? run.team : run.project) || NONE, run.workflowId, run.costUsd, run.onDemandCostUsd, gpuSeconds, run.preemptions);
+    if (by === GroupBy.Namespace || by === GroupBy.Team || by === GroupBy.Project) {
+      add(RUN_GROUP[by](run) || NONE, key, run.costUsd, run.onDemandCostUsd, gpuSeconds, run.preemptions);
     } else {
-      for (const l of run.lines) add((by === GroupBy.Zone ? l.zone : l.accelerator) || NONE, run.workflowId, l.costUsd, l.onDemandCostUsd, l.gpuSeconds, l.preemptions);
+      for (const l of run.lines) add((by === GroupBy.Zone ? l.zone : l.accelerator) || NONE, key, l.costUsd, l.onDemandCostUsd, l.gpuSeconds, l.preemptions);
     }
   }
   const rows = [...groups].map(([group, a]) => row(group, a));

@@ -32,11 +32,11 @@ export function costQuery(window: CostWindow): string {
 type Attrs = Record<string, unknown[] | undefined>;
 const first = <T>(attrs: Attrs, key: string) => attrs[key]?.[0] as T | undefined;
 
-function fromMemo(workflowId: string, memo: CostMemo): RunCost {
-  return { workflowId, team: memo.team, project: memo.project, costUsd: memo.costUsd, onDemandCostUsd: memo.onDemandCostUsd, preemptions: memo.preemptions, lines: memo.lines, source: 'memo' };
+function fromMemo(namespace: string, workflowId: string, memo: CostMemo): RunCost {
+  return { namespace, workflowId, team: memo.team, project: memo.project, costUsd: memo.costUsd, onDemandCostUsd: memo.onDemandCostUsd, preemptions: memo.preemptions, lines: memo.lines, source: 'memo' };
 }
 
-function fromResult(execution: WorkflowExecutionInfo, result: RunResult): RunCost {
+function fromResult(namespace: string, execution: WorkflowExecutionInfo, result: RunResult): RunCost {
   const attrs = execution.searchAttributes as Attrs;
   const accelerator = first<string>(attrs, 'SternaAccelerator') ?? '';
   // Results carry no accelerator count: one GPU per attempt is assumed for these older runs.
@@ -52,10 +52,10 @@ function fromResult(execution: WorkflowExecutionInfo, result: RunResult): RunCos
     costUsd: a.costUsd,
     onDemandCostUsd: result.totalCostUsd > 0 ? (a.costUsd * result.onDemandCostUsd) / result.totalCostUsd : 0,
   }));
-  return { workflowId: execution.workflowId, team: first<string>(attrs, 'SternaTeam') ?? DEFAULT_TEAM, costUsd: result.totalCostUsd, onDemandCostUsd: result.onDemandCostUsd, preemptions: result.preemptions, lines, source: 'result' };
+  return { namespace, workflowId: execution.workflowId, team: first<string>(attrs, 'SternaTeam') ?? DEFAULT_TEAM, costUsd: result.totalCostUsd, onDemandCostUsd: result.onDemandCostUsd, preemptions: result.preemptions, lines, source: 'result' };
 }
 
-function fromSearchAttributes(execution: WorkflowExecutionInfo): RunCost {
+function fromSearchAttributes(namespace: string, execution: WorkflowExecutionInfo): RunCost {
   const attrs = execution.searchAttributes as Attrs;
   const cost = first<number>(attrs, 'SternaCostUsd') ?? 0;
   const zone = first<string>(attrs, 'SternaZone');
@@ -64,18 +64,20 @@ function fromSearchAttributes(execution: WorkflowExecutionInfo): RunCost {
   const lines: CostLine[] = zone
     ? [{ zone, accelerator: first<string>(attrs, 'SternaAccelerator') ?? '', provisioningModel: '', gpus: 0, attempts: 0, preemptions, runningSeconds: 0, gpuSeconds: 0, costUsd: cost, onDemandCostUsd: cost }]
     : [];
-  return { workflowId: execution.workflowId, team: first<string>(attrs, 'SternaTeam') ?? DEFAULT_TEAM, costUsd: cost, onDemandCostUsd: cost, preemptions, lines, source: 'search-attributes' };
+  return { namespace, workflowId: execution.workflowId, team: first<string>(attrs, 'SternaTeam') ?? DEFAULT_TEAM, costUsd: cost, onDemandCostUsd: cost, preemptions, lines, source: 'search-attributes' };
 }
 
+/** The runs of the client's namespace in the window. */
 export async function runCosts(client: Client, window: CostWindow = {}): Promise<RunCost[]> {
   requireEncryption(client);
+  const namespace = client.options.namespace;
   try {
     const costs: RunCost[] = [];
     for await (const execution of client.workflow.list({ query: costQuery(window) })) {
       const memo = execution.memo?.[COST_MEMO] as CostMemo | undefined;
-      if (memo) costs.push(fromMemo(execution.workflowId, memo));
-      else if (execution.status.name === 'COMPLETED') costs.push(fromResult(execution, await client.workflow.getHandle(execution.workflowId, execution.runId).result()));
-      else costs.push(fromSearchAttributes(execution));
+      if (memo) costs.push(fromMemo(namespace, execution.workflowId, memo));
+      else if (execution.status.name === 'COMPLETED') costs.push(fromResult(namespace, execution, await client.workflow.getHandle(execution.workflowId, execution.runId).result()));
+      else costs.push(fromSearchAttributes(namespace, execution));
     }
     return costs;
   } catch (err) {

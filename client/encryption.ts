@@ -38,6 +38,12 @@ export function markPlaintext(client: Client): Client {
   return client;
 }
 
+/** `to` opted out of encryption as `from` did (a client of another namespace on the same connection). */
+export function plaintextAs(from: Client, to: Client): Client {
+  if (optedOut.has(from)) optedOut.add(to);
+  return to;
+}
+
 /** Throws unless `client` encrypts with Sterna's codec or was connected with the explicit opt-out. */
 export function requireEncryption(client: Client): void {
   if (optedOut.has(client)) return;

@@ -46,6 +46,10 @@ export const ClientErrorKind = {
   NoWorker: 'NoWorker',
   /** The namespace does not exist on the server. */
   NamespaceNotFound: 'NamespaceNotFound',
+  /** The server's authorization refused these credentials this request in this namespace (another team's, or read-only). */
+  PermissionDenied: 'PermissionDenied',
+  /** The server did not accept the credentials at all (an expired or unknown token, no token where one is required). */
+  Unauthenticated: 'Unauthenticated',
   /** No Temporal server answers at the address. */
   ServerUnreachable: 'ServerUnreachable',
   /**
@@ -107,7 +111,7 @@ export interface Call {
   timeoutMs?: number;
 }
 
-const GrpcCode = { Cancelled: 1, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, ResourceExhausted: 8, Unavailable: 14 } as const;
+const GrpcCode = { Cancelled: 1, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, PermissionDenied: 7, ResourceExhausted: 8, Unavailable: 14, Unauthenticated: 16 } as const;
 
 export function serverAddress(client: Client): string {
   // A Connection knows its address; other ConnectionLike implementations may not.
@@ -115,12 +119,24 @@ export function serverAddress(client: Client): string {
 }
 
 export function unreachable(address: string, cause: unknown): SternaClientError {
+  // A server that answers and refuses the credentials is reachable: say what it refused.
+  const grpc = findCause(cause, isGrpcStatusError);
+  if (grpc?.code === GrpcCode.Unauthenticated) return unauthenticated(address, grpc.details, cause);
+  if (grpc?.code === GrpcCode.PermissionDenied) {
+    return new SternaClientError(ClientErrorKind.PermissionDenied, `the Temporal server at ${address} refused these credentials at connect (${grpc.details})`, CREDENTIALS_FIX, { cause });
+  }
   return new SternaClientError(
     ClientErrorKind.ServerUnreachable,
     `cannot reach a Temporal server at ${address}: ${causeMessages(cause).join(': ')}`,
     'start one with `npm run server` (or `temporal server start-dev`), or point TEMPORAL_ADDRESS at yours (plus TEMPORAL_NAMESPACE, and TEMPORAL_API_KEY or TLS settings for Temporal Cloud)',
     { cause },
   );
+}
+
+const CREDENTIALS_FIX = 'the token may have expired or come from another issuer: get a fresh one, and check whose it is and what it may do with `sterna whoami`';
+
+function unauthenticated(address: string, details: string, cause: unknown, workflowId?: string): SternaClientError {
+  return new SternaClientError(ClientErrorKind.Unauthenticated, `the Temporal server at ${address} did not accept these credentials (${details})`, CREDENTIALS_FIX, { cause, workflowId });
 }
 
 function megabytes(bytes: number): string {
@@ -181,6 +197,11 @@ export async function explain(client: Client, err: unknown, call: Call): Promise
     return new SternaClientError(ClientErrorKind.InvalidArgument, `the Temporal server refused the ${call.operation} request: ${grpc.details}`, 'fix the value it names and retry', { cause: err, workflowId: call.workflowId });
   }
   if (grpc.code === GrpcCode.Unavailable) return unreachable(serverAddress(client), err);
+  if (grpc.code === GrpcCode.PermissionDenied) {
+    const what = call.workflowId ? ` for run ${id}` : '';
+    return new SternaClientError(ClientErrorKind.PermissionDenied, `the server refused these credentials the ${call.operation} request${what} in ${where} (${grpc.details})`, `use a profile whose credentials may act in namespace ${client.options.namespace} (\`sterna whoami\` shows whose these are and what they may do; a team's runs live in its own namespace, see docs/tenancy.md)`, { cause: err, workflowId: call.workflowId });
+  }
+  if (grpc.code === GrpcCode.Unauthenticated) return unauthenticated(serverAddress(client), grpc.details, err, call.workflowId);
   return new SternaClientError(ClientErrorKind.ServerError, `the Temporal server failed the ${call.operation} request: ${words}`, 'retry; if it persists, the Temporal server log says more', { cause: err, workflowId: call.workflowId });
 }
 

@@ -9,26 +9,11 @@
  * carries; nothing here verifies it: the server does, on every call. So the answer also
  * says whether the server lets these credentials read the namespace.
  */
-import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
-import { loadClientConfigProfile, type ClientConfigProfile } from '@temporalio/envconfig';
+import { loadClientConfigProfile } from '@temporalio/envconfig';
 import { connectionFromEnvironment, DEFAULT_ADDRESS } from './connect';
+import { callerIdentity, credentialsOf, type Credentials } from './credentials';
 
-export type Credentials =
-  | { kind: 'api-key'; jwt?: TokenClaims }
-  | { kind: 'mtls'; certificate: { subject: string; issuer: string; validTo: string } }
-  | { kind: 'none' };
-
-/** What a JWT says of itself (not verified here). */
-export interface TokenClaims {
-  subject?: string;
-  issuer?: string;
-  /** The `permissions` claim Temporal's default claim mapper reads, e.g. `team-a:write`. */
-  permissions?: string[];
-  expiresAt?: string;
-  expired: boolean;
-}
+export type { Credentials, TokenClaims } from './credentials';
 
 export interface Whoami {
   /** The environment configuration profile (TEMPORAL_PROFILE, else `default`). */
@@ -37,7 +22,7 @@ export interface Whoami {
   namespace: string;
   tls: boolean;
   credentials: Credentials;
-  /** The identity Temporal records in the history of what this client does (the SDK's default: pid@host). */
+  /** The identity Temporal records in the history of what this client does (credentials.ts callerIdentity). */
   identity: string;
   /** The permissions of the token that bear on this namespace (its own and `temporal-system`'s). */
   permissionsHere?: string[];
@@ -45,42 +30,11 @@ export interface Whoami {
   server?: { namespaceReadable: true } | { namespaceReadable: false; problem: string };
 }
 
-/** The claims of a JWT, or undefined when the key is not one (an opaque Temporal Cloud API key). */
-export function claimsOf(apiKey: string, nowMs = Date.now()): TokenClaims | undefined {
-  const parts = apiKey.split('.');
-  if (parts.length !== 3) return undefined;
-  try {
-    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as Record<string, unknown>;
-    if (!claims || typeof claims !== 'object') return undefined;
-    const exp = typeof claims.exp === 'number' ? claims.exp * 1000 : undefined;
-    const permissions = Array.isArray(claims.permissions) ? claims.permissions.filter((p): p is string => typeof p === 'string') : undefined;
-    return {
-      ...(typeof claims.sub === 'string' ? { subject: claims.sub } : {}),
-      ...(typeof claims.iss === 'string' ? { issuer: claims.iss } : {}),
-      ...(permissions ? { permissions } : {}),
-      ...(exp !== undefined ? { expiresAt: new Date(exp).toISOString() } : {}),
-      expired: exp !== undefined && exp <= nowMs,
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The client certificate's subject, issuer and expiry. */
-function certificateOf(profile: ClientConfigProfile): { subject: string; issuer: string; validTo: string } | undefined {
-  const source = profile.tls?.clientCert;
-  if (!source) return undefined;
-  const pem = 'path' in source ? readFileSync(source.path) : Buffer.from(source.data);
-  const cert = new X509Certificate(pem);
-  return { subject: cert.subject.replace(/\n/g, ', '), issuer: cert.issuer.replace(/\n/g, ', '), validTo: cert.validTo };
-}
-
 /** What the environment configuration says, without asking the server. */
 export function whoamiFromEnvironment(env: NodeJS.ProcessEnv = process.env): Whoami {
   const profile = loadClientConfigProfile();
   const namespace = profile.namespace ?? 'default';
-  const certificate = certificateOf(profile);
-  const credentials: Credentials = profile.apiKey ? { kind: 'api-key', ...(claimsOf(profile.apiKey) ? { jwt: claimsOf(profile.apiKey) } : {}) } : certificate ? { kind: 'mtls', certificate } : { kind: 'none' };
+  const credentials = credentialsOf(profile);
   const tls = profile.tls ? profile.tls.disabled !== true : profile.apiKey !== undefined;
   const permissions = credentials.kind === 'api-key' ? credentials.jwt?.permissions : undefined;
   return {
@@ -89,7 +43,7 @@ export function whoamiFromEnvironment(env: NodeJS.ProcessEnv = process.env): Who
     namespace,
     tls,
     credentials,
-    identity: `${process.pid}@${hostname()}`,
+    identity: callerIdentity(credentials),
     ...(permissions ? { permissionsHere: permissions.filter((p) => p.startsWith(`${namespace}:`) || p.startsWith('temporal-system:')) } : {}),
   };
 }

@@ -108,7 +108,7 @@ export async function setBudget(client: Client, workflowId: string, budgetUsd: n
   const problem = budgetProblem(budgetUsd);
   if (problem) throw invalidArgument(problem, workflowId);
   return calling(client, { operation: 'setBudget', workflowId, needsWorker: true, ...options }, () =>
-    client.workflow.getHandle(workflowId).executeUpdate(setBudgetUpdate, { args: [budgetUsd] }),
+    client.workflow.getHandle(workflowId).executeUpdate(setBudgetUpdate, { args: [budgetUsd, client.options.identity] }),
   );
 }
 
@@ -116,7 +116,7 @@ export async function setDeadline(client: Client, workflowId: string, deadline: 
   const problem = deadlineProblem(deadline);
   if (problem) throw invalidArgument(problem, workflowId);
   return calling(client, { operation: 'setDeadline', workflowId, needsWorker: true, ...options }, () =>
-    client.workflow.getHandle(workflowId).executeUpdate(setDeadlineUpdate, { args: [deadline] }),
+    client.workflow.getHandle(workflowId).executeUpdate(setDeadlineUpdate, { args: [deadline, client.options.identity] }),
   );
 }
 
@@ -134,6 +134,40 @@ export async function cancel(client: Client, workflowId: string): Promise<void> 
     }
     await handle.cancel();
   });
+}
+
+/** Who asked for a run's cancellation, and when: the server's record of the request. */
+export interface CancelRequest {
+  /** The identity the cancelling client gave (credentials.ts callerIdentity: `alice (4121@laptop)`; the web UI's own, from the UI). */
+  by: string;
+  at: string;
+}
+
+/**
+ * The cancellation request of a run, as the server recorded it in the history of the
+ * execution it reached (the run's last: a cancel goes to the latest execution of the
+ * chain); undefined when none was made. Reads that execution's history, page by page,
+ * up to the request.
+ */
+export async function cancelRequestOf(client: Client, workflowId: string): Promise<CancelRequest | undefined> {
+  return calling(client, { operation: 'history', workflowId }, async () => {
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await client.workflowService.getWorkflowExecutionHistory({ namespace: client.options.namespace, execution: { workflowId }, nextPageToken });
+      for (const event of page.history?.events ?? []) {
+        const request = event.workflowExecutionCancelRequestedEventAttributes;
+        if (request) return { by: request.identity || 'unknown', at: timestampIso(event.eventTime) };
+      }
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    } while (nextPageToken);
+    return undefined;
+  });
+}
+
+/** A protobuf Timestamp (seconds a Long or a number) as ISO 8601. */
+function timestampIso(ts: { seconds?: { toNumber(): number } | number | null; nanos?: number | null } | null | undefined): string {
+  const seconds = typeof ts?.seconds === 'number' ? ts.seconds : (ts?.seconds?.toNumber() ?? 0);
+  return new Date(seconds * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6)).toISOString();
 }
 
 export async function result(client: Client, workflowId: string): Promise<RunResult> {

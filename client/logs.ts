@@ -9,7 +9,7 @@
  *
  * Where the log is comes from the run itself: the spec it started with (the first event
  * of its latest execution, as the run's notifications read it) names its checkpoint
- * prefix, under which the agent ships the log (activities/logs/layout.ts). The storage
+ * prefix, under which the agent ships the log (logs/layout.ts). The storage
  * is read with the reader's own credentials: a local bucket directory when
  * STERNA_LOCAL_BUCKETS is set, else the GCS JSON API (STERNA_STORAGE_ENDPOINT, or the
  * emulator's at STERNA_GCE_ENDPOINT; Cloud Storage with Application Default Credentials).
@@ -107,7 +107,7 @@ function unreadable(workflowId: string, err: LogStoreError): SternaClientError {
 }
 
 /**
- * The run's log as an async iterator of attempt markers and lines (activities/logs/reader.ts).
+ * The run's log as an async iterator of attempt markers and lines (logs/reader.ts).
  * Throws a SternaClientError: RunNotFound, NoLogs (a run that never started its command,
  * or has not yet, without `follow`), LogsUnreadable, InvalidArgument.
  */

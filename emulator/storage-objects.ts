@@ -1,6 +1,6 @@
 /**
  * The emulator's Cloud Storage objects, read-only, from its local buckets (gs://b/p =
- * <bucketsDir>/b/p): what a reader of a run's log asks of GCS (activities/logs/store.ts).
+ * <bucketsDir>/b/p): what a reader of a run's log asks of GCS (logs/store.ts).
  *
  *   GET /storage/v1/b/{bucket}/o?prefix=&delimiter=/&startOffset=&pageToken=&maxResults=
  *       -> {kind: storage#objects, prefixes?, items?: [{name, size, ...}], nextPageToken?}

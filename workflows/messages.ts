@@ -13,11 +13,15 @@ export type TrainingRunWorkflow = (spec: RunSpecInput) => Promise<RunResult>;
 
 export const statusQuery = defineQuery<RunStatus>('status');
 
-/** Raise or lower the budget (USD). Rejected below what the run has already spent. */
-export const setBudgetUpdate = defineUpdate<RunStatus, [budgetUsd: number]>('setBudget');
+/**
+ * Raise or lower the budget (USD). Rejected below what the run has already spent. `by`:
+ * who asks, as the caller's Temporal client identity says (what the server records with
+ * the update); the run keeps it, and its status says who set each limit.
+ */
+export const setBudgetUpdate = defineUpdate<RunStatus, [budgetUsd: number, by?: string]>('setBudget');
 
-/** Move the deadline (ISO 8601). Rejected if it is not in the future. */
-export const setDeadlineUpdate = defineUpdate<RunStatus, [deadline: string]>('setDeadline');
+/** Move the deadline (ISO 8601). Rejected if it is not in the future. `by` as for the budget. */
+export const setDeadlineUpdate = defineUpdate<RunStatus, [deadline: string, by?: string]>('setDeadline');
 
 /**
  * An external preemption notice (a GCE shutdown hook, a watcher on the preempted

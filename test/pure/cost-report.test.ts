@@ -16,7 +16,8 @@ const line = (zone: string, accelerator: string, hours: number, price: number, o
   onDemandCostUsd: onDemand * hours,
 });
 
-const run = (workflowId: string, team: string, lines: CostLine[], project?: string): RunCost => ({
+const run = (workflowId: string, team: string, lines: CostLine[], project?: string, namespace = 'default'): RunCost => ({
+  namespace,
   workflowId,
   team,
   project,
@@ -64,6 +65,18 @@ describe('cost report (pure)', () => {
       'total,3,4.65,13.9,9.25,0.6655,6.5,1',
       '',
     ].join('\n'));
+  });
+
+  it('groups by namespace, and counts two teams\' runs of the same workflow id as two runs', () => {
+    const spread = [
+      run('train', 'team-a', [line('us-central1-a', 'nvidia-l4', 2, 0.25, 0.75)], undefined, 'team-a'),
+      run('train', 'team-b', [line('us-east1-b', 'nvidia-l4', 1, 0.25, 0.75)], undefined, 'team-b'),
+      run('eval', 'team-b', [line('us-east1-b', 'nvidia-l4', 1, 0.5, 0.75)], undefined, 'team-b'),
+    ];
+    const report = costReport(spread, 'namespace');
+    assert.deepEqual(report.groups.map((g) => [g.group, g.runs, g.costUsd]), [['team-b', 2, 0.75], ['team-a', 1, 0.5]]);
+    assert.deepEqual([report.total.runs, report.total.costUsd], [3, 1.25]);
+    assert.equal(costReport(spread, 'zone').total.runs, 3);
   });
 
   it('reads --since as an ISO time or a duration ago', () => {

@@ -13,7 +13,7 @@
  *     nothing from the worker's activities: they act only for the system namespace.
  */
 import { strict as assert } from 'node:assert';
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { startTemporalServer, type TemporalServer } from '../../processes/temporal-server-process';
@@ -40,7 +40,7 @@ import { setBudgetUpdate, statusQuery } from '../../workflows/messages';
 import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId, type AdmissionAsked } from '../../workflows/teams/contract';
 import type { TeamView } from '../../workflows/teams/rules';
 import type { RunSpecInput } from '../../workflows/spec';
-import type { RunResult } from '../../workflows/run/views';
+import type { RunResult, RunStatus } from '../../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 import { spawnLogged } from '../helpers/processes';
 import { exampleSpec, PROJECT } from '../helpers/stack';
@@ -57,9 +57,9 @@ const TEAM_B = 'team-b';
 const base64url = (value: object | Buffer) => (Buffer.isBuffer(value) ? value : Buffer.from(JSON.stringify(value))).toString('base64url');
 
 /** An RS256 JWT as an identity provider would issue it. */
-function token(key: KeyObject, kid: string, subject: string, permissions: string[]): string {
+function token(key: KeyObject, kid: string, subject: string, permissions: string[], expiresInSeconds = 3600): string {
   const now = Math.floor(Date.now() / 1000);
-  const signingInput = `${base64url({ alg: 'RS256', typ: 'JWT', kid })}.${base64url({ sub: subject, permissions, iat: now, exp: now + 3600 })}`;
+  const signingInput = `${base64url({ alg: 'RS256', typ: 'JWT', kid })}.${base64url({ sub: subject, permissions, iat: now - 7200, exp: now + expiresInSeconds })}`;
   return `${signingInput}.${base64url(sign('sha256', Buffer.from(signingInput), key))}`;
 }
 
@@ -327,22 +327,33 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     await Promise.all([inA.terminate(), inB.terminate()]);
   });
 
+  /** `sterna ARGS` as alice of team A: a profile in Temporal's environment configuration file, as `temporal config set` writes one. */
+  function sternaAsAlice(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; exit: number }> {
+    return sternaAs(tokens.a, args, extra);
+  }
+
+  /** `sterna ARGS` with `bearer`'s profile (namespace A's unless `extra` says otherwise). */
+  async function sternaAs(bearer: string, args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string; exit: number }> {
+    const configFile = join(dir, `temporal-${createHash('sha256').update(bearer).digest('hex').slice(0, 8)}.toml`);
+    writeFileSync(configFile, `[profile.team-a]\naddress = "${server.address}"\nnamespace = "${TEAM_A}"\napi_key = "${bearer}"\n\n[profile.team-a.tls]\ndisabled = true\n`);
+    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'team-a', ...extra };
+    delete env.TEMPORAL_ADDRESS;
+    const out = await execFileP(process.execPath, [join(__dirname, '..', '..', 'cli', 'main.js'), ...args], { env }).catch((err: { stdout: string; stderr: string; code: number }) => err);
+    return { stdout: out.stdout, stderr: out.stderr, exit: 'code' in out ? out.code : 0 };
+  }
+
   it('sterna whoami says the namespace and identity a profile gives, and whether the server lets it read there', async () => {
-    // A profile in Temporal's environment configuration file, as `temporal config set` writes one.
-    const configFile = join(dir, 'temporal.toml');
-    writeFileSync(configFile, `[profile.team-a]\naddress = "${server.address}"\nnamespace = "${TEAM_A}"\napi_key = "${tokens.a}"\n\n[profile.team-a.tls]\ndisabled = true\n`);
     const whoami = async (extra: NodeJS.ProcessEnv) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'team-a', ...extra };
-      delete env.TEMPORAL_ADDRESS;
-      const out = await execFileP(process.execPath, [join(__dirname, '..', '..', 'cli', 'main.js'), 'whoami', '--json'], { env }).catch((err: { stdout: string; code: number }) => ({ stdout: err.stdout, code: err.code }));
-      return { ...(JSON.parse(out.stdout) as Whoami), exit: 'code' in out ? out.code : 0 };
+      const out = await sternaAsAlice(['whoami', '--json'], extra);
+      return { ...(JSON.parse(out.stdout) as Whoami), exit: out.exit };
     };
     const own = await whoami({});
     assert.deepEqual(
       { profile: own.profile, namespace: own.namespace, tls: own.tls, kind: own.credentials.kind, subject: own.credentials.kind === 'api-key' ? own.credentials.jwt?.subject : undefined, permissionsHere: own.permissionsHere, server: own.server, exit: own.exit },
       { profile: 'team-a', namespace: TEAM_A, tls: false, kind: 'api-key', subject: 'alice@team-a', permissionsHere: [`${TEAM_A}:write`], server: { namespaceReadable: true }, exit: 0 },
     );
-    assert.match(own.identity, /^\d+@/);
+    // Whose token it is, then the process: what Temporal records of every request the CLI makes.
+    assert.match(own.identity, /^alice@team-a \(\d+@.+\)$/);
     // The environment overrides the profile, as in every Temporal SDK: A's token, B's namespace.
     const elsewhere = await whoami({ TEMPORAL_NAMESPACE: TEAM_B });
     assert.equal(elsewhere.namespace, TEAM_B);
@@ -350,6 +361,104 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     assert.equal(elsewhere.server?.namespaceReadable, false);
     assert.match(elsewhere.server && !elsewhere.server.namespaceReadable ? elsewhere.server.problem : '', /permission denied/);
     assert.equal(elsewhere.exit, 1);
+  });
+
+  it('who did what: the budget, the deadline and the cancellation of A\'s run name the member who asked, in its history and in sterna status', async () => {
+    const asA = await clientFor(TEAM_A, tokens.a);
+    const run = await asA.workflow.start('trainingRun', { taskQueue, workflowId: `${taskQueue}-a-changed`, args: [longSpec()] });
+    const deadline = new Date(Date.now() + 5 * 3600_000).toISOString();
+    for (const args of [['budget', run.workflowId, '75'], ['deadline', run.workflowId, deadline]]) {
+      const out = await sternaAsAlice(args);
+      assert.equal(out.exit, 0, out.stderr);
+    }
+    const status = async () => {
+      const out = await sternaAsAlice(['status', run.workflowId, '--json']);
+      assert.equal(out.exit, 0, out.stderr);
+      return JSON.parse(out.stdout) as RunStatus & { cancelRequested?: { by: string; at: string } };
+    };
+    const changed = await status();
+    const alice = changed.limitsSetBy?.budget?.by ?? '';
+    assert.match(alice, /^alice@team-a \(\d+@.+\)$/);
+    assert.equal(changed.budgetUsd, 75);
+    assert.equal(changed.deadline, deadline);
+    assert.equal(changed.limitsSetBy?.deadline?.by.split(' ')[0], 'alice@team-a');
+    assert.deepEqual(changed.timeline.filter((e) => e.kind === 'limit-changed').map((e) => [e.event.replace(/ by .*/, ''), e.by?.split(' ')[0]]), [['budget set to $75.00', 'alice@team-a'], [`deadline set to ${deadline}`, 'alice@team-a']]);
+    // What the run says is what the server recorded with each update, in whichever execution of the chain took it.
+    const admin = await clientFor(TEAM_A, tokens.admin);
+    const accepted: { name?: string | null; identity?: string | null }[] = [];
+    for await (const execution of admin.workflow.list({ query: `WorkflowId = '${run.workflowId}'` })) {
+      const events = (await admin.workflow.getHandle(run.workflowId, execution.runId).fetchHistory()).events ?? [];
+      for (const e of events) {
+        const request = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+        if (request) accepted.push({ name: request.input?.name, identity: request.meta?.identity });
+      }
+    }
+    assert.deepEqual(
+      accepted.sort((x, y) => String(x.name).localeCompare(String(y.name))),
+      [
+        { name: 'setBudget', identity: alice },
+        { name: 'setDeadline', identity: changed.limitsSetBy?.deadline?.by },
+      ],
+    );
+
+    const cancelled = await sternaAsAlice(['cancel', run.workflowId]);
+    assert.equal(cancelled.exit, 0, cancelled.stderr);
+    await run.result().catch(() => undefined);
+    const ended = await status();
+    assert.equal(ended.phase, 'cancelled');
+    assert.match(ended.cancelRequested?.by ?? '', /^alice@team-a \(\d+@.+\)$/);
+    const text = await sternaAsAlice(['status', run.workflowId]);
+    assert.match(text.stdout, /budget \$75\.00: set by alice@team-a \(/);
+    assert.match(text.stdout, /cancellation requested by alice@team-a \(/);
+  });
+
+  it('sterna cost reports per namespace across the teams for the admin, each row what that namespace alone reports; A may not read B\'s', async () => {
+    type Report = { by: string; groups: { group: string; runs: number; costUsd: number }[]; total: { runs: number; costUsd: number } };
+    // Closed runs only: a running run's cost moves between two reads.
+    const closed = ['--query', 'ExecutionStatus != "Running"', '--json'];
+    const cost = async (bearer: string, args: string[], extra: NodeJS.ProcessEnv = {}) => {
+      const out = await sternaAs(bearer, ['cost', ...args, ...closed], extra);
+      assert.equal(out.exit, 0, out.stderr);
+      return JSON.parse(out.stdout) as Report;
+    };
+    // Visibility is eventually consistent: a run that just closed may reach one read before the other.
+    const { report, alone } = await eventually(async () => {
+      const across = await cost(tokens.admin, ['--namespace', `${TEAM_A},${TEAM_B}`, '--by', 'namespace']);
+      const each: Record<string, Report['total']> = { [TEAM_A]: (await cost(tokens.admin, [], { TEMPORAL_NAMESPACE: TEAM_A })).total, [TEAM_B]: (await cost(tokens.admin, [], { TEMPORAL_NAMESPACE: TEAM_B })).total };
+      const again = await cost(tokens.admin, ['--namespace', `${TEAM_A},${TEAM_B}`, '--by', 'namespace']);
+      return JSON.stringify(again) === JSON.stringify(across) && each[TEAM_A].runs > 0 ? { report: across, alone: each } : undefined;
+    });
+    assert.equal(report.by, 'namespace');
+    for (const namespace of [TEAM_A, TEAM_B]) {
+      const row = report.groups.find((g) => g.group === namespace) ?? { runs: 0, costUsd: 0 };
+      assert.deepEqual([row.runs, row.costUsd], [alone[namespace].runs, alone[namespace].costUsd], namespace);
+    }
+    assert.deepEqual([report.total.runs, report.total.costUsd], [alone[TEAM_A].runs + alone[TEAM_B].runs, Math.round((alone[TEAM_A].costUsd + alone[TEAM_B].costUsd) * 1e6) / 1e6]);
+    // A's own credentials: B's namespace is refused by the server, and said so.
+    const refused = await sternaAsAlice(['cost', '--namespace', TEAM_B]);
+    assert.equal(refused.exit, 2, refused.stdout);
+    assert.match(refused.stderr, new RegExp(`the server refused these credentials the cost request in namespace ${TEAM_B}`));
+    assert.match(refused.stderr, /sterna whoami/);
+  });
+
+  it('an expired token, and a token of another issuer\'s key, are refused with what to do; nothing is started', async () => {
+    const expired = token(privateKey, kid, 'alice@team-a', [`${TEAM_A}:write`], -60);
+    const stranger = token(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, kid, 'alice@team-a', [`${TEAM_A}:write`]);
+    const specFile = join(dir, 'refused-spec.json');
+    writeFileSync(specFile, JSON.stringify(longSpec()));
+    for (const [which, bearer] of [['expired', expired], ['unknown key', stranger]] as const) {
+      const id = `${taskQueue}-refused-${which.replace(' ', '-')}`;
+      const out = await sternaAs(bearer, ['start', specFile, '--id', id, '--task-queue', taskQueue]);
+      assert.equal(out.exit, 2, `${which}: ${out.stdout}${out.stderr}`);
+      assert.match(out.stderr, /did not accept these credentials|refused these credentials/, which);
+      assert.match(out.stderr, /sterna whoami/, which);
+      const admin = await clientFor(TEAM_A, tokens.admin);
+      const found = await admin.workflow.getHandle(id).describe().then(
+        () => 'started',
+        (err: unknown) => (err instanceof WorkflowNotFoundError ? 'not found' : err),
+      );
+      assert.equal(found, 'not found', `${which}: nothing was started`);
+    }
   });
 
   it('a run in A\'s namespace whose spec names team B is refused, and B\'s ledger is never charged', async () => {

@@ -19,7 +19,7 @@ import { failure, FailureType } from '../failures';
 import { resourceName } from '../naming';
 import type { ZoneEvent } from '../placement';
 import { LAST_LINE_CHARS } from './last-line';
-import { AttemptOutcome, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './state';
+import { AttemptOutcome, MAX_CALLER_LENGTH, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './state';
 import { parseSpec, type RunSpec } from '../spec';
 import { ProvisioningModel, type Offer } from '../types';
 
@@ -44,6 +44,8 @@ function buildRunStateSchema() {
   const IsoTime = z.iso.datetime({ offset: true });
   const Model = z.enum(Object.values(ProvisioningModel) as [ProvisioningModel, ...ProvisioningModel[]]);
   const Backend = z.enum(['gce', 'gke']);
+  const Caller = z.string().min(1).max(MAX_CALLER_LENGTH);
+  const SetByShape = z.strictObject({ by: Caller, at: IsoTime });
   const Checkpoint = z.strictObject({ uri: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/), step: z.int().min(0) });
 
   const OfferSchema = z.strictObject({
@@ -129,6 +131,7 @@ function buildRunStateSchema() {
     restarts: z.int().min(0),
     budgetUsd: z.number().positive().finite().optional(),
     deadline: IsoTime.optional(),
+    limitsSetBy: z.strictObject({ budget: SetByShape.optional(), deadline: SetByShape.optional() }).optional(),
     timeline: z.array(
       z.strictObject({
         at: IsoTime,
@@ -141,6 +144,7 @@ function buildRunStateSchema() {
         model: Model.optional(),
         released: z.enum(['deleted', 'absent', 'not-ours']).optional(),
         createWatch: z.enum(['landed-late', 'deadline-passed']).optional(),
+        by: Caller.optional(),
       }),
     ),
     policyState: z.unknown().optional(),

@@ -10,7 +10,7 @@ import type { RunSpec } from '../spec';
 import type { Inbox } from './inbox';
 import type { RunEvent } from './protocol';
 import type { RunState } from './state';
-import { budgetProblem, newDeadlineProblem } from './validators';
+import { budgetProblem, callerProblem, newDeadlineProblem } from './validators';
 import { statusOf } from './views';
 
 function refuse(problem: string | undefined): void {
@@ -26,11 +26,11 @@ export function installRunHandlers(spec: RunSpec, state: () => RunState, apply: 
     return status();
   };
   setHandler(statusQuery, status);
-  setHandler(setBudgetUpdate, (usd) => limitMoved({ kind: 'budget-set', usd }), {
-    validator: (usd) => refuse(budgetProblem(state(), usd, Date.now())),
+  setHandler(setBudgetUpdate, (usd: number, by?: string) => limitMoved({ kind: 'budget-set', usd, ...(by ? { by } : {}) }), {
+    validator: (usd: number, by?: string) => refuse(budgetProblem(state(), usd, Date.now()) ?? callerProblem(by)),
   });
-  setHandler(setDeadlineUpdate, (deadline) => limitMoved({ kind: 'deadline-set', deadline }), {
-    validator: (deadline) => refuse(newDeadlineProblem(deadline, Date.now())),
+  setHandler(setDeadlineUpdate, (deadline: string, by?: string) => limitMoved({ kind: 'deadline-set', deadline, ...(by ? { by } : {}) }), {
+    validator: (deadline: string, by?: string) => refuse(newDeadlineProblem(deadline, Date.now()) ?? callerProblem(by)),
   });
   setHandler(preemptionNoticeSignal, (notice) => void inbox.push({ kind: 'notice', ...notice }));
   setHandler(observationSignal, (observation) => void inbox.push({ kind: 'observed', observation, via: 'observer' }));

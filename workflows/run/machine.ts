@@ -107,10 +107,10 @@ function absorbInto(state: RunState, spec: RunSpec, event: RunEvent, context: Co
       absorbKept(state, event, now);
       return undefined;
     case 'budget-set':
-      setBudget(state, event.usd, now);
+      setBudget(state, event.usd, now, event.by);
       return undefined;
     case 'deadline-set':
-      setDeadline(state, event.deadline, now);
+      setDeadline(state, event.deadline, now, event.by);
       return undefined;
     case 'notification-failed':
       record(state, now, { kind: TimelineKind.Warning, event: event.target ? `notification ${event.notification} refused by ${event.target}: ${event.problem}` : `notification ${event.notification} not delivered: ${event.problem}` });

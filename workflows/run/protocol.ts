@@ -58,8 +58,9 @@ export type RunEvent =
   /** The ask for a final checkpoint before the flex-start cut reached the agent, or could not (`detail` says why). */
   | { kind: 'move-asked'; attempt: number; delivered: boolean; detail?: string }
   /** Accepted updates (run/validators.ts checked them first). */
-  | { kind: 'budget-set'; usd: number }
-  | { kind: 'deadline-set'; deadline: string }
+  /** An accepted limit update; `by` is the caller's identity, when it gave one. */
+  | { kind: 'budget-set'; usd: number; by?: string }
+  | { kind: 'deadline-set'; deadline: string; by?: string }
   /** A notification a webhook refused, or that could not be delivered at all (`target` absent). */
   | { kind: 'notification-failed'; notification: string; target?: string; problem: string }
   /** The run is stopping (cancelled, or failed with `reason`): its live attempt is stopped, not running. */

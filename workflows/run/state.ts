@@ -153,6 +153,20 @@ export const TimelineKind = {
 } as const;
 export type TimelineKind = (typeof TimelineKind)[keyof typeof TimelineKind];
 
+/** The longest caller identity a limit update may name (Temporal's own identities are far shorter). */
+export const MAX_CALLER_LENGTH = 256;
+
+/** Who changed a limit last: the caller's Temporal client identity, and the time (ISO). */
+export interface SetBy {
+  by: string;
+  at: string;
+}
+
+export interface LimitsSetBy {
+  budget?: SetBy;
+  deadline?: SetBy;
+}
+
 export interface TimelineEvent {
   at: string;
   kind: TimelineKind;
@@ -172,6 +186,8 @@ export interface TimelineEvent {
    * before no create of it could land any more (ReleaseResult.createWatch).
    */
   createWatch?: 'landed-late' | 'deadline-passed';
+  /** Who asked (limit-changed events from an update that named its caller). */
+  by?: string;
 }
 
 /** The current placement round: the offers found and the ones tried since. */
@@ -194,6 +210,8 @@ export interface RunState {
   budgetUsd?: number;
   /** ISO time; absent means no deadline. */
   deadline?: string;
+  /** Who set the budget and the deadline last by update, and when (absent: the spec's, or a caller that named no one). */
+  limitsSetBy?: LimitsSetBy;
   timeline: TimelineEvent[];
   /** State of the deadline-aware pricing policy (workflows/policy), JSON-plain. */
   policyState?: AutoState;

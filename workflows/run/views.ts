@@ -2,7 +2,7 @@
  * Pure views of a run's state: the cost ledger, the status the query answers, the result
  * a finished run returns.
  */
-import type { AppliedInterval, Attempt, AttemptOutcome, GpuState, Phase, RunPrices, RunState, TimelineEvent } from './state';
+import type { AppliedInterval, Attempt, AttemptOutcome, GpuState, LimitsSetBy, Phase, RunPrices, RunState, TimelineEvent } from './state';
 import { meanUtilisation } from './gpu-util';
 import { formatSeconds, progressOf, type Progress } from './progress';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
@@ -83,6 +83,8 @@ export interface RunStatus {
   onDemandCostUsd: number;
   budgetUsd?: number;
   deadline?: string;
+  /** Who set the budget and the deadline last by update, and when (absent: as the spec gave them). */
+  limitsSetBy?: LimitsSetBy;
   preemptions: number;
   restarts: number;
   ledger: LedgerLine[];
@@ -151,6 +153,7 @@ export function statusOf(state: RunState, nowMs: number, spec?: RunSpec): RunSta
     onDemandCostUsd: costs.onDemandCostUsd,
     budgetUsd: state.budgetUsd,
     deadline: state.deadline,
+    ...(state.limitsSetBy && Object.keys(state.limitsSetBy).length > 0 ? { limitsSetBy: state.limitsSetBy } : {}),
     preemptions: state.preemptions,
     restarts: state.restarts,
     ledger: costs.lines,
