@@ -92,7 +92,7 @@ describe('zone statistics: what a run may measure', () => {
     );
   });
 
-  it('a zone\'s chance at a launch is the share of its looks across a gap that found capacity, not of the hours watched', () => {
+  it('a launch\'s chance of capacity is the share of the looks across a gap that found it, not of the hours watched', () => {
     // A live run: its instance runs in zone a from hour 0 to 10 (watched, up) and is preempted
     // at 11; then it launches into a now and then, each launch a look across a gap.
     const running = Array.from({ length: 12 }, (_, h) => [h, h < 11] as const);
@@ -101,11 +101,11 @@ describe('zone statistics: what a run may measure', () => {
     assert.deepEqual([table.zones.a.looks, table.zones.a.hits], [7, 2], 'the first launch and six more (hours 11 and 16 are preemptions, seen while watched: not looks)');
     assert.ok(upFraction(table, 1) > 0.85, `the hours watched are the instance's, nearly all up: ${upFraction(table, 1)}`);
     const prior = upFraction(table, 1);
-    assert.equal(lookShare(table, 'a', prior), (2 + 2 * prior) / (7 + 2));
-    assert.equal(lookShare(table, 'never-looked-at', prior), prior, 'a zone never looked at has the prior');
+    assert.equal(lookShare(table, prior), (2 + 2 * prior) / (7 + 2));
+    assert.equal(lookShare(todays(), prior), prior, 'no look yet: the prior');
     // Hours later, a's outage has most likely ended: its chance nears the looks' share, not the hours'.
     const later = { ...at(40, 'unknown'), stepHours: 1 };
     const chance = availabilityChance(table, later, 'a');
-    assert.ok(chance < 0.5 && chance <= lookShare(table, 'a', prior) + 1e-12, `a launch into a is less likely than not to find capacity: ${chance}`);
+    assert.ok(chance < 0.5 && chance <= lookShare(table, prior) + 1e-12, `a launch into a is less likely than not to find capacity: ${chance}`);
   });
 });

@@ -214,16 +214,22 @@ export function upFraction(table: StatsTable, priorHours: number): number {
 }
 
 /**
- * Share of `zone`'s sightings across a gap (ZoneStats.looks: launches and others' looks) that
- * found capacity, with `prior` (the pooled share of hours with capacity) weighing two looks,
- * as upFraction's own prior weighs a step of each state. Of a zone never looked at so, the
- * prior. Where a live run launches into zones it does not watch, this is what it has seen of
- * each zone's chance of capacity at a launch: the hours it watched are mostly its own
- * instance's, seen only while it ran.
+ * Share of the sightings across a gap (ZoneStats.looks: launches and others' looks, all
+ * zones pooled) that found capacity, with `prior` (the pooled share of hours with capacity)
+ * weighing two looks, as upFraction's own prior weighs a step of each state. Where a live run
+ * launches into zones it does not watch, this is what it has seen of a launch's chance of
+ * capacity: the hours it watched are mostly its own instance's, seen only while it ran.
+ * Pooled, not per zone: a zone's few looks are noise that outweighs its price among probes
+ * (a zone's own share, measured on the table: dearer where zones' prices differ).
  */
-export function lookShare(table: StatsTable, zone: string, prior: number): number {
-  const s = table.zones[zone];
-  return ((s?.hits ?? 0) + 2 * prior) / ((s?.looks ?? 0) + 2);
+export function lookShare(table: StatsTable, prior: number): number {
+  let hits = 0;
+  let looks = 0;
+  for (const s of Object.values(table.zones)) {
+    hits += s.hits ?? 0;
+    looks += s.looks ?? 0;
+  }
+  return (hits + 2 * prior) / (looks + 2);
 }
 
 /**
