@@ -50,7 +50,7 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
       const fix = namespaced
         ? `start it in namespace ${named} with that team's credentials, or drop the team label`
         : `this deployment has one namespace, ${team}, and it is the one team: drop the team label (or set it to ${team}); for a team of its own, give it a namespace (STERNA_TEAM_NAMESPACES, docs/tenancy.md)`;
-      throw ApplicationFailure.nonRetryable(`${what}: the run names team ${named} (labels.team), but it executes in namespace ${team}, and a run's team is its namespace; ${fix}`, 'InvalidSpec');
+      throw ApplicationFailure.nonRetryable(`${what}: the run names team ${named}, but it executes in namespace ${team}, and a run's team is its namespace (its labels.team is only checked against it); ${fix}`, 'InvalidSpec');
     }
     return { team, runId };
   }

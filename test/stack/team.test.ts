@@ -189,7 +189,7 @@ describe('team budgets, GPU quotas and priority queueing (dev server, scripted c
       // The run's failure carries the activity's, which says why and what to do.
       const causes: { message: string; type?: string }[] = [];
       for (let e = err as (Error & { type?: string }) | undefined; e; e = e.cause as typeof e) causes.push({ message: e.message, type: e.type });
-      const refusal = causes.find((c) => c.message.includes(`names team vision (labels.team), but it executes in namespace ${TEAM}`));
+      const refusal = causes.find((c) => c.message.includes(`names team vision, but it executes in namespace ${TEAM}`));
       assert.ok(refusal, JSON.stringify(causes));
       assert.equal(refusal.type, 'InvalidSpec');
       assert.match(refusal.message, /drop the team label/);
