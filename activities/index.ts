@@ -7,6 +7,7 @@ import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activ
 import type { PriceBook } from '../config/price-book';
 import { type Backend, INTERVAL_ATTRIBUTE, type SternaActivities, type ZoneMemory } from '../workflows/api';
 import type { ComputeProvider } from './providers/provider';
+import type { AdmissionGate } from './teams/admission-gate';
 
 export type { SternaActivities } from '../workflows/api';
 
@@ -28,6 +29,8 @@ export interface ActivityOptions {
   askObserver?: (backend: Backend) => Promise<boolean>;
   /** Reads the zone memory (activities/zones) for findCapacity's `zoneMemoryFor`; without it findCapacity answers none. */
   readZoneMemory?: (backend: Backend, accelerators: readonly string[]) => Promise<ZoneMemory>;
+  /** With a namespace per team: refuses a provision its caller's team has not admitted (activities/teams/admission-gate.ts). */
+  admissionGate?: AdmissionGate;
 }
 
 export function createActivities(providers: Providers, options: ActivityOptions = {}): SternaActivities {
@@ -69,6 +72,7 @@ export function createActivities(providers: Providers, options: ActivityOptions 
 
     async provision(request) {
       const provider = providerFor(request.offer.backend);
+      await options.admissionGate?.(request);
       const { cancellationSignal } = Context.current();
       try {
         const result = await heartbeating((progress) => provider.provision(request, (status) => progress({ status }), cancellationSignal));

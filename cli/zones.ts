@@ -20,6 +20,8 @@ export interface ZoneRow {
   zone: string;
   accelerator: string;
   model: ProvisioningModel;
+  /** A gang's attempts are remembered apart, per node count; 1: single VMs. */
+  nodes: number;
   lastStockout: string | null;
   preemptionsPerHour: number | null;
   medianSpotLifetimeHours: number | null;
@@ -31,6 +33,7 @@ export function zoneRow(p: ZonePrior): ZoneRow {
     zone: p.zone,
     accelerator: p.accelerator,
     model: p.model,
+    nodes: p.nodes ?? 1,
     lastStockout: p.lastStockoutAt ?? null,
     preemptionsPerHour: p.preemptionsPerHour ?? null,
     medianSpotLifetimeHours: p.medianSpotLifetimeHours ?? null,
@@ -46,8 +49,8 @@ function hours(h: number | null): string {
 /** The rows as an aligned table, with a header. */
 export function zoneTable(rows: readonly ZoneRow[]): string[] {
   const cells = [
-    ['ZONE', 'ACCELERATOR', 'MODEL', 'LAST STOCKOUT', 'PREEMPTIONS/H', 'MEDIAN SPOT LIFETIME', 'COOLDOWN'],
-    ...rows.map((r) => [r.zone, r.accelerator, r.model, r.lastStockout ?? '-', r.preemptionsPerHour === null ? '-' : r.preemptionsPerHour.toFixed(2), hours(r.medianSpotLifetimeHours), r.inCooldown ? 'yes' : 'no']),
+    ['ZONE', 'ACCELERATOR', 'MODEL', 'NODES', 'LAST STOCKOUT', 'PREEMPTIONS/H', 'MEDIAN SPOT LIFETIME', 'COOLDOWN'],
+    ...rows.map((r) => [r.zone, r.accelerator, r.model, String(r.nodes), r.lastStockout ?? '-', r.preemptionsPerHour === null ? '-' : r.preemptionsPerHour.toFixed(2), hours(r.medianSpotLifetimeHours), r.inCooldown ? 'yes' : 'no']),
   ];
   const widths = cells[0].map((_, i) => Math.max(...cells.map((c) => c[i].length)));
   return cells.map((c) => c.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd());

@@ -22,6 +22,7 @@ import { sternaDataConverter } from '../codec/data-converter';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from '../config/worker-config';
 import { createReaperActivities } from '../activities/reaper';
 import { createTeamActivities } from '../activities/teams';
+import { createAdmissionGate } from '../activities/teams/admission-gate';
 import { meteredProviders, type SternaMetrics } from '../activities/metrics';
 import { createNotifyActivities, type NotifyOptions } from '../activities/notify';
 import { createZoneActivities, zoneMemoryReader } from '../activities/zones';
@@ -97,6 +98,7 @@ export function createSternaActivities(options: Omit<SternaWorkerOptions, 'taskQ
       ...(options.prices ? { priceBook: priceBookReader(client, options.prices.settings, options.prices.catalog) } : {}),
       askObserver: observerAsker({ providers, client, observer: options.observer }),
       readZoneMemory: zoneMemoryReader({ providers, client }),
+      ...(namespaces?.tenancy.mode === 'namespaces' ? { admissionGate: createAdmissionGate(namespaces) } : {}),
     }),
     ...createFleetActivities({ providers, client, namespaces, observer: options.observer }),
     ...createPricingActivities(options.prices ?? {}),

@@ -69,7 +69,7 @@ export type { TeamActivities, TeamInput, TeamLedgerWorkflow } from './teams/cont
 export { PERIODS } from './teams/period';
 export type { Period } from './teams/period';
 export { DEFAULT_TEAM, limitsProblem, priorityOf, teamOf } from './teams/rules';
-export type { LimitsChange, TeamView } from './teams/rules';
+export type { AdmissionDecision, LimitsChange, TeamView } from './teams/rules';
 export { ProvisioningModel } from './types';
 export type { AgentSnapshot, Backend, CheckpointRef, GpuReading, Offer, ResourceRef, WorkdirRef } from './types';
 export { parseZoneMemoryWorkflowId, zoneMemoryWorkflowId } from './zones/contract';

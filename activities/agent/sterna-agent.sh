@@ -197,19 +197,25 @@ put_object() { # put_object FILE DEST -> DEST appears whole or not at all
 }
 
 ship_logs() { # ship_logs -> the spool's new bytes, in chunks; fails when a copy failed
+  # The VM's SIGTERM reaches every process, this function's commands too: a command it
+  # cut short fails the ship (the shipper tries again), and nothing is guessed from what
+  # it did not finish. Before, a pipeline ended before it opened the chunk left the last
+  # chunk's bytes in the file, sent again under the next offset: two lines of a
+  # preempted attempt's log read twice, the two after them lost (CI, session 25).
   local size shipped len chunk="$STATE/log-chunk"
   while :; do
     size="$(stat -c %s -- "$LOG_SPOOL" 2>/dev/null)" || return 0
-    shipped="$(cat -- "$LOG_SHIPPED" 2>/dev/null)"
-    [[ "$shipped" =~ ^[0-9]{1,18}$ ]] || shipped=0
+    if [ -e "$LOG_SHIPPED" ]; then shipped="$(cat -- "$LOG_SHIPPED" 2>/dev/null)" || return 1; else shipped=0; fi
+    [[ "$shipped" =~ ^[0-9]{1,18}$ ]] || shipped=0   # unreadable as a number: all of it again, under 0
     [ "$size" -gt "$shipped" ] || return 0
     len=$((size - shipped))
     [ "$len" -le "$LOG_CHUNK_BYTES" ] || len="$LOG_CHUNK_BYTES"
-    tail -c +"$((shipped + 1))" -- "$LOG_SPOOL" | head -c "$len" > "$chunk"
-    len="$(stat -c %s -- "$chunk")"
+    rm -f -- "$chunk" || return 1
+    tail -c +"$((shipped + 1))" -- "$LOG_SPOOL" | head -c "$len" > "$chunk" || return 1
+    len="$(stat -c %s -- "$chunk" 2>/dev/null)" || return 1
     [ "$len" -gt 0 ] || return 0
     put_object "$chunk" "$LOG_URI/$(printf '%016d' "$shipped").log" || return 1
-    printf '%s\n' "$((shipped + len))" > "$LOG_SHIPPED.tmp" && mv -f -- "$LOG_SHIPPED.tmp" "$LOG_SHIPPED"
+    { printf '%s\n' "$((shipped + len))" > "$LOG_SHIPPED.tmp" && mv -f -- "$LOG_SHIPPED.tmp" "$LOG_SHIPPED"; } || return 1
     # What is in the bucket need not stay on the VM's disk: every 64 MiB shipped, the
     # spool's shipped bytes become a hole (offsets stay as they are), where the file
     # system can punch one; a chatty trainer cannot fill the disk with its own log.

@@ -190,8 +190,8 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
 }
 
 /** The Temporal server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
-export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }): Promise<TemporalServer> {
-  const options = { headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile };
+export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }, namespaces?: string[]): Promise<TemporalServer> {
+  const options = { headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile, namespaces };
   // A restart must come back on the port its clients know; a first start may take any.
   return startTemporalServer({ ...options, ...(persistent?.port !== undefined ? { port: persistent.port } : {}) });
 }

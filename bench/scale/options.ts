@@ -39,6 +39,11 @@ export interface ScaleOptions {
   /** Keep the work directory (logs, emulator state) after the run. */
   keep: boolean;
   json: boolean;
+  /**
+   * 0: runs and fleet in the dev server's one namespace. N: the fleet in a system namespace
+   * and the runs spread evenly over N team namespaces (docs/tenancy.md), one worker process serving all.
+   */
+  teamNamespaces: number;
 }
 
 export class ScaleOptionError extends Error {
@@ -90,6 +95,7 @@ export interface ScaleFlags {
   historySample?: string;
   workerHeapMb?: string;
   workerCache?: string;
+  teamNamespaces?: string;
   keep?: boolean;
   json?: boolean;
 }
@@ -114,6 +120,7 @@ export function parseScaleOptions(flags: ScaleFlags): ScaleOptions {
     workerHeapMb: flags.workerHeapMb !== undefined ? wholeNumber('worker-heap-mb', flags.workerHeapMb, 256, 65_536) : undefined,
     workerCache: flags.workerCache !== undefined ? wholeNumber('worker-cache', flags.workerCache, 0) : undefined,
     historySample: flags.historySample !== undefined ? wholeNumber('history-sample', flags.historySample, 1) : undefined,
+    teamNamespaces: flags.teamNamespaces !== undefined ? wholeNumber('team-namespaces', flags.teamNamespaces, 0, 16) : 0,
     keep: flags.keep ?? false,
     json: flags.json ?? false,
   };

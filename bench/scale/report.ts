@@ -13,7 +13,7 @@ export function formatScaleReport(r: ScaleResult): string {
   const h = r.history;
   return [
     `scale benchmark: ${r.runs} runs, ${r.durationSeconds} s of training each, ${r.preemptionRate} preemptions per VM-hour, seed ${r.seed}`,
-    `design measured: ${design}; worker tuning: ${r.workerTuning}`,
+    `design measured: ${design}; worker tuning: ${r.workerTuning}; ${r.teamNamespaces > 0 ? `runs spread over ${r.teamNamespaces} team namespaces, the fleet in sterna-system` : 'one namespace for runs and fleet'}`,
     `machine: ${r.machine}; ${r.date}`,
     '',
     ...(r.workerExited ? [`  THE WORKER DIED during the measurement (${r.workerExited}); the figures below stop there`] : []),

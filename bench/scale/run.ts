@@ -53,6 +53,8 @@ const SETTLE_MS = 30_000;
 const MIN_STEADY_SECONDS = 60;
 /** How often the emulator is asked how many guests run. */
 const GUEST_SAMPLE_MS = 5000;
+/** The fleet's namespace when the runs are spread over team namespaces (--team-namespaces). */
+const SYSTEM_NAMESPACE = 'sterna-system';
 
 export type Design = 'per-run-looks' | 'fleet-observer';
 
@@ -72,6 +74,8 @@ export interface ScaleResult {
   workerRssAtPeakGuestsMb?: number;
   design: Design;
   observerRequested: 'on' | 'off';
+  /** Team namespaces the runs were spread over (0: runs and fleet in one namespace). */
+  teamNamespaces: number;
   observerWorkflows: number;
   pollSeconds: number;
   /** `default`, or the V8 heap limit the worker ran with. */
@@ -126,6 +130,8 @@ export interface ScaleResult {
 
 interface Tracked {
   workflowId: string;
+  /** The client of the namespace the run executes in. */
+  client: Client;
   handle: WorkflowHandle;
   firstRunId: string;
   startedAtMs: number;
@@ -142,7 +148,6 @@ export function benchSpec(o: Pick<ScaleOptions, 'pollSeconds' | 'checkpointEvery
     resources: { accelerators: [{ type: ACCELERATOR, count: 1 }] },
     pricing: { mode: 'spot', budgetUsd: 1000 },
     recovery: { maxPreemptions: 1000, ...(o.pollSeconds !== undefined ? { pollSeconds: o.pollSeconds } : {}) },
-    labels: { team: 'bench' },
   };
 }
 
@@ -170,7 +175,9 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     log(`work dir ${workDir}`);
     const bundle = await workflowBundlePath(workDir);
     log(`workflow bundle ${bundle.path}${bundle.built ? ' (made now: the prebuilt one was missing or older than build/workflows)' : ''}`);
-    temporal = await startTemporal(workDir);
+    // With team namespaces, the fleet lives in the system one and the runs in the teams' (docs/tenancy.md).
+    const teams = Array.from({ length: o.teamNamespaces }, (_, i) => `team-${i + 1}`);
+    temporal = await startTemporal(workDir, undefined, teams.length > 0 ? [SYSTEM_NAMESPACE, ...teams] : undefined);
     log(`Temporal dev server ${temporal.address} (pid ${temporal.pid})`);
     const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: Math.round(o.durationSeconds), checkpointEvery: o.checkpointEverySteps, operationsKept: operationsFor(o) });
     children.push(emulator.child);
@@ -184,7 +191,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const sdkMetricsPort = (await freePort(0))!;
     const worker = await startWorkerProcess(workDir, {
       address: temporal.address,
-      namespace: temporal.namespace,
+      namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal.namespace,
       taskQueue,
       project: PROJECT,
       emulatorEndpoint: emulator.endpoint,
@@ -193,7 +200,12 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       observer: { startOnBoot: wantObserver, intervalSeconds: o.observerIntervalSeconds },
       heapMb: o.workerHeapMb,
       maxCachedWorkflows: o.workerCache,
-      extraEnv: { STERNA_METRICS_HOST: '127.0.0.1', STERNA_METRICS_PORT: String(metricsPort), STERNA_SDK_METRICS_PORT: String(sdkMetricsPort) },
+      extraEnv: {
+        STERNA_METRICS_HOST: '127.0.0.1',
+        STERNA_METRICS_PORT: String(metricsPort),
+        STERNA_SDK_METRICS_PORT: String(sdkMetricsPort),
+        ...(teams.length > 0 ? { STERNA_TEAM_NAMESPACES: teams.join(',') } : {}),
+      },
     });
     children.push(worker);
     log(`worker pid ${worker.pid} on task queue ${taskQueue} (${tuning(o)})`);
@@ -204,7 +216,9 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     samplers.push(workerSampler, temporalSampler, emulatorSampler, slotSampler);
 
     connection = await Connection.connect({ address: temporal.address });
-    const client = new Client({ connection, namespace: temporal.namespace, dataConverter: sternaDataConverter() });
+    // The fleet's namespace, and the runs' (each team's, in turn).
+    const client = new Client({ connection, namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal.namespace, dataConverter: sternaDataConverter() });
+    const runClients = teams.length > 0 ? teams.map((namespace) => new Client({ connection: connection!, namespace, dataConverter: sternaDataConverter() })) : [client];
 
     // --- measurement ---------------------------------------------------------------
     for (const s of samplers) s.startMeasuring();
@@ -218,9 +232,10 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     let firstSettled = false;
     let steadyFromMs: number | undefined;
     let steadyToMs: number | undefined;
-    const closures = new ClosureWatcher(client, taskQueue, 'trainingRun');
+    const closures = runClients.map((c) => new ClosureWatcher(c, taskQueue, 'trainingRun'));
     const collectClosures = async () => {
-      for (const closed of await closures.poll().catch(() => [])) {
+      const closed$ = (await Promise.all(closures.map((w) => w.poll().catch(() => [])))).flat().sort((a, b) => a.closedAtMs - b.closedAtMs);
+      for (const closed of closed$) {
         const run = byId.get(closed.workflowId);
         if (!run || run.outcome) continue;
         run.settledAtMs = closed.closedAtMs;
@@ -246,8 +261,9 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     for (let i = 0; i < o.runs; i++) {
       await sleep(Math.max(0, t0 + (i * o.rampSeconds * 1000) / o.runs - Date.now()));
       const workflowId = `scale-${stamp}-${i}`;
-      const handle = await client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] });
-      const run: Tracked = { workflowId, handle, firstRunId: handle.firstExecutionRunId, startedAtMs: Date.now() };
+      const runClient = runClients[i % runClients.length];
+      const handle = await runClient.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] });
+      const run: Tracked = { workflowId, client: runClient, handle, firstRunId: handle.firstExecutionRunId, startedAtMs: Date.now() };
       runs.push(run);
       byId.set(workflowId, run);
       if (Date.now() - rampReport >= 30_000) {
@@ -315,7 +331,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const api = apiFigures(usage, PROJECT);
     const steady = steadyStart && steadyEnd ? apiFigures(steadyEnd, PROJECT, steadyStart) : undefined;
     const sample = sampleOf(runs, o.historySample, o.seed);
-    const facts = await mapLimited(sample, 4, (r) => chainFacts(client, r));
+    const facts = await mapLimited(sample, 4, (r) => chainFacts(r.client, r));
     const history = summarizeHistories(facts, tEnd);
     const steadyWindow = steadyFromMs !== undefined && (steadyToMs ?? tEnd) - steadyFromMs >= MIN_STEADY_SECONDS * 1000 ? windowFigures(facts, steadyFromMs, steadyToMs ?? tEnd) : undefined;
     const latencies = await preemptionToInsert(emulator.endpoint, injector.injected, t0);
@@ -340,6 +356,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       workerRssAtPeakGuestsMb: optionalRound(peakGuests?.rssMb, 1),
       design: observerWorkflows > 0 ? 'fleet-observer' : 'per-run-looks',
       observerRequested: wantObserver ? 'on' : 'off',
+      teamNamespaces: o.teamNamespaces,
       observerWorkflows,
       pollSeconds,
       workerTuning: tuning(o),

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { type Observation, type ZoneObservation, liveZones } from '../../workflows/policy';
-import { type StatsTable, emptyStats, foundRemainingHours, observe, runAgeHours } from '../../workflows/policy/zone-stats';
+import { availabilityChance } from '../../workflows/policy/expectations';
+import { type StatsTable, emptyStats, foundRemainingHours, lookShare, observe, runAgeHours, upFraction } from '../../workflows/policy/zone-stats';
 
 /** One decision's look at zone `a`: own (true/false), unseen, or another run's sighting. */
 function at(nowHours: number, a: boolean | 'unknown', byOthers = false): Observation {
@@ -89,5 +90,22 @@ describe('zone statistics: what a run may measure', () => {
       zones.map((z) => [z.spotAvailable, z.seenByOthers === true]),
       [[true, false], [false, false], [true, true]],
     );
+  });
+
+  it('a launch\'s chance of capacity is the share of the looks across a gap that found it, not of the hours watched', () => {
+    // A live run: its instance runs in zone a from hour 0 to 10 (watched, up) and is preempted
+    // at 11; then it launches into a now and then, each launch a look across a gap.
+    const running = Array.from({ length: 12 }, (_, h) => [h, h < 11] as const);
+    const launches = [[12, 'unknown'], [13, false], [14, 'unknown'], [15, true], [16, false], [17, 'unknown'], [18, false], [19, 'unknown'], [20, false], [21, 'unknown'], [22, false], [23, 'unknown'], [24, false]] as const;
+    const table = kept(todays(), [...running, ...launches]);
+    assert.deepEqual([table.zones.a.looks, table.zones.a.hits], [7, 2], 'the first launch and six more (hours 11 and 16 are preemptions, seen while watched: not looks)');
+    assert.ok(upFraction(table, 1) > 0.85, `the hours watched are the instance's, nearly all up: ${upFraction(table, 1)}`);
+    const prior = upFraction(table, 1);
+    assert.equal(lookShare(table, prior), (2 + 2 * prior) / (7 + 2));
+    assert.equal(lookShare(todays(), prior), prior, 'no look yet: the prior');
+    // Hours later, a's outage has most likely ended: its chance nears the looks' share, not the hours'.
+    const later = { ...at(40, 'unknown'), stepHours: 1 };
+    const chance = availabilityChance(table, later, 'a');
+    assert.ok(chance < 0.5 && chance <= lookShare(table, prior) + 1e-12, `a launch into a is less likely than not to find capacity: ${chance}`);
   });
 });

@@ -39,7 +39,7 @@ describe('team admission rules (pure)', () => {
     ask(s, 'running');
     ask(s, 'waiting', {}, T0 + 1);
     ask(s, 'too-dear', { reserveUsd: 50 }, T0 + 2);
-    assert.deepEqual(admissionOf(s, 'running'), { runId: 'running', outcome: 'admitted', team: 'ml' });
+    assert.deepEqual(admissionOf(s, 'running'), { runId: 'running', outcome: 'admitted', team: 'ml', gpus: 1 });
     assert.deepEqual(admissionOf(s, 'waiting'), { runId: 'waiting', outcome: 'queued', team: 'ml', position: 1, reason: 'the team holds 1 of its 1 GPUs' });
     assert.equal(admissionOf(s, 'too-dear')?.outcome, 'refused', 'a refused run that asks again hears the same');
     assert.equal(admissionOf(s, 'never-asked'), undefined);

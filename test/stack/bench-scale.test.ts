@@ -185,6 +185,8 @@ describe('bench:scale rules', () => {
     assert.throws(() => parseScaleOptions({ ...base, observer: 'maybe' }), /--observer: expected one of on, off, auto/);
     assert.throws(() => parseScaleOptions({ ...base, pollSeconds: '0.1' }), /--poll-seconds: the spec allows recovery.pollSeconds from 0.2 to 60/);
     assert.equal(parseScaleOptions({ ...base, runs: '500' }).rampSeconds, 50);
+    assert.throws(() => parseScaleOptions({ ...base, teamNamespaces: '17' }), /--team-namespaces: expected a whole number from 0 to 16/);
+    assert.deepEqual([parseScaleOptions(base).teamNamespaces, parseScaleOptions({ ...base, teamNamespaces: '2' }).teamNamespaces], [0, 2]);
   });
 });
 

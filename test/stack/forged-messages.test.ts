@@ -140,10 +140,13 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
       // the retry then carries the same input, marked continued, to a worker.
       const taskQueue = `${stack.taskQueue}-retry`;
       const workflowId = `${taskQueue}-forged`;
+      // Made before the first run times out, so the retry's run timeout is all the worker's
+      // to take its first task in, not spent loading the bundle on a busy machine.
+      const worker = await sternaTestWorker(taskQueue, { gce: stack.provider });
       const handle = await stack.env.client.workflow.start('trainingRun', {
         taskQueue,
         workflowId,
-        workflowRunTimeout: '2 seconds',
+        workflowRunTimeout: '5 seconds',
         retry: { initialInterval: '1 second', maximumAttempts: 2 },
         args: [forgedInput(workflowId) as never],
       });
@@ -151,7 +154,6 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
         const events = await allEvents(stack.env.client, workflowId).catch(() => []);
         return events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT) ? true : undefined;
       }, 30_000, 250);
-      const worker = await sternaTestWorker(taskQueue, { gce: stack.provider });
       const failure = await worker.runUntil(failureOf(handle));
       assert.equal(failure.type, 'InvalidSpec');
       assert.match(failure.message, /retry 2 of a failed one/);

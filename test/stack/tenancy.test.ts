@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { startTemporalServer, type TemporalServer } from '../../processes/temporal-server-process';
 import { sternaDataConverter } from '../../codec/data-converter';
@@ -33,13 +33,18 @@ import { observerOptions } from '../../activities/fleet';
 import { NamespaceClients, RunLocator } from '../../activities/namespaces';
 import { ownerRunIn } from '../../activities/reaper';
 import { createTeamActivities } from '../../activities/teams';
+import { createAdmissionGate } from '../../activities/teams/admission-gate';
+import type { ComputeProvider } from '../../activities/providers/provider';
 import type { Whoami } from '../../client/identity';
 import { buildGceProvider } from '../../workers/providers';
 import { createSternaWorkers } from '../../workers/worker';
 import { setBudgetUpdate, statusQuery } from '../../workflows/messages';
-import { admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId, type AdmissionAsked } from '../../workflows/teams/contract';
+import { admissionOfQuery, admissionRequestSignal, setTeamLimitsUpdate, teamQuery, teamWorkflowId, type AdmissionAsked } from '../../workflows/teams/contract';
 import type { TeamView } from '../../workflows/teams/rules';
 import type { RunSpecInput } from '../../workflows/spec';
+import type { ProvisionRequest } from '../../workflows/activity-contract';
+import { executionToken, ownerLabels, resourceName, runKey } from '../../workflows/naming';
+import { ProvisioningModel, type Offer } from '../../workflows/types';
 import type { RunResult, RunStatus } from '../../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 import { spawnLogged } from '../helpers/processes';
@@ -83,10 +88,10 @@ async function outcome(call: () => Promise<unknown>): Promise<'allowed' | number
   }
 }
 
-/** A run that trains long enough for the checks below to find it running. */
+/** A run that trains long enough (40 minutes) for every check below to find it running. */
 function longSpec(): RunSpecInput {
   const base = exampleSpec();
-  return { ...base, command: ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '4000', '--step-ms', '25'], labels: { project: 'tenancy' } };
+  return { ...base, command: ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '100000', '--step-ms', '25'], labels: { project: 'tenancy' } };
 }
 
 describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorization', function () {
@@ -111,6 +116,7 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
   const connections: Connection[] = [];
   let bRun: WorkflowHandle;
   let namespaces: NamespaceClients;
+  let provider: ComputeProvider;
 
   before(async () => {
     jwks = createServer((req, res) => {
@@ -132,7 +138,7 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     publishExampleLocally(bucketsDir);
     emulator = await startTestEmulator({ stateDir: join(dir, 'emulator'), timeFactor: 10, bucketsDir });
     const gce: GceConfig = { project: PROJECT, emulatorEndpoint: { host: '127.0.0.1', port: emulator.port, protocol: 'http' }, localBucketsDir: bucketsDir };
-    const provider = buildGceProvider(gce, catalogPriceBook(), 200);
+    provider = buildGceProvider(gce, catalogPriceBook(), 200);
 
     // tls: false: this server serves plain gRPC, and an API key alone would make the client ask for TLS.
     workerConnection = await NativeConnection.connect({ address: server.address, apiKey: tokens.platform, tls: false });
@@ -459,6 +465,61 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
       );
       assert.equal(found, 'not found', `${which}: nothing was started`);
     }
+  });
+
+  /** One of the emulator's spot offers for the example's accelerator. */
+  async function anOffer(): Promise<Offer> {
+    const found = await provider.findCapacity({ accelerators: [{ type: longSpec().resources.accelerators[0].type, count: 1 }], provisioningModels: [ProvisioningModel.Spot] });
+    assert.ok(found.offers[0], 'the emulator offers the example\'s accelerator');
+    return found.offers[0];
+  }
+
+  /** A provision request as a run would make it for `workflowId`, attempt 1, on `offer`. */
+  function provisionRequestFor(workflowId: string, offer: Offer): ProvisionRequest {
+    const spec = longSpec();
+    const execution = executionToken(`${workflowId}-first`);
+    const owner = { run: runKey(workflowId), execution, attempt: 1 };
+    return {
+      name: resourceName(workflowId, execution, 1, 1),
+      offer,
+      owner,
+      labels: ownerLabels(owner),
+      agent: { runId: workflowId, attempt: 1, argv: spec.command, env: {}, datasets: [], checkpointUri: 'file:///nowhere', pollSeconds: 5 },
+      diskSizeGb: 50,
+    };
+  }
+
+  it('a team\'s own worker cannot make the platform provision for a run its ledger never admitted, nor past what it admitted', async () => {
+    // Alice's worker polls a task queue of her own in A's namespace, under the type trainingRun,
+    // and sends provision straight to the platform's task queue (which its worker polls there too).
+    const aliceConnection = await NativeConnection.connect({ address: server.address, apiKey: tokens.a, tls: false });
+    const rogueQueue = `${taskQueue}-alice-own`;
+    const rogue = await Worker.create({ connection: aliceConnection, namespace: TEAM_A, taskQueue: rogueQueue, workflowBundle: await workflowBundle(require.resolve('../helpers/rogue-workflow')), dataConverter: sternaDataConverter() });
+    const id = `${taskQueue}-a-unadmitted`;
+    try {
+      const asA = await clientFor(TEAM_A, tokens.a);
+      const run = await asA.workflow.start('trainingRun', { taskQueue: rogueQueue, workflowId: id, args: [taskQueue, provisionRequestFor(id, await anOffer())] });
+      const failure = await rogue.runUntil(run.result().then(() => undefined, (err: Error) => err));
+      const causes: { message: string; type?: string }[] = [];
+      for (let e = failure as (Error & { type?: string }) | undefined; e; e = e.cause as typeof e) causes.push({ message: e.message, type: e.type });
+      const refusal = causes.find((c) => c.type === 'NamespaceNotAllowed');
+      assert.ok(refusal, JSON.stringify(causes));
+      assert.match(refusal.message, new RegExp(`run ${id} in namespace ${TEAM_A} is not admitted by its team's ledger \\(the ledger has never heard of it\\)`));
+      assert.deepEqual(await provider.listRunResources(runKey(id)), [], 'nothing was created');
+    } finally {
+      await aliceConnection.close();
+    }
+
+    // The gate itself, on the ledger's real answers: B's run was admitted for one GPU.
+    const gate = createAdmissionGate(namespaces);
+    const asRun = (namespace: string, workflowId: string) => new MockActivityEnvironment({ namespace, taskQueue, workflowType: 'trainingRun', workflowExecution: { workflowId, runId: 'any' } });
+    await eventually(async () => ((await (await clientFor(SYSTEM, tokens.admin)).workflow.getHandle(teamWorkflowId(taskQueue, TEAM_B)).query(admissionOfQuery, bRun.workflowId))?.outcome === 'admitted' ? true : undefined));
+    const offer = await anOffer();
+    await asRun(TEAM_B, bRun.workflowId).run(() => gate(provisionRequestFor(bRun.workflowId, offer)));
+    await assert.rejects(asRun(TEAM_B, bRun.workflowId).run(() => gate(provisionRequestFor(bRun.workflowId, { ...offer, acceleratorCount: 8 }))), /was admitted for 1 GPU\(s\), and .* would hold 8/);
+    await assert.rejects(asRun(TEAM_B, bRun.workflowId).run(() => gate({ ...provisionRequestFor(bRun.workflowId, offer), owner: { run: runKey('someone-else'), execution: 'x', attempt: 1 } })), /would be labelled as run/);
+    // Nor may another team's run, or a workflow of another type, pass for it.
+    await assert.rejects(asRun(TEAM_A, bRun.workflowId).run(() => gate(provisionRequestFor(bRun.workflowId, offer))), /not admitted by its team's ledger/);
   });
 
   it('a run in A\'s namespace whose spec names team B is refused, and B\'s ledger is never charged', async () => {

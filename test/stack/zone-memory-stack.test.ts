@@ -102,7 +102,8 @@ describe('zone memory across runs (dev server + emulator)', function () {
 
     const rows = JSON.parse(await sternaZones(stack, ['--project', PROJECT, '--task-queue', stack.taskQueue, '--json'])) as ZoneRow[];
     const a = rows.find((r) => r.zone === zoneA && r.accelerator === preferred.accelerator && r.model === 'SPOT');
-    assert.deepEqual(Object.keys(a!).sort(), ['accelerator', 'inCooldown', 'lastStockout', 'medianSpotLifetimeHours', 'model', 'preemptionsPerHour', 'zone']);
+    assert.deepEqual(Object.keys(a!).sort(), ['accelerator', 'inCooldown', 'lastStockout', 'medianSpotLifetimeHours', 'model', 'nodes', 'preemptionsPerHour', 'zone']);
+    assert.equal(a!.nodes, 1, 'single VMs');
     assert.equal(a!.inCooldown, true);
     assert.equal(a!.lastStockout, zonePrior(memory, key, Date.now()).lastStockoutAt);
     // Without --project it finds every memory of the namespace (visibility may lag a moment).

@@ -288,12 +288,12 @@ describe('sterna zones', () => {
     const m = tell([outcome('stockout', T0, { resource: 'a' }), T0], [outcome('preempted', T0, { zone: 'us-east1-b', resource: 'b', lifetimeHours: 2 }), T0]);
     const rows = zonePriors(m, T0 + 60_000).map(zoneRow);
     assert.deepEqual(rows, [
-      { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: 'SPOT', lastStockout: new Date(T0).toISOString(), preemptionsPerHour: null, medianSpotLifetimeHours: null, inCooldown: true },
-      { zone: 'us-east1-b', accelerator: 'nvidia-l4', model: 'SPOT', lastStockout: null, preemptionsPerHour: 0.5, medianSpotLifetimeHours: 2, inCooldown: false },
+      { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: 'SPOT', nodes: 1, lastStockout: new Date(T0).toISOString(), preemptionsPerHour: null, medianSpotLifetimeHours: null, inCooldown: true },
+      { zone: 'us-east1-b', accelerator: 'nvidia-l4', model: 'SPOT', nodes: 1, lastStockout: null, preemptionsPerHour: 0.5, medianSpotLifetimeHours: 2, inCooldown: false },
     ]);
     const table = zoneTable(rows);
-    assert.deepEqual(table[0].split(/\s{2,}/), ['ZONE', 'ACCELERATOR', 'MODEL', 'LAST STOCKOUT', 'PREEMPTIONS/H', 'MEDIAN SPOT LIFETIME', 'COOLDOWN']);
-    assert.deepEqual(table[1].split(/\s{2,}/), ['us-central1-a', 'nvidia-l4', 'SPOT', new Date(T0).toISOString(), '-', '-', 'yes']);
-    assert.deepEqual(table[2].split(/\s{2,}/), ['us-east1-b', 'nvidia-l4', 'SPOT', '-', '0.50', '2.0 h', 'no']);
+    assert.deepEqual(table[0].split(/\s{2,}/), ['ZONE', 'ACCELERATOR', 'MODEL', 'NODES', 'LAST STOCKOUT', 'PREEMPTIONS/H', 'MEDIAN SPOT LIFETIME', 'COOLDOWN']);
+    assert.deepEqual(table[1].split(/\s{2,}/), ['us-central1-a', 'nvidia-l4', 'SPOT', '1', new Date(T0).toISOString(), '-', '-', 'yes']);
+    assert.deepEqual(table[2].split(/\s{2,}/), ['us-east1-b', 'nvidia-l4', 'SPOT', '1', '-', '0.50', '2.0 h', 'no']);
   });
 });

@@ -4,7 +4,7 @@
  * seen now will go on. All in hours.
  */
 import type { Observation } from './types';
-import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, heldChance, medianRemainingHours, runAgeHours, upFraction } from './zone-stats';
+import { type StatsTable, expectedRemainingHours, expectedUptimeHours, foundRemainingHours, heldChance, lookShare, medianRemainingHours, runAgeHours, upFraction } from './zone-stats';
 
 /** Mean spot run length in `zone` (pooled when `zone` is unseen), one preemption per horizon as the prior. */
 export function meanUptimeHours(stats: StatsTable, obs: Observation, zone: string): number {
@@ -54,10 +54,11 @@ export function remainingOutageHours(stats: StatsTable, obs: Observation): numbe
 /**
  * Chance that a zone not seen at this decision has spot capacity now: the run last seen
  * there still going (from the pooled runs that lasted as long, or as long again with no
- * such run on record), else the zones' share of time with capacity.
+ * such run on record), else the share of looks across a gap that found capacity (lookShare,
+ * the zones' share of time with capacity as its prior).
  */
 export function availabilityChance(stats: StatsTable, obs: Observation, zone: string): number {
-  const share = upFraction(stats, obs.stepHours);
+  const share = lookShare(stats, upFraction(stats, obs.stepHours));
   const s = stats.zones[zone];
   if (s === undefined || s.last === null) return share;
   const age = s.lastSeenHours - s.runStartHours + obs.stepHours;

@@ -113,6 +113,15 @@ export interface ZoneStats {
    * them that others' looks bridged. The run may have held since then (see restarted).
    */
   streakStartHours?: number;
+  /**
+   * Sightings across a gap: this run's launches (a failed one, or capacity found) and other
+   * runs' looks. Each samples the zone's state at a moment not chosen by watching it, where
+   * the hours watched (upHours) are mostly those of the run's own instance, which a live run
+   * watches only while it has capacity. `hits`: those that found capacity. Absent in states
+   * written before they existed (none).
+   */
+  looks?: number;
+  hits?: number;
 }
 
 export interface StatsTable {

@@ -41,7 +41,7 @@ function observeZone(
   const contiguous = s.last !== null && previousDecision !== null && s.lastSeenHours >= previousDecision - 1e-9;
   if (!contiguous) {
     const recorded = byChance ? (z.spotAvailable ? recordedRuns.upRuns : recordedRuns.downRuns) : undefined;
-    return restarted(s, z.spotAvailable, nowHours, recorded);
+    return { ...restarted(s, z.spotAvailable, nowHours, recorded), looks: (s.looks ?? 0) + 1, hits: (s.hits ?? 0) + (z.spotAvailable ? 1 : 0) };
   }
   const elapsed = Math.max(0, nowHours - s.lastSeenHours);
   // The interval since the last look is credited to the state seen then: the change
@@ -56,6 +56,7 @@ function observeZone(
   const next: ZoneStats = { upHours, downHours, preemptions, recoveries, last: z.spotAvailable, lastSeenHours: nowHours, runStartHours, sawRunStart };
   if (same && (s.sampled === true || byChance)) next.sampled = true;
   if (same && s.streakStartHours !== undefined) next.streakStartHours = s.streakStartHours;
+  if (s.looks !== undefined) [next.looks, next.hits] = [s.looks, s.hits ?? 0];
   return next;
 }
 
@@ -210,6 +211,25 @@ export function heldChance(runs: readonly number[], ageHours: number, gapHours: 
 export function upFraction(table: StatsTable, priorHours: number): number {
   const t = totals(table);
   return (t.up + priorHours) / (t.up + t.down + 2 * priorHours);
+}
+
+/**
+ * Share of the sightings across a gap (ZoneStats.looks: launches and others' looks, all
+ * zones pooled) that found capacity, with `prior` (the pooled share of hours with capacity)
+ * weighing two looks, as upFraction's own prior weighs a step of each state. Where a live run
+ * launches into zones it does not watch, this is what it has seen of a launch's chance of
+ * capacity: the hours it watched are mostly its own instance's, seen only while it ran.
+ * Pooled, not per zone: a zone's few looks are noise that outweighs its price among probes
+ * (a zone's own share, measured on the table: dearer where zones' prices differ).
+ */
+export function lookShare(table: StatsTable, prior: number): number {
+  let hits = 0;
+  let looks = 0;
+  for (const s of Object.values(table.zones)) {
+    hits += s.hits ?? 0;
+    looks += s.looks ?? 0;
+  }
+  return (hits + 2 * prior) / (looks + 2);
 }
 
 /**

@@ -100,7 +100,8 @@ export function intervalForOffer(spec: RunSpec, state: RunState, offer: Offer, n
 /** The project's zone memory's preemption rate for the offer (spot only), when it has one. */
 export function rememberedRate(state: RunState, offer: Offer, nowMs: number): number | undefined {
   if (!state.zoneMemory || offer.provisioningModel !== ProvisioningModel.Spot) return undefined;
-  return zonePrior(state.zoneMemory, { zone: offer.zone, accelerator: offer.accelerator, model: ProvisioningModel.Spot }, nowMs).preemptionsPerHour;
+  // A gang's own rate (one lost node ends it), as its attempts told the memory.
+  return zonePrior(state.zoneMemory, { zone: offer.zone, accelerator: offer.accelerator, model: ProvisioningModel.Spot, ...(offer.nodes !== undefined && offer.nodes > 1 ? { nodes: offer.nodes } : {}) }, nowMs).preemptionsPerHour;
 }
 
 /** Folds one measured checkpoint cost (seconds) into the run's smoothed estimate. */

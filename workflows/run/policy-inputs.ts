@@ -57,12 +57,12 @@ export function usableFlex(state: RunState, spec: RunSpec, offers: readonly Offe
 
 /** The policy's action for the run now; its own state is kept in the run's. */
 export function askPolicy(state: RunState, spec: RunSpec, offers: readonly Offer[], current: ReturnType<typeof actionOf> | typeof idle, nowMs: number) {
-  // A run that read the zone memory starts the policy from it, and sees its stockouts.
+  // A run that read the zone memory starts the policy from it, and sees its stockouts: what says something of its node count.
   const { action, state: policyState } = decideAuto(state.policyState, {
-    memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt)) : undefined,
+    memory: state.zoneMemory ? memoryStats(state.zoneMemory, nowMs, Date.parse(state.startedAt), spec.resources.nodes) : undefined,
     offers,
     events: state.zoneEvents,
-    others: rememberedEvents(state.zoneMemory),
+    others: rememberedEvents(state.zoneMemory, spec.resources.nodes),
     placement: placementPolicy(state, spec, [ProvisioningModel.Spot, ProvisioningModel.OnDemand], nowMs),
     nowMs,
     runStartMs: Date.parse(state.startedAt),

@@ -106,7 +106,8 @@ export interface TeamState {
 
 /** What the team tells one run. */
 export type AdmissionDecision =
-  | { runId: string; outcome: 'admitted'; team: string }
+  /** `gpus`: what it was admitted with (the ledger's standing answer says; the signal to the run need not). */
+  | { runId: string; outcome: 'admitted'; team: string; gpus?: number }
   | { runId: string; outcome: 'queued'; team: string; position: number; reason: string }
   | { runId: string; outcome: 'refused'; team: string; failure: FailureType; message: string; details: Record<string, unknown> };
 
@@ -323,7 +324,8 @@ export function settle(state: TeamState, nowMs: number): AdmissionDecision[] {
  * the run could have sent it. Undefined when the ledger has never heard of the run.
  */
 export function admissionOf(state: TeamState, runId: string): AdmissionDecision | undefined {
-  if (state.running.some((h) => h.runId === runId)) return { runId, outcome: 'admitted', team: state.team };
+  const holder = state.running.find((h) => h.runId === runId);
+  if (holder) return { runId, outcome: 'admitted', team: state.team, gpus: holder.gpus };
   const queue = [...state.queue].sort(queueOrder);
   const at = queue.findIndex((w) => w.runId === runId);
   if (at >= 0) {

@@ -21,8 +21,9 @@ export function outcomeOf(attempt: Attempt, nowMs: number): ZoneOutcome | undefi
   if (attempt.outcome === AttemptOutcome.Running) return undefined;
   const kind = ENDINGS[attempt.outcome].memory;
   if (kind === undefined) return undefined;
-  const { zone, region, accelerator, provisioningModel } = attempt.offer;
-  const base = { zone, region, accelerator, model: provisioningModel, resource: attempt.ref.name };
+  const { zone, region, accelerator, provisioningModel, nodes } = attempt.offer;
+  // A gang's outcome is its size's: a stockout of N nodes says nothing of one VM's capacity.
+  const base = { zone, region, accelerator, model: provisioningModel, ...(nodes !== undefined && nodes > 1 ? { nodes } : {}), resource: attempt.ref.name };
   const lifetimeHours = runningHours(attempt);
   const stoppedAt = Math.min(attempt.stoppedAt ? Date.parse(attempt.stoppedAt) : nowMs, nowMs);
   switch (kind) {

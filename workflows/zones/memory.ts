@@ -7,6 +7,10 @@
  *
  *   record(memory, outcome, now) -> memory      one stockout / preemption / release
  *   zonePrior(memory, key, now)  -> ZonePrior   what a reader needs, decayed to `now`
+ *
+ * A gang's attempt (N nodes, all or nothing) is remembered apart from single VMs', under its
+ * node count (`nodes`): a gang stocks out where one VM would not, and one lost node ends it.
+ * What each record says of other sizes is for the readers (prior.ts, `readsAbout`).
  *   prune(memory, now)           -> memory      forgets what has decayed away; bounds size
  *
  * Decay: every count and every hour of exposure loses half its weight per half-life
@@ -32,6 +36,8 @@ export interface ZoneKey {
   accelerator: string;
   /** A zone is remembered per provisioning model: FLEX_START (DWS) has its own capacity. */
   model: ProvisioningModel;
+  /** A gang of this many nodes (run/gang.ts); absent means one VM. */
+  nodes?: number;
 }
 
 export interface ZoneOutcome extends ZoneKey {
@@ -118,12 +124,17 @@ export function decayFactor(fromMs: number, toMs: number, halfLifeHours: number)
   return Math.pow(0.5, ageHours / halfLifeHours);
 }
 
+/** A key's node count: 1 when absent (every record written before gangs were told apart). */
+export function nodesOf(k: ZoneKey): number {
+  return k.nodes ?? 1;
+}
+
 export function keyOf(k: ZoneKey): string {
-  return `${k.zone}/${k.accelerator}/${k.model}`;
+  return `${k.zone}/${k.accelerator}/${k.model}${nodesOf(k) > 1 ? `/x${nodesOf(k)}` : ''}`;
 }
 
 function sameKey(a: ZoneKey, b: ZoneKey): boolean {
-  return a.zone === b.zone && a.accelerator === b.accelerator && a.model === b.model;
+  return a.zone === b.zone && a.accelerator === b.accelerator && a.model === b.model && nodesOf(a) === nodesOf(b);
 }
 
 /** The record's figures decayed to `toMs` (never moved backwards). */
@@ -136,7 +147,7 @@ function decayedTo(r: ZoneRecord, toMs: number, halfLifeHours: number): ZoneReco
 const LETTER: Record<OutcomeKind, string> = { stockout: 's', preempted: 'p', released: 'r' };
 
 function newRecord(o: ZoneOutcome, at: number): ZoneRecord {
-  return { zone: o.zone, accelerator: o.accelerator, model: o.model, ...(o.region ? { region: o.region } : {}), asOf: at, stockouts: 0, preemptions: 0, exposureHours: 0, lifetimes: [] };
+  return { zone: o.zone, accelerator: o.accelerator, model: o.model, ...(nodesOf(o) > 1 ? { nodes: nodesOf(o) } : {}), ...(o.region ? { region: o.region } : {}), asOf: at, stockouts: 0, preemptions: 0, exposureHours: 0, lifetimes: [] };
 }
 
 /**
@@ -220,6 +231,7 @@ export function priorOf(r: ZoneRecord, nowMs: number, halfLifeHours: number, coo
     zone: r.zone,
     accelerator: r.accelerator,
     model: r.model,
+    ...(nodesOf(r) > 1 ? { nodes: nodesOf(r) } : {}),
     ...(r.region ? { region: r.region } : {}),
     stockouts: d.stockouts,
     preemptions: d.preemptions,
@@ -234,8 +246,9 @@ export function priorOf(r: ZoneRecord, nowMs: number, halfLifeHours: number, coo
 }
 
 /**
- * What the memory says about one zone x accelerator x model at `nowMs`: zero counts and
- * no cooldown when it knows nothing of it. The read API for every other module.
+ * What the memory says about one zone x accelerator x model (x gang size, `nodes`; absent:
+ * one VM) at `nowMs`: zero counts and no cooldown when it knows nothing of it. The read API
+ * for every other module.
  */
 export function zonePrior(memory: ZoneMemory, key: ZoneKey, nowMs: number, cooldownSeconds = DEFAULT_COOLDOWN_SECONDS): ZonePrior {
   const r = memory.records.find((x) => sameKey(x, key));
@@ -271,6 +284,7 @@ export function isZoneOutcome(value: unknown): value is ZoneOutcome {
     Object.values(ProvisioningModel).includes(o.model) &&
     Object.values(OutcomeKind).includes(o.kind) &&
     Number.isFinite(o.at) &&
-    (o.lifetimeHours === undefined || (Number.isFinite(o.lifetimeHours) && o.lifetimeHours >= 0))
+    (o.lifetimeHours === undefined || (Number.isFinite(o.lifetimeHours) && o.lifetimeHours >= 0)) &&
+    (o.nodes === undefined || (Number.isInteger(o.nodes) && o.nodes >= 1))
   );
 }
