@@ -32,9 +32,9 @@ export interface Tenancy {
   /** Where runs may execute (each one a team). May include `system` (one namespace for everything). */
   teams: readonly string[];
   /**
-   * `namespaces`: the team is the namespace a run executes in (STERNA_TEAM_NAMESPACES set).
-   * `single`: one namespace for runs and fleet, as before tenancy (a run's team is still its
-   * spec's label until the run side moves to namespaces).
+   * `namespaces`: a namespace per team, the fleet in the system namespace (STERNA_TEAM_NAMESPACES set).
+   * `single`: one namespace for runs and fleet (the demo, the dev server), which is the one
+   * team. In both a run's team is the namespace it executes in.
    */
   mode: 'namespaces' | 'single';
 }

@@ -216,7 +216,7 @@ program
 
 program
   .command('list')
-  .option('--query <visibilityQuery>', 'e.g. \'SternaTeam = "ml-platform"\'')
+  .option('--query <visibilityQuery>', 'e.g. \'SternaTeam = "team-a"\'')
   .action(async (opts: { query?: string }) => {
     for (const r of await listRuns(await connect(), opts.query)) {
       console.log(`${r.workflowId.padEnd(40)} ${r.status.padEnd(12)} ${(r.phase ?? '').padEnd(16)} ${(r.zone ?? '').padEnd(18)} ${r.costUsd !== undefined ? usd(r.costUsd) : ''}`);

@@ -1,10 +1,11 @@
 /**
  * `sterna team set|show`: a team's budget per period, its GPU quota, and what it has
- * spent, runs and queues now. Changes apply to the team's queued runs at once.
+ * spent, runs and queues now. Changes apply to the team's queued runs at once. A team is
+ * named by its namespace (docs/tenancy.md): its runs are those that execute there.
  *
- *   sterna team set vision --budget 500 --period week --max-gpus 8
- *   sterna team set vision --budget none          # remove the budget
- *   sterna team show vision [--json]
+ *   sterna team set team-a --budget 500 --period week --max-gpus 8
+ *   sterna team set team-a --budget none          # remove the budget
+ *   sterna team show team-a [--json]
  */
 import type { Client } from '@temporalio/client';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -48,11 +49,11 @@ export function teamLines(view: TeamView): string[] {
 }
 
 export function addTeamCommands(program: Command, connect: () => Promise<Client>, timeoutMs: () => number): void {
-  const team = program.command('team').description('team budgets, GPU quotas and queues');
+  const team = program.command('team').description('team budgets, GPU quotas and queues (a team is named by its namespace; with a namespace per team, act in the system namespace as an admin)');
   team
     .command('set')
     .description('set a team\'s budget per period and its GPU quota (applies to queued runs at once)')
-    .argument('<team>', 'the team, as runs give it in labels.team ("default" for runs without one)')
+    .argument('<team>', 'the team: the namespace its runs execute in (on the dev server, "default")')
     .option('--budget <usd>', 'USD per period, or "none"', budgetOption)
     .option('--period <period>', `the budget's period: ${PERIODS.join(', ')} (month when first set without one)`, periodOption)
     .option('--max-gpus <n>', 'GPUs the team\'s runs may hold at once, or "none"', gpusOption)
@@ -71,7 +72,7 @@ export function addTeamCommands(program: Command, connect: () => Promise<Client>
   team
     .command('show')
     .description('a team\'s limits, its spend this period, its running runs and its queue')
-    .argument('<team>', 'the team')
+    .argument('<team>', 'the team: the namespace its runs execute in')
     .option('--task-queue <queue>', 'task queue of the Sterna workers', 'sterna')
     .option('--json', 'print the team as JSON')
     .action(async (name: string, opts: { taskQueue: string; json?: boolean }) => {

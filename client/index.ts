@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { checkSpec, priorityOf, type RunResult, type RunSpecInput, type RunStatus, setBudgetUpdate, setDeadlineUpdate, statusQuery, SternaTeam, teamOf, type TrainingRunWorkflow } from '../workflows/api';
+import { checkSpec, priorityOf, type RunResult, type RunSpecInput, type RunStatus, setBudgetUpdate, setDeadlineUpdate, statusQuery, SternaTeam, type TrainingRunWorkflow } from '../workflows/api';
 import { budgetProblem, deadlineProblem } from './arguments';
 import { ClientErrorKind, explain, InvalidSpecError, SternaClientError, type Call } from './errors';
 import { requireEncryption } from './encryption';
@@ -92,10 +92,11 @@ export async function startTrainingRun(client: Client, startSpec: StartSpec, opt
       workflowId,
       args: [spec],
       staticSummary: `train ${s.name ?? workflowId} on ${accelerators} (${s.pricing.mode}${s.pricing.budgetUsd ? `, budget $${s.pricing.budgetUsd}` : ''})`,
-      typedSearchAttributes: s.labels.team ? [{ key: SternaTeam, value: s.labels.team }] : undefined,
+      // A run's team is the namespace it runs in (docs/tenancy.md), never its spec's label.
+      typedSearchAttributes: [{ key: SternaTeam, value: client.options.namespace }],
       // Temporal's task-queue priority orders this run's workflow and activity tasks when the
       // queue is backlogged; the fairness key keeps one team's burst from starving the others.
-      priority: { priorityKey: priorityOf(s), fairnessKey: teamOf(s) },
+      priority: { priorityKey: priorityOf(s), fairnessKey: client.options.namespace },
     }),
   );
 }

@@ -379,7 +379,8 @@ const buildRunSpecSchema = () =>
         .default({ maxPreemptions: 20, maxRestartsOnError: 2, noRetryExitCodes: [], zoneCooldown: 1800, pollSeconds: 5 }),
       /**
        * Urgency in the team's queue and on the task queue, as Temporal's priority keys:
-       * 1 first … 5 last; 3 when absent. The team is `labels.team` (workflows/teams).
+       * 1 first … 5 last; 3 when absent. The team is the namespace the run executes in
+       * (workflows/teams, docs/tenancy.md); `labels.team`, if given, must name it.
        */
       priority: z.int().min(1, 'priority: 1 (most urgent) to 5 (least); 3 when absent').max(5, 'priority: 1 (most urgent) to 5 (least); 3 when absent').optional(),
       /** What the run watches while it trains (workflows/run/gpu-util.ts, workflows/run/progress.ts). */

@@ -42,9 +42,8 @@ export function feedFromVisibility(metrics: SternaMetrics, options: VisibilityGa
         const attrs = run.searchAttributes as Record<string, unknown[] | undefined>;
         const cost = attrs.SternaCostUsd?.[0];
         const gpu = attrs.SternaGpuUtil?.[0];
-        // With a namespace per team the namespace is the team, whatever the run's attribute says.
-        const team = options.runClients?.length ? client.options.namespace : attrs.SternaTeam?.[0];
-        if (typeof cost === 'number') metrics.runCost.set({ run: run.workflowId, team: typeof team === 'string' ? team : '' }, cost);
+        // A run's team is the namespace it runs in (in every tenancy mode), whatever its attributes say.
+        if (typeof cost === 'number') metrics.runCost.set({ run: run.workflowId, team: client.options.namespace }, cost);
         if (typeof gpu === 'number') metrics.runGpuMean.set({ run: run.workflowId }, gpu);
         listed++;
       }

@@ -13,7 +13,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { startedSpecInput } from '../../client/run-input';
-import { type DeliveryReport, type NotifyActivities, type NotifyEvent, notifyKey, NotifyKind, type ReapedNotice, SternaTeam, type TeamWebhooks, webhookEnvName, type WebhookTarget } from '../../workflows/api';
+import { type DeliveryReport, type NotifyActivities, type NotifyEvent, notifyKey, NotifyKind, type ReapedNotice, type TeamWebhooks, webhookEnvName, type WebhookTarget } from '../../workflows/api';
 import { payloadFor, uiLink } from './payload';
 import { RunLocator, type NamespaceClients } from '../namespaces';
 
@@ -30,9 +30,8 @@ export interface NotifyOptions {
   /** For the reaped notice: reads the run's spec from its start. */
   client?: Client;
   /**
-   * The team namespaces (activities/namespaces.ts): in `namespaces` mode a run's team is its
-   * namespace, whatever its event says, and a reaped resource's run is looked for in every
-   * team namespace.
+   * The team namespaces (activities/namespaces.ts): a run's team is its namespace, whatever
+   * its event says, and a reaped resource's run is looked for in every team namespace.
    */
   namespaces?: NamespaceClients;
 }
@@ -46,7 +45,6 @@ interface Destination {
 export function createNotifyActivities(options: NotifyOptions = {}): NotifyActivities {
   const env = options.env ?? process.env;
 
-  const namespaced = options.namespaces?.tenancy.mode === 'namespaces';
   const locator = options.namespaces ? new RunLocator(options.namespaces) : undefined;
 
   async function deliver(event: NotifyEvent, webhooks: readonly WebhookTarget[], runNamespace?: string): Promise<DeliveryReport> {
@@ -94,8 +92,10 @@ export function createNotifyActivities(options: NotifyOptions = {}): NotifyActiv
 
   return {
     async deliverNotification({ event, webhooks }) {
-      // The team whose webhooks hear of a run is the namespace it runs in, not what its event says.
-      return deliver(namespaced ? { ...event, team: options.namespaces!.callerTeam('deliverNotification') } : event, webhooks);
+      // The team whose webhooks hear of a run is the namespace it runs in (in every tenancy
+      // mode: where one namespace serves everything, it is the one team), not what its event says.
+      const team = options.namespaces ? options.namespaces.callerTeam('deliverNotification') : Context.current().info.namespace;
+      return deliver({ ...event, team }, webhooks);
     },
 
     async notifyReaped(notice: ReapedNotice) {
@@ -103,20 +103,21 @@ export function createNotifyActivities(options: NotifyOptions = {}): NotifyActiv
       const client = located === undefined ? options.client : typeof located === 'object' ? located.client : undefined;
       const runNamespace = typeof located === 'object' ? located.namespace : undefined;
       const found = client ? await runOf(client, notice.workflowId) : undefined;
-      const run = found && namespaced && runNamespace ? { ...found, team: runNamespace } : found;
+      // Its team is the namespace it runs in: where it was found, or the one namespace there is.
+      const team = found ? (runNamespace ?? client?.options.namespace) : undefined;
       const event: NotifyEvent = {
         key: notifyKey(notice.workflowId, NotifyKind.Reaped, notice.resource.name),
         kind: NotifyKind.Reaped,
         runId: notice.workflowId,
-        ...(run?.name ? { name: run.name } : {}),
-        ...(run?.team ? { team: run.team } : {}),
-        phase: (run?.status ?? 'unknown').toLowerCase() as NotifyEvent['phase'],
+        ...(found?.name ? { name: found.name } : {}),
+        ...(team ? { team } : {}),
+        phase: (found?.status ?? 'unknown').toLowerCase() as NotifyEvent['phase'],
         at: notice.at,
         zone: notice.resource.zone,
         costUsd: 0,
         resource: notice.resource,
       };
-      return deliver(event, run?.webhooks ?? [], runNamespace);
+      return deliver(event, found?.webhooks ?? [], runNamespace);
     },
   };
 }
@@ -161,16 +162,15 @@ async function post(url: string, key: string, body: unknown, cancelled: AbortSig
 }
 
 /**
- * Who to tell about a reaped resource's run: its team (search attribute) and the
- * webhooks of the spec it started with (the first event of its latest execution, a fresh
- * spec or a continued run carrying it). Nothing when the run is unknown.
+ * Who to tell about a reaped resource's run: the webhooks of the spec it started with (the
+ * first event of its latest execution, a fresh spec or a continued run carrying it). Its
+ * team is its namespace, the caller's to say. Nothing when the run is unknown.
  */
-async function runOf(client: Client, workflowId: string): Promise<{ status: string; team?: string; name?: string; webhooks: WebhookTarget[] } | undefined> {
+async function runOf(client: Client, workflowId: string): Promise<{ status: string; name?: string; webhooks: WebhookTarget[] } | undefined> {
   try {
     const { description, specInput } = await startedSpecInput(client, workflowId);
-    const team = description.typedSearchAttributes.get(SternaTeam);
     const spec = specInput as { name?: string; notify?: { webhooks?: WebhookTarget[] } } | undefined;
-    return { status: description.status.name, team: typeof team === 'string' ? team : undefined, name: spec?.name, webhooks: spec?.notify?.webhooks ?? [] };
+    return { status: description.status.name, name: spec?.name, webhooks: spec?.notify?.webhooks ?? [] };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;
     throw err;

@@ -5,12 +5,14 @@
  * sweep asks which of its running runs are closed: describe reads the server's own record
  * (not the eventually consistent visibility store), and no live run is woken.
  *
- * With a namespace per team (tenancy mode `namespaces`, docs/tenancy.md), the ledgers live
- * in the system namespace and a run's team is the namespace it executes in: the activities
- * take the team and the run from the server's record of the caller (its namespace and
- * workflow id), never from their input, so a run cannot charge, read or report for
- * another team. The ledger's own activities (tellRun, closedRuns) act only for a ledger of
- * the system namespace, in the namespace its workflow id names.
+ * A run's team is the namespace it executes in, in every tenancy mode (docs/tenancy.md):
+ * the activities take the team and the run from the server's record of the caller (its
+ * namespace and workflow id), never from their input, so a run cannot charge, read or
+ * report for another team. Where one namespace serves runs and fleet (mode `single`: the
+ * demo, the dev server) that namespace is the one team. With a namespace per team the
+ * ledgers live in the system namespace, and the ledger's own activities (tellRun,
+ * closedRuns) act only for a ledger of the system namespace, in the namespace its
+ * workflow id names.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -35,20 +37,20 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
   const ledgers = () => namespaces.system;
 
   /**
-   * The calling run's team and workflow id. In `namespaces` mode the team is the caller's
-   * namespace, and a run that names another team is refused (nothing is charged).
+   * The calling run's team and workflow id: the team is the caller's namespace (in mode
+   * `single`, the one namespace there is), and a run whose spec names another team (its
+   * `labels.team`, passed only to be checked) is refused before anything is charged.
    */
   function callerRun(named: string | undefined, what: string): { team: string; runId: string } {
     const info = Context.current().info;
     const runId = info.workflowExecution?.workflowId;
     if (!runId) throw ApplicationFailure.nonRetryable(`${what}: only a run may ask its team`, NOT_ALLOWED);
-    if (!namespaced) return { team: named ?? DEFAULT_TEAM, runId };
     const team = namespaces.callerTeam(what);
     if (named !== undefined && named !== team && !isDefaultTeam(named)) {
-      throw ApplicationFailure.nonRetryable(
-        `${what}: the run names team ${named}, but it executes in namespace ${team}, and a run's team is its namespace; start it in namespace ${named} with that team's credentials, or drop the team label`,
-        'InvalidSpec',
-      );
+      const fix = namespaced
+        ? `start it in namespace ${named} with that team's credentials, or drop the team label`
+        : `this deployment has one namespace, ${team}, and it is the one team: drop the team label (or set it to ${team}); for a team of its own, give it a namespace (STERNA_TEAM_NAMESPACES, docs/tenancy.md)`;
+      throw ApplicationFailure.nonRetryable(`${what}: the run names team ${named}, but it executes in namespace ${team}, and a run's team is its namespace (its labels.team is only checked against it); ${fix}`, 'InvalidSpec');
     }
     return { team, runId };
   }
@@ -71,15 +73,16 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
         taskQueue,
         args: [{ team } satisfies TeamInput],
         signal: admissionRequestSignal,
-        // The run and its namespace are the server's record of the caller, not the request's.
-        signalArgs: [namespaced ? { ...request, runId, namespace: team } : request],
+        // The run and its namespace are the server's record of the caller, not the request's
+        // (in mode `single` the ledger shares the run's namespace and signals it itself).
+        signalArgs: [namespaced ? { ...request, runId, namespace: team } : { ...request, runId }],
         staticSummary: `team ${team}: budget, GPU quota and queue`,
       });
       return { teamWebhooks: (options.teamWebhooks?.[team]?.length ?? 0) > 0, team };
     },
-    async admissionOf({ team: named, runId: asked }) {
+    async admissionOf({ team: named }) {
       const { taskQueue } = Context.current().info;
-      const { team, runId } = namespaced ? callerRun(named, 'admissionOf') : { team: named, runId: asked };
+      const { team, runId } = callerRun(named, 'admissionOf');
       return ledgers().workflow.getHandle(teamWorkflowId(taskQueue, team)).query(admissionOfQuery, runId);
     },
     async closedRuns({ runIds }) {
@@ -109,7 +112,6 @@ export function createTeamActivities(options: TeamActivityOptions): TeamActiviti
     },
     async reportToTeam({ team: named, totalUsd, ended }) {
       const { taskQueue } = Context.current().info;
-      if (!namespaced && !named) throw ApplicationFailure.nonRetryable('reportToTeam: name the run\'s team (runs and ledgers share one namespace here)', 'InvalidSpec');
       const { team, runId } = callerRun(named, 'reportToTeam');
       const ledger = ledgers().workflow.getHandle(teamWorkflowId(taskQueue, team));
       try {

@@ -114,7 +114,7 @@ export function chaosSpec(checkpointEvery: number): RunSpecInput {
     resources: { accelerators: [{ type: ACCELERATOR, count: 1 }] },
     pricing: { mode: 'spot', budgetUsd: 1000 },
     recovery: { maxPreemptions: 1000, pollSeconds: 5 },
-    labels: { team: 'chaos' },
+    labels: { project: 'chaos' },
   };
 }
 

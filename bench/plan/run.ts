@@ -79,7 +79,7 @@ export function planBenchSpec(o: PlanBenchOptions, accelerator: string): RunSpec
     time: { expectedDuration: o.workSeconds },
     monitoring: { totalSteps: Math.round(o.workSeconds * o.timeFactor) },
     recovery: { maxPreemptions: 1000, pollSeconds: o.pollSeconds, zoneCooldown: COOLDOWN_TRACE_SECONDS / o.timeFactor },
-    labels: { team: 'plan-bench' },
+    labels: { project: 'plan-bench' },
   };
 }
 

@@ -9,7 +9,6 @@ import { executionToken, resourceName, runKey, type Owner } from '../../workflow
 import { absorb, step } from '../../workflows/run/machine';
 import type { Action, Context, Effect, RunEvent } from '../../workflows/run/protocol';
 import { initialState, type RunState } from '../../workflows/run/state';
-import { teamOf } from '../../workflows/teams/rules';
 import { parseSpec, type RunSpec, type RunSpecInput } from '../../workflows/spec';
 import type { AgentSnapshot, Offer } from '../../workflows/types';
 
@@ -38,14 +37,19 @@ export function specOf(overrides: Partial<RunSpecInput> = {}): RunSpec {
   return parseSpec({ command: ['python', 'train.py'], checkpoint: { uri: 'gs://ckpt/run' }, resources: { accelerators: [{ type: 'nvidia-l4', count: 1 }] }, pricing: { mode: 'spot' }, ...overrides });
 }
 
+/** The namespace a harness run executes in: the test server's, whose one team it is. */
+export const NAMESPACE = 'default';
+
 /**
  * The run passed its checks and its team admitted it at once (a team without limits does):
  * the tests of placing, training and ending start past both (run-machine.test.ts covers the
- * checks, team-run-admission.test.ts admission).
+ * checks, team-run-admission.test.ts admission). Its team is its namespace, as its ledger
+ * answered (the spec's label never is).
  */
-export function admitted(state: RunState, spec: RunSpec, atMs = T0): RunState {
+export function admitted(state: RunState, atMs = T0, team = NAMESPACE): RunState {
   state.checked = true;
-  state.admission = { team: teamOf(spec), status: 'admitted', askedAt: atMs, firstAskedAt: atMs };
+  state.namespace = team;
+  state.admission = { team, status: 'admitted', askedAt: atMs, firstAskedAt: atMs };
   return state;
 }
 
@@ -70,9 +74,11 @@ export class RunHarness {
   constructor(
     readonly workflowId: string,
     readonly spec: RunSpec,
+    /** The namespace it runs in: its team. */
+    team = NAMESPACE,
   ) {
     const deadline = spec.time.deadlineAfter !== undefined ? T0 + spec.time.deadlineAfter * 1000 : undefined;
-    this.state = admitted(initialState(workflowId, T0, spec.pricing.budgetUsd, deadline), spec);
+    this.state = admitted(initialState(workflowId, T0, spec.pricing.budgetUsd, deadline), T0, team);
   }
 
   context(): Context {

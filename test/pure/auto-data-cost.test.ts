@@ -40,7 +40,7 @@ class Run {
       time: { expectedDuration: '10h', deadlineAfter: '20h' },
       datasets,
     });
-    this.state = admitted(initialState(WORKFLOW, T0, undefined, T0 + 20 * 3_600_000), this.spec);
+    this.state = admitted(initialState(WORKFLOW, T0, undefined, T0 + 20 * 3_600_000));
   }
 
   send(event: RunEvent): Command {

@@ -39,7 +39,7 @@ class Run {
       datasets,
       ...extra,
     });
-    this.state = admitted(initialState(WORKFLOW, T0, undefined, undefined), this.spec);
+    this.state = admitted(initialState(WORKFLOW, T0, undefined, undefined));
   }
 
   send(event: RunEvent): Command {

@@ -187,7 +187,7 @@ describe('gang runs (pure, no server)', () => {
   describe('the run machine, following a gang', () => {
     class Gang {
       readonly spec: RunSpec = parseSpec(specInput());
-      state: RunState = admitted(initialState(WORKFLOW, T0, undefined, undefined), this.spec);
+      state: RunState = admitted(initialState(WORKFLOW, T0, undefined, undefined));
       now = T0;
       context(): Context {
         return { nowMs: this.now, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 };

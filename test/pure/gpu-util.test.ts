@@ -137,7 +137,7 @@ describe('GPU utilisation (pure, no server)', () => {
     run.at(50).observed({ gpu: reading(0) });
     // 100% for 30 s, then 0% for 10 s.
     assert.equal(statusOf(run.state, run.now, run.spec).gpu?.meanUtilisation, 75);
-    const attribute = searchAttributesOf(run.state, run.spec, run.now).find((a) => a.key.name === SternaGpuUtil.name);
+    const attribute = searchAttributesOf(run.state, run.now).find((a) => a.key.name === SternaGpuUtil.name);
     assert.equal(attribute?.value, 75);
   });
 

@@ -21,7 +21,8 @@ class Run extends RunHarness {
   readonly told: NotifyEvent[] = [];
 
   constructor(overrides: Partial<RunSpecInput> = {}) {
-    super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h', maxRestartsOnError: 2 }, labels: { team: 'ml' }, ...overrides }));
+    // It runs in namespace `ml`, its team (its ledger said so at admission).
+    super(WORKFLOW, specOf({ recovery: { pollSeconds: 5, zoneCooldown: '1h', maxRestartsOnError: 2 }, ...overrides }), 'ml');
   }
 
   /** One step of the loop; what it notified is told. */

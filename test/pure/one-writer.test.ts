@@ -76,7 +76,7 @@ describe('the run state\'s one writer (server-less)', () => {
 
   it('a step returns a new, frozen state and leaves the state it was given as it was', () => {
     const spec = specOf();
-    const before = admitted(initialState('run-7', T0, undefined, undefined), spec);
+    const before = admitted(initialState('run-7', T0, undefined, undefined));
     const copy = structuredClone(before);
     const context = { nowMs: T0, workflowId: 'run-7', execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 };
     const first = step(before, spec, { kind: 'start' }, context);

@@ -44,7 +44,8 @@ describe('a run\'s effects (pure, no server)', () => {
   });
 
   it('reports an admitted run\'s spend to its team when an attempt\'s line is final and every ten minutes while one is billed', () => {
-    const run = new RunHarness('run-7', specOf({ labels: { team: 'ml' } }));
+    // Its label names `vision`; its namespace, `ml`, is its team, as its ledger answered.
+    const run = new RunHarness('run-7', specOf({ labels: { team: 'vision' } }), 'ml');
     run.send({ kind: 'start' });
     const attempt = run.provisioned(OFFERS);
     assert.equal(ofKind(run.effects, 'report-spend').length, 1, 'the first billed step reports');
@@ -60,7 +61,8 @@ describe('a run\'s effects (pure, no server)', () => {
   });
 
   it('as the run ends: its team gets its GPUs back with its final spend, and the cost report its memo; an update beside only shows', () => {
-    const run = new RunHarness('run-7', specOf({ labels: { team: 'ml' } }));
+    // Its label names `vision`; its namespace, `ml`, is its team, as its ledger answered.
+    const run = new RunHarness('run-7', specOf({ labels: { team: 'vision' } }), 'ml');
     run.send({ kind: 'start' });
     const attempt = run.provisioned(OFFERS);
     const update = run.apply({ kind: 'budget-set', usd: 50 });

@@ -99,6 +99,15 @@ describe('the client says why a call failed', function () {
     return workflowId;
   }
 
+  it('starts a run as its namespace\'s: its SternaTeam and fairness key are the namespace, not its labels.team', async () => {
+    const { client, namespace } = await testEnv();
+    const workflowId = await startRun(spec({ labels: { team: 'vision' } }));
+    const handle = client.workflow.getHandle(workflowId);
+    assert.deepEqual((await handle.describe()).searchAttributes.SternaTeam, [namespace]);
+    const started = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
+    assert.equal(started?.priority?.fairnessKey, namespace);
+  });
+
   it('a multi-megabyte spec: InvalidSpec naming the field, at once, and no run started', async () => {
     const { client } = await testEnv();
     const workflowId = `${taskQueue}-big`;

@@ -20,13 +20,13 @@ async function sterna(args: string[]): Promise<{ code: number | null; stdout: st
   );
 }
 
-const spec = (team: string, overrides: Partial<RunSpecInput> = {}): RunSpecInput => ({
+const spec = (project: string, overrides: Partial<RunSpecInput> = {}): RunSpecInput => ({
   command: ['python', 'train.py'],
   checkpoint: { uri: 'gs://ckpt/run' },
   resources: { accelerators: [{ type: 'nvidia-l4', count: 2 }] },
   pricing: { mode: 'spot' },
   recovery: { pollSeconds: 0.2, zoneCooldown: '1h' },
-  labels: { team, project: 'cost-test' },
+  labels: { project },
   ...overrides,
 });
 
@@ -40,7 +40,7 @@ describe('which executions sterna cost reads', () => {
 describe('sterna cost reports what the runs cost (dev server, scripted cloud)', function () {
   this.timeout(240_000);
 
-  it('matches the runs\' own ledgers exactly, by team', async () => {
+  it('matches the runs\' own ledgers exactly, by project, and by team (the namespace they ran in)', async () => {
     // Expensive prices so seconds of training cost whole dollars; one run is preempted once, one fails.
     const provider = new ScriptedProvider(
       [
@@ -56,12 +56,12 @@ describe('sterna cost reports what the runs cost (dev server, scripted cloud)', 
       const start = (id: string, s: RunSpecInput) => env.client.workflow.start('trainingRun', { taskQueue, workflowId: `${taskQueue}-${id}`, args: [s] });
       // One at a time, so each meets the zone script meant for it.
       const ids: Record<string, string> = {};
-      for (const [id, team, s] of [
+      for (const [id, project, s] of [
         ['ml-1', 'ml', {}],
         ['ml-2', 'ml', {}],
         ['nlp-1', 'nlp', { recovery: { pollSeconds: 0.2, noRetryExitCodes: [3] } }],
       ] as [string, string, Partial<RunSpecInput>][]) {
-        const run = await start(id, spec(team, s));
+        const run = await start(id, spec(project, s));
         await run.result().catch(() => undefined);
         ids[id] = run.workflowId;
       }
@@ -76,7 +76,7 @@ describe('sterna cost reports what the runs cost (dev server, scripted cloud)', 
 
       const query = `TaskQueue = "${taskQueue}"`;
       const report = await eventually('visibility lists the three runs with their memos', async () => {
-        const out = await sterna(['cost', '--by', 'team', '--json', '--query', query]);
+        const out = await sterna(['cost', '--by', 'project', '--json', '--query', query]);
         assert.equal(out.code, 0, out.stderr);
         const parsed = JSON.parse(out.stdout) as CostReport;
         return parsed.total.runs === 3 ? parsed : undefined;
@@ -89,6 +89,12 @@ describe('sterna cost reports what the runs cost (dev server, scripted cloud)', 
       assert.deepEqual([nlp.runs, nlp.costUsd, nlp.onDemandCostUsd, nlp.preemptions], [1, sum(ids['nlp-1']), onDemand(ids['nlp-1']), 0]);
       assert.equal(report.total.costUsd, sum(...Object.values(ids)));
       assert.ok(ml.gpuHours > 0 && ml.savingsUsd > 0, 'two-GPU spot runs: GPU-hours counted, savings against on-demand');
+
+      // One namespace, one team: every run is its namespace's, whatever its labels.
+      const byTeam = await sterna(['cost', '--by', 'team', '--json', '--query', query]);
+      assert.equal(byTeam.code, 0, byTeam.stderr);
+      const teams = (JSON.parse(byTeam.stdout) as CostReport).groups;
+      assert.deepEqual(teams.map((g) => [g.group, g.runs, g.costUsd]), [[env.namespace, 3, sum(...Object.values(ids))]]);
 
       const csv = await sterna(['cost', '--by', 'zone', '--csv', '--query', query]);
       assert.equal(csv.code, 0, csv.stderr);

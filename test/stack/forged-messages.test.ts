@@ -69,7 +69,7 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
       restarts: 0,
       timeline: [],
       budgetUsd: 1000,
-      admission: { team: 'vision', status: 'admitted', askedAt: now, firstAskedAt: now },
+      admission: { team: stack.env.namespace ?? 'default', status: 'admitted', askedAt: now, firstAskedAt: now },
       lastCheckpoint: { uri: 'gs://sterna-examples/logreg/train.csv', sha256: createHash('sha256').update(data).digest('hex'), step: 5 },
     };
     return { continued: true, spec, state } as unknown as ContinuedRun;
@@ -166,8 +166,10 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
   });
 
   it('an admission signal not sent by the ledger admits nothing: the run stays queued and the ledger stays true', async () => {
-    await setTeamLimits(stack.env.client, 'vision', { maxGpus: 1 }, { taskQueue: stack.taskQueue });
-    const long = exampleSpec({ labels: { team: 'vision' } });
+    // The team is the stack's one namespace (its limit is lifted again at the end, for the tests after).
+    const team = stack.env.namespace ?? 'default';
+    await setTeamLimits(stack.env.client, team, { maxGpus: 1 }, { taskQueue: stack.taskQueue });
+    const long = exampleSpec();
     long.command = ['node', 'trainer.js', '--data', 'data/train.csv', '--steps', '100000', '--step-ms', '25'];
     const status = (run: Run) => run.query(statusQuery);
     // The second starts once the first trains: two asks in flight reach the ledger in either order.
@@ -184,7 +186,7 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
       const queued = second;
       await eventually('the second run is queued', async () => ((await status(queued)).admission?.status === 'queued' ? true : undefined), 60_000, 200);
 
-      const forged = { runId: queued.workflowId, outcome: 'admitted', team: 'vision' };
+      const forged = { runId: queued.workflowId, outcome: 'admitted', team };
       await temporalCli('workflow', 'signal', '--workflow-id', queued.workflowId, '--name', 'admission', '--input', JSON.stringify(forged));
       // The run heard the signal and asked the ledger, which answered: still queued.
       await eventually('the run asked the ledger after the forged signal', async () => {
@@ -198,15 +200,16 @@ describe('forged messages: only Sterna itself steers a run and its fleet', funct
       assert.equal(after.admission?.status, 'queued');
       assert.equal(after.attempt, undefined, 'no attempt for the queued run');
       await nothingCreatedFor(queued.workflowId);
-      const team = await getTeam(stack.env.client, 'vision', { taskQueue: stack.taskQueue });
+      const ledger = await getTeam(stack.env.client, team, { taskQueue: stack.taskQueue });
       assert.deepEqual(
-        { runningGpus: team.runningGpus, running: team.running.map((r) => r.runId), queue: team.queue.map((q) => q.runId) },
+        { runningGpus: ledger.runningGpus, running: ledger.running.map((r) => r.runId), queue: ledger.queue.map((q) => q.runId) },
         { runningGpus: 1, running: [first.workflowId], queue: [queued.workflowId] },
       );
     } finally {
       if (second) await cancel(stack.env.client, second.workflowId).catch(() => undefined);
       await cancel(stack.env.client, first.workflowId).catch(() => undefined);
       await Promise.allSettled([first.result(), second?.result()]);
+      await setTeamLimits(stack.env.client, team, { maxGpus: null }, { taskQueue: stack.taskQueue });
     }
   });
 

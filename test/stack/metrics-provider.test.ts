@@ -84,7 +84,7 @@ describe('metrics the activities feed', function () {
     const detections = (await values(metrics, 'sterna_preemption_detection_seconds')).filter((v) => v.metricName === 'sterna_preemption_detection_seconds_count');
     assert.deepEqual(detections.map((v) => v.value), [1]);
     // The team queue gauge, for the team queues to feed.
-    metrics.setTeamQueueLength('ml-platform', 3);
-    assert.deepEqual((await values(metrics, 'sterna_team_queue_length')).map((v) => ({ ...v.labels, value: v.value })), [{ team: 'ml-platform', value: 3 }]);
+    metrics.setTeamQueueLength('default', 3); // a team is a namespace: here the dev server's
+    assert.deepEqual((await values(metrics, 'sterna_team_queue_length')).map((v) => ({ ...v.labels, value: v.value })), [{ team: 'default', value: 3 }]);
   });
 });

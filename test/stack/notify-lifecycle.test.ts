@@ -99,13 +99,16 @@ describe('notifications at a local webhook, from real runs', function () {
   let worker: Spawned;
   let env: NodeJS.ProcessEnv;
   const notify = { webhooks: [{ ref: 'env://STERNA_WEBHOOK_TEST' }] };
+  /** Every run's team: the stack's one namespace. */
+  const team = () => stack.env.namespace ?? 'default';
 
   before(async () => {
     const port = await receiver.start();
     stack = await startStack({ timeFactor: 10 });
     env = {
       STERNA_WEBHOOK_TEST: `http://127.0.0.1:${port}/run`,
-      STERNA_NOTIFY_TEAMS: JSON.stringify({ 'ml-platform': [{ url: `http://127.0.0.1:${port}/team`, format: 'slack' }] }),
+      // A team's webhooks are keyed by its namespace: here the stack's one, whose team every run is.
+      STERNA_NOTIFY_TEAMS: JSON.stringify({ [team()]: [{ url: `http://127.0.0.1:${port}/team`, format: 'slack' }] }),
       STERNA_NOTIFY_UI_URL: 'http://ui.test:8233',
     };
     worker = stack.spawnWorker(env);
@@ -136,7 +139,7 @@ describe('notifications at a local webhook, from real runs', function () {
     assert.equal(find(events, 'completed').phase, 'completed');
     assert.equal((find(events, 'completed') as NotifyEvent & { url: string }).url, `http://ui.test:8233/namespaces/${stack.env.namespace}/workflows/${run.workflowId}`);
     const slack = receiver.received.find((r) => r.path === '/team' && r.key === `${run.workflowId}/completed/1`)!;
-    assert.match(String(slack.body.text), /^Sterna run <http:\/\/ui\.test:8233\/.*\|logreg-example> \(team ml-platform\) completed for \$/);
+    assert.match(String(slack.body.text), new RegExp(String.raw`^Sterna run <http:\/\/ui\.test:8233\/.*\|logreg-example> \(team ${team()}\) completed for \$`));
   });
 
   it('tells restarted after a failure, then failed with the named failure', async () => {
@@ -179,6 +182,6 @@ describe('notifications at a local webhook, from real runs', function () {
     const events = assertEachOnce(receiver, run.workflowId, ['started', 'reaped']);
     const reaped = find(events, 'reaped');
     assert.equal(reaped.key, `${run.workflowId}/reaped/${vm}`);
-    assert.deepEqual([reaped.resource?.name, reaped.resource?.reason, reaped.team, reaped.phase], [vm, 'closed', 'ml-platform', 'terminated']);
+    assert.deepEqual([reaped.resource?.name, reaped.resource?.reason, reaped.team, reaped.phase], [vm, 'closed', team(), 'terminated']);
   });
 });

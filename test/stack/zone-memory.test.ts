@@ -217,7 +217,7 @@ describe('a run and the zone memory', () => {
     const context = (nowMs: number): Context => ({ nowMs, workflowId: WORKFLOW, execution: EXEC, continueAsNewSuggested: false, attemptsAtStart: 0 });
 
     function firstTry(zoneMemory: ZoneMemory | undefined, nowMs: number): { zone: string; command: Command } {
-      const run = { state: admitted(initialState(WORKFLOW, nowMs, undefined, undefined), spec, nowMs) };
+      const run = { state: admitted(initialState(WORKFLOW, nowMs, undefined, undefined), nowMs) };
       stepOn(run, spec, { kind: 'start' }, context(nowMs));
       const event: RunEvent = { kind: 'offers', offers: OFFERS, ...(zoneMemory ? { zoneMemory } : {}) };
       const command = stepOn(run, spec, event, context(nowMs));

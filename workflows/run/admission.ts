@@ -10,7 +10,7 @@
 import { checksFailureMessage, findingsThatStopARun, type Finding } from '../checks';
 import { FailureType } from '../failures';
 import type { RunSpec } from '../spec';
-import { priorityOf, teamOf, type AdmissionDecision, type AdmissionRequest } from '../teams/rules';
+import { priorityOf, type AdmissionDecision, type AdmissionRequest } from '../teams/rules';
 import { limitAtMs } from './limits';
 import type { Action, RunEvent } from './protocol';
 import { Phase, record, TimelineKind, type RunState } from './state';
@@ -36,7 +36,7 @@ export function absorbAdmissionEvent(state: RunState, event: Extract<RunEvent, {
       return absorbChecks(state, event.findings, nowMs);
     case 'admission-asked':
       if (event.teamWebhooks !== undefined && state.admission) state.admission.teamWebhooks = event.teamWebhooks;
-      // The ledger's word on whose run this is wins over the spec's: with a namespace per team, it is the namespace.
+      // The ledger's word on whose run this is: the namespace it executes in, never the spec's label.
       if (event.team !== undefined && state.admission) state.admission.team = event.team;
       return undefined;
     case 'admission': {
@@ -73,9 +73,10 @@ function asking(state: RunState, spec: RunSpec, nowMs: number): void {
     state.admission.askedAt = nowMs;
     return;
   }
-  state.admission = { team: teamOf(spec), status: 'asked', askedAt: nowMs, firstAskedAt: nowMs };
+  // Its team is the namespace it runs in: the ledger says which when it answers.
+  state.admission = { status: 'asked', askedAt: nowMs, firstAskedAt: nowMs };
   state.phase = Phase.Queued;
-  record(state, nowMs, { kind: TimelineKind.Queued, event: `asked team ${teamOf(spec)} for admission (priority ${priorityOf(spec)})` });
+  record(state, nowMs, { kind: TimelineKind.Queued, event: `asked its team (its namespace's ledger) for admission (priority ${priorityOf(spec)})` });
 }
 
 /** When to ask again if the team stays silent. */
@@ -90,6 +91,8 @@ function absorbAdmission(state: RunState, decision: AdmissionDecision, nowMs: nu
   if (!state.admission || state.admission.status === 'admitted') return undefined;
   switch (decision.outcome) {
     case 'admitted':
+      // The ledger's answer names its team (the run's namespace), should it come before the ask's own.
+      state.admission.team ??= decision.team;
       state.admission.status = 'admitted';
       state.admission.position = undefined;
       record(state, nowMs, { kind: TimelineKind.Admitted, event: `admitted by team ${decision.team}` });

@@ -119,6 +119,7 @@ function buildRunStateSchema() {
 
   return z.strictObject({
     runId: z.string().min(1),
+    namespace: z.string().min(1).max(1000).optional(),
     phase: z.enum(Object.values(Phase) as [Phase, ...Phase[]]),
     startedAt: IsoTime,
     attempts: z.array(AttemptSchema),
@@ -159,7 +160,7 @@ function buildRunStateSchema() {
     checked: z.boolean().optional(),
     admission: z
       .strictObject({
-        team: z.string().min(1).max(63),
+        team: z.string().min(1).max(63).optional(),
         status: z.enum(['asked', 'queued', 'admitted']),
         askedAt: z.number().finite(),
         firstAskedAt: z.number().finite(),

@@ -71,7 +71,7 @@ export function costMemoOf(state: RunState, spec: RunSpec, nowMs: number): CostM
     lines.set(key, line);
   }
   return {
-    team: runTeamOf(state, spec) ?? DEFAULT_TEAM,
+    team: runTeamOf(state) ?? DEFAULT_TEAM,
     ...(spec.labels.project ? { project: spec.labels.project } : {}),
     phase: state.phase,
     costUsd,

@@ -60,7 +60,7 @@ export function effectsOf(state: RunState, before: RunState, spec: RunSpec, even
 
 /** What the web UI shows of the run now (the shell writes only what changed). */
 export function publishOf(state: RunState, spec: RunSpec, nowMs: number): Effect {
-  return { kind: 'publish', attributes: searchAttributesOf(state, spec, nowMs), details: currentDetailsOf(state, spec, nowMs), releasing: releasingOf(state) };
+  return { kind: 'publish', attributes: searchAttributesOf(state, nowMs), details: currentDetailsOf(state, spec, nowMs), releasing: releasingOf(state) };
 }
 
 /**

@@ -73,6 +73,8 @@ export function absorb(state: RunState, spec: RunSpec, event: RunEvent, context:
 
 function absorbInto(state: RunState, spec: RunSpec, event: RunEvent, context: Context): Action | undefined {
   const now = context.nowMs;
+  // Its namespace is its team: known from its first step, so it shows as its team from then on.
+  if (context.namespace !== undefined && state.namespace !== context.namespace) state.namespace = context.namespace;
   switch (event.kind) {
     case 'start':
       // A release in flight belongs to the execution that began it: this one asks again.

@@ -1,7 +1,7 @@
 /**
  * Where a run's notifications go: `notify.webhooks` in the spec (per run), and the
  * worker's per-team webhooks (config/worker-config.ts STERNA_NOTIFY_TEAMS) for the run's
- * `labels.team`.
+ * team, the namespace it executes in.
  *
  * A spec's `url` is stored in workflow history in the clear, so it must carry no secret:
  * a URL with credentials, a query string, or a known secret-bearing webhook host (Slack,

@@ -63,10 +63,12 @@ export type NotifyMoment =
   | { kind: 'ended'; phase: typeof Phase.Completed }
   | { kind: 'ended'; phase: typeof Phase.Failed; failure?: string; message: string };
 
-/** True when anyone may listen: per-run webhooks, or a team (whose webhooks the worker holds). */
-/** Someone may listen: the run's own webhooks, or its team's unless the worker said the team has none. */
+/**
+ * Someone may listen: the run's own webhooks, or its team's (the namespace it runs in)
+ * unless the worker that carried its ask said the team has none.
+ */
 export function mayNotify(spec: RunSpec, state: RunState): boolean {
-  return (spec.notify?.webhooks.length ?? 0) > 0 || (runTeamOf(state, spec) !== undefined && state.admission?.teamWebhooks !== false);
+  return (spec.notify?.webhooks.length ?? 0) > 0 || (runTeamOf(state) !== undefined && state.admission?.teamWebhooks !== false);
 }
 
 export function notifyKey(runId: string, kind: NotifyKind, n: number | string): string {
@@ -163,7 +165,7 @@ function eventBase(state: RunState, spec: RunSpec, nowMs: number): Omit<NotifyEv
   return {
     runId: state.runId,
     ...(spec.name ? { name: spec.name } : {}),
-    ...(runTeamOf(state, spec) ? { team: runTeamOf(state, spec) } : {}),
+    ...(runTeamOf(state) ? { team: runTeamOf(state) } : {}),
     phase: state.phase,
     at: new Date(nowMs).toISOString(),
     ...(last ? { attempt: last.attempt, zone: last.offer.zone } : {}),

@@ -117,11 +117,11 @@ export type Effect =
   /** Notifications due, handed to delivery (their keys are remembered in the state already). */
   | { kind: 'notify'; events: NotifyEvent[] }
   /** The run's spend so far, for its team's ledger. */
-  | { kind: 'report-spend'; team: string; totalUsd: number }
+  | { kind: 'report-spend'; team?: string; totalUsd: number }
   /** How released attempts ended and trained: the zone and throughput memories learn from them. */
   | { kind: 'tell-memories'; outcomes: ZoneOutcome[]; samples: ThroughputSample[] }
   /** The run is over: its team gets its GPUs back, with its final spend. */
-  | { kind: 'team-ended'; team: string; totalUsd: number }
+  | { kind: 'team-ended'; team?: string; totalUsd: number }
   /** The run's cost summary, for `sterna cost`. */
   | { kind: 'cost-memo'; memo: CostMemo };
 
@@ -137,6 +137,8 @@ export interface Step<S> extends Absorbed<S> {
 export interface Context {
   nowMs: number;
   workflowId: string;
+  /** The namespace the run executes in (the SDK's workflow info): its team. */
+  namespace?: string;
   /** This execution chain's token (naming.ts). */
   execution: string;
   continueAsNewSuggested: boolean;

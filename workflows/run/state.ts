@@ -199,6 +199,11 @@ export interface PlacementRound {
 
 export interface RunState {
   runId: string;
+  /**
+   * The Temporal namespace the run executes in (its workflow info, kept at each step): its
+   * team, in every tenancy mode (docs/tenancy.md). Absent from states kept before it was.
+   */
+  namespace?: string;
   phase: Phase;
   startedAt: string;
   attempts: Attempt[];
@@ -312,7 +317,12 @@ export type AdmissionStatus = 'asked' | 'queued' | 'admitted';
 
 /** What a run holds about its team admission (run/admission.ts). */
 export interface RunAdmission {
-  team: string;
+  /**
+   * The team its ledger charges it to, as askAdmission answered: the namespace the run
+   * executes in. Absent until the ledger has answered (runs continued from before this
+   * may hold what their spec named).
+   */
+  team?: string;
   status: AdmissionStatus;
   /** Epoch ms of the last ask. */
   askedAt: number;

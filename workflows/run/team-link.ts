@@ -51,15 +51,19 @@ export class TeamLink {
       this.newsWhileReading = true;
       return;
     }
-    const team = this.state().admission?.team;
-    if (!team) return;
+    // Only a run that asked has a ledger to read (its team may not be known yet: the
+    // ledger's answer can come before the ask's own; the activity reads the team from the
+    // run's namespace either way).
+    const admission = this.state().admission;
+    if (!admission) return;
+    const team = admission.team;
     this.reading = true;
     try {
       do {
         this.newsWhileReading = false;
         const runId = this.state().runId;
         // A ledger that cannot be read now is read again at the run's next re-ask.
-        const decision = await this.acts.admissionOf({ team, runId }).catch(() => null);
+        const decision = await this.acts.admissionOf({ ...(team !== undefined ? { team } : {}), runId }).catch(() => null);
         if (decision && decision.runId === runId) this.inbox.push({ kind: 'admission', decision });
       } while (this.newsWhileReading);
     } finally {
@@ -68,18 +72,20 @@ export class TeamLink {
   }
 
   async ask(): Promise<RunEvent> {
+    // The spec's team label goes along only to be checked: the team is the run's namespace,
+    // and a run that names another is refused (InvalidSpec) before anything is charged.
     const asked = await this.acts.askAdmission({ team: teamOf(this.spec), request: admissionRequestOf(this.spec, this.state()) });
     return asked ? { kind: 'admission-asked', teamWebhooks: asked.teamWebhooks, ...(asked.team !== undefined ? { team: asked.team } : {}) } : { kind: 'admission-asked' };
   }
 
   /** Tells the team the run's ledger total so far, without waiting. */
-  reportSpend(team: string, totalUsd: number): void {
-    void this.reports.reportToTeam({ team, totalUsd, ended: false }).catch(() => undefined);
+  reportSpend(team: string | undefined, totalUsd: number): void {
+    void this.reports.reportToTeam({ ...(team !== undefined ? { team } : {}), totalUsd, ended: false }).catch(() => undefined);
   }
 
   /** The run ended: its GPUs go back to the team, with its final ledger total. */
-  async ended(team: string, totalUsd: number): Promise<void> {
+  async ended(team: string | undefined, totalUsd: number): Promise<void> {
     // A ledger that cannot be told now releases the run's GPUs at its own sweep of closed runs.
-    await this.reports.reportToTeam({ team, totalUsd, ended: true }).catch(() => undefined);
+    await this.reports.reportToTeam({ ...(team !== undefined ? { team } : {}), totalUsd, ended: true }).catch(() => undefined);
   }
 }

@@ -1,14 +1,13 @@
 /** Whose run this is. */
-import type { RunSpec } from '../spec';
-import { DEFAULT_TEAM } from '../teams/rules';
 import type { RunState } from './state';
 
 /**
- * The run's team as it is charged: the team its ledger named when it asked (with a
- * namespace per team, the run's namespace, whatever its spec says), else the spec's.
- * Undefined for a run of no team (the default team names none).
+ * The run's team: the namespace it executes in, in every tenancy mode, which is the team
+ * its ledger charges (the askAdmission activity reads it from the server's record of the
+ * caller and answers it). Never the spec's `labels.team`, which is only checked. A state
+ * that does not know its namespace (kept before it did) has the team its ledger answered,
+ * if any. Known from the run's first step, so what it shows as its team never changes.
  */
-export function runTeamOf(state: RunState, spec: RunSpec): string | undefined {
-  const charged = state.admission?.team;
-  return charged !== undefined && charged !== DEFAULT_TEAM ? charged : spec.labels.team;
+export function runTeamOf(state: RunState): string | undefined {
+  return state.namespace ?? state.admission?.team;
 }

@@ -103,7 +103,7 @@ class Driver {
 
   private context(): Context {
     const info = workflowInfo();
-    return { nowMs: Date.now(), workflowId: info.workflowId, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, newVersionCurrent: newVersionCurrent(), historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart };
+    return { nowMs: Date.now(), workflowId: info.workflowId, namespace: info.namespace, execution: this.execution, continueAsNewSuggested: info.continueAsNewSuggested, newVersionCurrent: newVersionCurrent(), historyLength: info.historyLength, attemptsAtStart: this.attemptsAtStart };
   }
 
   installHandlers(): void {

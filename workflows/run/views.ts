@@ -90,8 +90,8 @@ export interface RunStatus {
   ledger: LedgerLine[];
   /** The price book behind the offers: its date, source, fallback warning and the zones it could not price. */
   prices?: RunPrices;
-  /** The run's team admission: its team, and whether it is still queued (and where). */
-  admission?: { team: string; status: string; position?: number };
+  /** The run's team admission: its team (the namespace it runs in, once its ledger answered), and whether it is still queued (and where). */
+  admission?: { team?: string; status: string; position?: number };
   /** The GPUs' last reading (nvidia-smi on the VM) and the run's average, once the agent reported one. */
   gpu?: GpuStatus;
   /** Step of total, percent, ETA and predicted cost (run/progress.ts). */
@@ -267,14 +267,14 @@ export function releasingOf(state: RunState): number[] {
  * What the web UI filters on. Cost is rounded to cents so the attributes change (and are
  * upserted) when something a person would notice changed, not on every event.
  */
-export function searchAttributesOf(state: RunState, spec: RunSpec, nowMs: number): SearchAttributeUpdatePair[] {
+export function searchAttributesOf(state: RunState, nowMs: number): SearchAttributeUpdatePair[] {
   const live = state.attempts[state.attempts.length - 1];
   return [
     { key: SternaPhase, value: state.phase },
     { key: SternaPreemptions, value: state.preemptions },
     { key: SternaCostUsd, value: Math.round(ledger(state, nowMs).totalCostUsd * 100) / 100 },
     ...(live ? [{ key: SternaZone, value: live.offer.zone }, { key: SternaAccelerator, value: live.offer.accelerator }, { key: SternaAttempt, value: live.attempt }] : []),
-    ...(runTeamOf(state, spec) ? [{ key: SternaTeam, value: runTeamOf(state, spec)! }] : []),
+    ...(runTeamOf(state) ? [{ key: SternaTeam, value: runTeamOf(state)! }] : []),
     ...(state.gpu ? [{ key: SternaGpuUtil, value: Math.round(meanUtilisation(state.gpu)!) }] : []),
   ];
 }

@@ -48,18 +48,25 @@ export interface AdmissionAsked {
   /** Whether the worker has webhooks for this team (STERNA_NOTIFY_TEAMS): without them a run with none of its own sends nothing. */
   teamWebhooks: boolean;
   /**
-   * The team the ledger charges: the run's namespace with a namespace per team, else the
-   * team the run named (absent from runs recorded before it said). What the run should show
-   * and report as its team.
+   * The team the ledger charges: the run's namespace, in every tenancy mode (absent from
+   * runs recorded before it said). What the run shows and reports as its team.
    */
   team?: string;
 }
 
 export interface TeamActivities {
-  /** Signal-with-start of the team workflow with the run's request. */
+  /**
+   * Signal-with-start of the team workflow with the run's request. The team is the
+   * caller's namespace; `team` is what the run's spec names (its label, or the default
+   * team), only checked: a run naming another team is refused (InvalidSpec).
+   */
   askAdmission(input: { team: string; request: AdmissionRequest }): Promise<AdmissionAsked | void>;
-  /** The team ledger's standing answer about a run (a query, so no message to the run can stand in for it); null when it has none. */
-  admissionOf(input: { team: string; runId: string }): Promise<AdmissionDecision | null>;
+  /**
+   * The team ledger's standing answer about the calling run (a query, so no message to the
+   * run can stand in for it); null when it has none. The team and the run are the caller's
+   * (its namespace and workflow id); the input's are checked or ignored.
+   */
+  admissionOf(input: { team?: string; runId: string }): Promise<AdmissionDecision | null>;
   /** Of these runs (workflow ids), the ones whose newest execution is closed or that do not exist. */
   closedRuns(input: { runIds: string[] }): Promise<string[]>;
   /**
@@ -70,9 +77,8 @@ export interface TeamActivities {
   tellRun(input: { runId: string; decision: AdmissionDecision }): Promise<'delivered' | 'gone'>;
   /**
    * A run's ledger total so far (runSpendSignal), or its end (runEndedSignal, `ended`), to
-   * its team's ledger in the system namespace. The run and the team are the caller's own
-   * (its workflow id and namespace), never the input's: `team` serves only where runs and
-   * ledgers share one namespace, and must otherwise be absent or the caller's namespace.
+   * its team's ledger. The run and the team are the caller's own (its workflow id and
+   * namespace), never the input's: `team`, when given, must be the caller's namespace.
    */
   reportToTeam(input: { team?: string; totalUsd: number; ended: boolean }): Promise<void>;
 }

@@ -374,7 +374,11 @@ export function teamView(state: TeamState): TeamView {
   };
 }
 
-/** The team a run's spec names (its `team` label), or the default team. */
+/**
+ * The team a run's spec names (its `team` label), or the default team. Only checked (the
+ * askAdmission activity refuses a name other than the run's namespace): a run's team is
+ * the namespace it executes in, never this.
+ */
 export function teamOf(spec: RunSpec): string {
   return spec.labels.team || DEFAULT_TEAM;
 }
