@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { failure, FailureType } from '../failures';
 import { resourceName } from '../naming';
 import type { ZoneEvent } from '../placement';
+import type { ZoneRecord } from '../zones/memory';
 import { LAST_LINE_CHARS } from './last-line';
 import { AttemptOutcome, MAX_CALLER_LENGTH, Phase, TimelineKind, type Attempt, type RunAdmission, type RunState, type TimelineEvent } from './state';
 import { parseSpec, type RunSpec } from '../spec';
@@ -104,6 +105,7 @@ function buildRunStateSchema() {
         zone: z.string().min(1),
         accelerator: z.string().min(1),
         model: Model,
+        nodes: z.int().min(2).optional(),
         region: z.string().optional(),
         asOf: z.number().finite(),
         stockouts: Count,
@@ -289,5 +291,6 @@ type Drift = [
   Unplaced<ZoneEvent, SchemaState['zoneEvents'][number]>,
   Unplaced<TimelineEvent, SchemaState['timeline'][number]>,
   Unplaced<RunAdmission, NonNullable<SchemaState['admission']>>,
+  Unplaced<ZoneRecord, NonNullable<SchemaState['zoneMemory']>['records'][number]>,
 ];
-export const everyRunStatePasses: RunState extends SchemaState ? (Drift extends [never, never, never, never, never, never] ? true : Drift) : never = true;
+export const everyRunStatePasses: RunState extends SchemaState ? (Drift extends [never, never, never, never, never, never, never] ? true : Drift) : never = true;
