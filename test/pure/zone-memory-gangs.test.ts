@@ -9,6 +9,7 @@ import type { Offer } from '../../workflows/types';
 import { outcomeOf } from '../../workflows/zones/from-run';
 import { emptyMemory, isZoneOutcome, keyOf, record, zonePrior, type ZoneMemory, type ZoneOutcome } from '../../workflows/zones/memory';
 import { memoryStats, rankWithMemory, rememberedEvents } from '../../workflows/zones/prior';
+import { offerIn } from '../helpers/run-harness';
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 const KEY = { zone: 'us-central1-a', accelerator: 'nvidia-l4', model: 'SPOT' } as const;
@@ -21,20 +22,9 @@ function tell(...outcomes: ZoneOutcome[]): ZoneMemory {
   return outcomes.reduce((m, o) => record(m, o, T0), emptyMemory());
 }
 
+/** A spot L4 offer of `nodes` nodes (absent: one VM), priced for all of them as the GCE provider prices a gang. */
 function offer(zone: string, price: number, nodes?: number): Offer {
-  return {
-    backend: 'gce',
-    zone,
-    region: zone.slice(0, -2),
-    accelerator: 'nvidia-l4',
-    acceleratorCount: 1,
-    machineType: 'g2-standard-4',
-    provisioningModel: 'SPOT',
-    pricePerHour: price * (nodes ?? 1),
-    onDemandPricePerHour: 0.7 * (nodes ?? 1),
-    quotaAvailable: true,
-    ...(nodes !== undefined ? { nodes } : {}),
-  };
+  return offerIn(zone, price * (nodes ?? 1), { onDemandPricePerHour: 0.7 * (nodes ?? 1), ...(nodes !== undefined ? { nodes } : {}) });
 }
 
 describe('zone memory: gangs are remembered per node count', () => {
