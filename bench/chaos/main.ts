@@ -22,6 +22,7 @@ interface ChaosFlags {
   trace: string;
   traceTick: string;
   faultMix: string;
+  teamNamespaces?: string;
   keep?: boolean;
   json?: boolean;
 }
@@ -40,6 +41,7 @@ export function parseChaosOptions(flags: ChaosFlags): ChaosOptions {
     trace: flags.trace,
     traceTickSeconds: seconds('trace-tick', flags.traceTick),
     faultMixPct: percent('fault-mix', flags.faultMix),
+    teamNamespaces: wholeNumber('team-namespaces', flags.teamNamespaces ?? '0', 0, 16),
     keep: flags.keep ?? false,
     json: flags.json ?? false,
   };
@@ -56,7 +58,7 @@ function percent(flag: string, text: string): number {
 export function chaosReport(r: ChaosResult): string {
   const rec = Object.entries(r.recovery).map(([k, s]) => `  ${k.padEnd(22)} n=${s.count} p50 ${s.p50S ?? '-'} s, p99 ${s.p99S ?? '-'} s, max ${s.maxS ?? '-'} s`);
   return [
-    `bench:chaos  ${r.runs} runs, ${r.minutes} min fault window, seed ${r.seed}, runs train ${r.trainSeconds} s  (${r.machine})`,
+    `bench:chaos  ${r.runs} runs, ${r.minutes} min fault window, seed ${r.seed}, runs train ${r.trainSeconds} s; ${r.teamNamespaces > 0 ? `runs spread over ${r.teamNamespaces} team namespaces, the fleet in sterna-system` : 'one namespace for runs and fleet'}  (${r.machine})`,
     `runs: ${r.completed} completed, ${r.failedNamed} failed with a named reason, ${r.cancelled} cancelled, ${r.terminated} terminated, ${r.failedOther} failed otherwise, ${r.stuck} stuck`,
     `failures: ${JSON.stringify(r.failures)}; reused workflow id's second run: ${r.reusedIdOutcome}`,
     `leaked after the reaper's next pass: ${r.leakedAfterReap}; reaped ${r.reaped}; orphans lived p50 ${r.orphanLifetime.p50S ?? '-'} s, max ${r.orphanLifetime.maxS ?? '-'} s`,
@@ -81,6 +83,7 @@ const program = new Command('bench:chaos')
   .option('--trace <file>', 'spot availability trace whose zone outages preempt VMs', DEFAULT_TRACE)
   .option('--trace-tick <d>', 'real time per trace tick', '5s')
   .option('--fault-mix <percent>', 'per cent of GCE calls answered 503, 429 or hung (a light mix: 6; a heavy one: 25)', '6')
+  .option('--team-namespaces <n>', 'spread the runs over n team namespaces, the fleet in a system namespace (0: one namespace for all)', '0')
   .option('--keep', 'keep the work directory (logs, SQLite, emulator state)')
   .option('--json', 'print the result as one JSON object on the last line');
 

@@ -28,7 +28,7 @@ import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPc
 import { preemptible } from '../scale/preemptions';
 import { mapLimited } from '../../activities/map-limited';
 import { ACCELERATOR, failureName, machineLabel, preemptionToInsert, PROJECT } from '../scale/run';
-import { startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from '../common/stack';
+import { startEmulatorProcess, startTemporal, startWorkerProcess, SYSTEM_NAMESPACE, teamNamespaces, workflowBundlePath, type Child } from '../common/stack';
 
 /**
  * What a healthy run may still wait once the faults are over, on top of twice the window
@@ -56,6 +56,8 @@ export interface ChaosOptions {
   traceTickSeconds: number;
   /** Per cent of every GCE call answered 503, 429 or hung (the issue's light mix is 6, its heavy 25). */
   faultMixPct: number;
+  /** Spread the runs over this many team namespaces, the fleet in the system one (0: one namespace for all). */
+  teamNamespaces: number;
   keep: boolean;
   json: boolean;
 }
@@ -90,6 +92,8 @@ export interface ChaosResult {
   trainSeconds: number;
   minutes: number;
   seed: number;
+  /** Team namespaces the runs were spread over (0: runs and fleet in one namespace). */
+  teamNamespaces: number;
   wallSeconds: number;
   machine: string;
   date: string;
@@ -102,6 +106,8 @@ interface Tracked {
   index: number;
   workflowId: string;
   handle: WorkflowHandleWithFirstExecutionRunId;
+  /** The client of the run's (team's) namespace. */
+  client: Client;
   terminatedAtMs?: number;
 }
 
@@ -136,7 +142,10 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
   try {
     log(`work dir ${workDir}`);
     const bundle = await workflowBundlePath(workDir);
-    temporal = await startTemporal(workDir, { dbFile });
+    // With team namespaces, the fleet lives in the system one and the runs in the teams' (docs/tenancy.md).
+    const teams = teamNamespaces(o.teamNamespaces);
+    const namespaces = teams.length > 0 ? [SYSTEM_NAMESPACE, ...teams] : undefined;
+    temporal = await startTemporal(workDir, { dbFile }, namespaces);
     const port = Number(temporal.address.split(':').pop());
     log(`Temporal dev server ${temporal.address}, state in ${dbFile}`);
     const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: trainSeconds, checkpointEvery });
@@ -151,20 +160,29 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const startWorker = () =>
       startWorkerProcess(workDir, {
         address: temporal!.address,
-        namespace: temporal!.namespace,
+        namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal!.namespace,
         taskQueue,
         project: PROJECT,
         emulatorEndpoint: emulator.endpoint,
         bucketsDir,
         bundlePath: bundle.path,
         observer: { startOnBoot: true },
-        extraEnv: { STERNA_REAPER_INTERVAL_SECONDS: String(o.reaperIntervalSeconds), STERNA_REAPER_GRACE_SECONDS: String(o.reaperGraceSeconds) },
+        extraEnv: {
+          STERNA_REAPER_INTERVAL_SECONDS: String(o.reaperIntervalSeconds),
+          STERNA_REAPER_GRACE_SECONDS: String(o.reaperGraceSeconds),
+          ...(teams.length > 0 ? { STERNA_TEAM_NAMESPACES: teams.join(',') } : {}),
+        },
       });
     worker = await startWorker();
     log(`worker pid ${worker.pid} on ${taskQueue}; reaper every ${o.reaperIntervalSeconds} s, grace ${o.reaperGraceSeconds} s`);
     connection = await Connection.connect({ address: temporal.address });
     // Payloads are encrypted as in production: the client must decode what the worker wrote.
-    const client = new Client({ connection, namespace: temporal.namespace, dataConverter: sternaDataConverter() });
+    // The fleet's namespace (the reaper's passes), and the runs' (each team's, in turn).
+    const client = new Client({ connection, namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal.namespace, dataConverter: sternaDataConverter() });
+    const runClients = teams.length > 0 ? teams.map((namespace) => new Client({ connection: connection!, namespace, dataConverter: sternaDataConverter() })) : [client];
+    const runClient = (index: number) => runClients[index % runClients.length]!;
+    /** A run's handle in its own namespace. */
+    const handleOf = (workflowId: string) => (runs.find((r) => r?.workflowId === workflowId)?.client ?? client).workflow.getHandle(workflowId);
     const faultRules = backgroundFaults(o.faultMixPct);
     for (const rule of faultRules) await admin.injectFault(rule);
 
@@ -225,8 +243,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       const waiting = new Set(steps.keys());
       while (waiting.size > 0 && Date.now() < deadline && !stopping) {
         for (const id of [...waiting]) {
-          const s = await client.workflow.getHandle(id).query(statusQuery).catch(() => undefined);
-          const desc = s ? undefined : await client.workflow.getHandle(id).describe().catch(() => undefined);
+          const s = await handleOf(id).query(statusQuery).catch(() => undefined);
+          const desc = s ? undefined : await handleOf(id).describe().catch(() => undefined);
           if ((s && (s.step ?? -1) > steps.get(id)!) || (desc && desc.status.name !== 'RUNNING')) waiting.delete(id);
         }
         if (waiting.size > 0) await sleep(1000);
@@ -245,8 +263,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       await sleep(Math.max(0, rampStart + (i * rampMs) / o.runs - Date.now()));
       const workflowId = `chaos-${stamp}-${i}`;
       starting.push(
-        client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }).then(async (handle) => {
-          runs[i] = { index: i, workflowId, handle };
+        runClient(i).workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] }).then(async (handle) => {
+          runs[i] = { index: i, workflowId, handle, client: runClient(i) };
           // Someone else's VMs under the names this run will use: its first two attempts, in every zone.
           if (foreignFor.has(i)) foreign.push(...(await occupyNames(instances, zones, workflowId, executionToken(handle.firstExecutionRunId), log)));
         }),
@@ -279,7 +297,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       log(`${secs(t0)} s: restarting the dev server (SQLite ${dbFile})`);
       const from = Date.now();
       await temporal!.stop();
-      temporal = await startTemporal(workDir, { dbFile, port });
+      temporal = await startTemporal(workDir, { dbFile, port }, namespaces);
       restarting = false;
       await recovered(sample, from, 'server-restart');
     });
@@ -299,8 +317,9 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       const cancelled = await Promise.all(
         Array.from({ length: count }, async (_, k) => {
           const workflowId = `chaos-${stamp}-cancel-${k}`;
-          const handle = await client.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] });
-          const tracked: Tracked = { index: o.runs + k, workflowId, handle };
+          const own = runClient(o.runs + k);
+          const handle = await own.workflow.start('trainingRun', { taskQueue, workflowId, args: [spec] });
+          const tracked: Tracked = { index: o.runs + k, workflowId, handle, client: own };
           runs.push(tracked);
           // Provisioning begins within a second or two; the insert then hangs for 8 s.
           await sleep(3000);
@@ -314,7 +333,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     at(plan.reuseAt, 'reused workflow id', async () => {
       const first = runs[0];
       await served('terminate', () => first.handle.terminate('chaos: the workflow id is reused'));
-      first.handle = await served('start', () => client.workflow.start('trainingRun', { taskQueue, workflowId: first.workflowId, args: [spec] }));
+      first.handle = await served('start', () => first.client.workflow.start('trainingRun', { taskQueue, workflowId: first.workflowId, args: [spec] }));
       first.terminatedAtMs = Date.now();
       log(`${secs(t0)} s: terminated ${first.workflowId} and started it again under the same id`);
     });
@@ -350,7 +369,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
         log(`${secs(t0)} s: the worker exited (${worker.ended()}); restarting it`);
         worker = await startWorker();
       }
-      const open = await client.workflow.count(`TaskQueue = '${taskQueue}' AND WorkflowType = 'trainingRun' AND ExecutionStatus = 'Running'`).then((c) => c.count, () => undefined);
+      const open = await openRuns(runClients, taskQueue);
       const faultsDone = Date.now() >= t0 + windowMs;
       if (open === 0 && faultsDone) break;
       if (Date.now() >= capAt) {
@@ -478,6 +497,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       trainSeconds,
       minutes: o.minutes,
       seed: o.seed,
+      teamNamespaces: o.teamNamespaces,
       wallSeconds: Math.round((tEnd - rampStart) / 1000),
       machine: machineLabel(),
       date: new Date(t0).toISOString(),
@@ -491,6 +511,17 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     if (o.keep) log(`kept ${workDir}`);
     else rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+/** Runs still open on `taskQueue`, over every namespace runs live in; undefined when a count failed (a server restart). */
+async function openRuns(clients: Client[], taskQueue: string): Promise<number | undefined> {
+  let open = 0;
+  for (const c of clients) {
+    const n = await c.workflow.count(`TaskQueue = '${taskQueue}' AND WorkflowType = 'trainingRun' AND ExecutionStatus = 'Running'`).then((r) => r.count, () => undefined);
+    if (n === undefined) return undefined;
+    open += n;
+  }
+  return open;
 }
 
 function secs(t0: number): number {

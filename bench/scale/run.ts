@@ -40,7 +40,7 @@ import { PreemptionInjector } from './preemptions';
 import { ProcessSampler, type ProcessUsage } from './proc';
 import { SlotSampler, type ActivitySlots } from './slots';
 import { freePort } from '../../processes/ports';
-import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from '../common/stack';
+import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, SYSTEM_NAMESPACE, teamNamespaces, workflowBundlePath, type Child } from '../common/stack';
 import { DEFAULT_OPERATIONS_KEPT } from '../../emulator/operations';
 import { useEphemeralKeyIfNone } from '../../codec/keys';
 import { sternaDataConverter, sternaPayloadCodec } from '../../codec/data-converter';
@@ -53,8 +53,6 @@ const SETTLE_MS = 30_000;
 const MIN_STEADY_SECONDS = 60;
 /** How often the emulator is asked how many guests run. */
 const GUEST_SAMPLE_MS = 5000;
-/** The fleet's namespace when the runs are spread over team namespaces (--team-namespaces). */
-const SYSTEM_NAMESPACE = 'sterna-system';
 
 export type Design = 'per-run-looks' | 'fleet-observer';
 
@@ -176,7 +174,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const bundle = await workflowBundlePath(workDir);
     log(`workflow bundle ${bundle.path}${bundle.built ? ' (made now: the prebuilt one was missing or older than build/workflows)' : ''}`);
     // With team namespaces, the fleet lives in the system one and the runs in the teams' (docs/tenancy.md).
-    const teams = Array.from({ length: o.teamNamespaces }, (_, i) => `team-${i + 1}`);
+    const teams = teamNamespaces(o.teamNamespaces);
     temporal = await startTemporal(workDir, undefined, teams.length > 0 ? [SYSTEM_NAMESPACE, ...teams] : undefined);
     log(`Temporal dev server ${temporal.address} (pid ${temporal.pid})`);
     const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: Math.round(o.durationSeconds), checkpointEvery: o.checkpointEverySteps, operationsKept: operationsFor(o) });

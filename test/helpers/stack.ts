@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { Client, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { catalogPriceBook } from '../../config/price-book';
@@ -16,12 +16,15 @@ import type { GceProvider } from '../../activities/providers/gce';
 import { buildCheckTargets, buildDatasetChecker, buildGceProvider } from '../../workers/providers';
 import { BucketLocator } from '../../activities/storage';
 import { observerOptions } from '../../activities/fleet';
+import { NamespaceClients } from '../../activities/namespaces';
+import { createSternaWorkers } from '../../workers/worker';
+import { sternaDataConverter } from '../../codec/data-converter';
 import type { RunSpecInput } from '../../workflows/spec';
 import type { trainingRun } from '../../workflows/run/training-run';
 import { loadTrace, traceCatalog } from '../../emulator/trace';
 import { startTestEmulator, type TestEmulator } from './emulator';
 import { spawnLogged, type Spawned } from './processes';
-import { sternaTestWorker, testEnv, testServerAddress, uniqueTaskQueue, workflowBundle } from './temporal';
+import { sternaTestWorker, TEST_SYSTEM_NAMESPACE, testEnv, testServerAddress, uniqueTaskQueue, workflowBundle } from './temporal';
 
 export const PROJECT = 'sterna-test';
 const repoRoot = join(__dirname, '..', '..', '..');
@@ -34,8 +37,15 @@ export interface Stack {
   dir: string;
   bucketsDir: string;
   gce: GceConfig;
-  /** Starts a training run on this stack's task queue. */
+  /**
+   * Starts a training run on this stack's task queue: in the test server's default
+   * namespace, or with `teams`, in the next team's namespace in turn.
+   */
   start(spec: RunSpecInput, workflowId?: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trainingRun>>;
+  /** The client of the namespace a run was started in (`start`). */
+  clientOf(workflowId: string): Client;
+  /** With `teams`: the system and team namespaces' clients, as the worker has them. */
+  namespaces?: NamespaceClients;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
   /** A worker in its own process, to be killed with SIGKILL like a crashed machine; `env` adds to its environment. */
@@ -56,8 +66,11 @@ const STACK_OBSERVER = observerOptions({ settings: { progressReadSeconds: 2 } })
 /**
  * `guestEnv`: added to every VM's environment (emulator/server.ts EmulatorOptions.guestEnv).
  * `gpusAllRegions`: the project's GPUS_ALL_REGIONS quota (a project granted GPUs by default).
+ * `teams`: a namespace per team (docs/tenancy.md), from the test server's
+ * TEST_TEAM_NAMESPACES: runs are started in each in turn, the fleet workflows live in
+ * TEST_SYSTEM_NAMESPACE, and the worker (in-process or spawned) serves all of them.
  */
-export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string; guestEnv?: Record<string, string>; gpusAllRegions?: number } = {}): Promise<Stack> {
+export async function startStack(options: { timeFactor?: number; trace?: string; traceStartTick?: number; taskQueue?: string; guestEnv?: Record<string, string>; gpusAllRegions?: number; teams?: readonly string[] } = {}): Promise<Stack> {
   const env = await testEnv();
   const dir = mkdtempSync(join(tmpdir(), 'sterna-stack-'));
   const bucketsDir = join(dir, 'buckets');
@@ -69,9 +82,14 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
   // A replayed trace brings its own zones and prices; the provider prices offers from them.
   const provider = buildGceProvider(gce, catalogPriceBook(trace ? traceCatalog(trace) : undefined), 200);
   const taskQueue = options.taskQueue ?? uniqueTaskQueue('stack');
-  let worker: Worker | undefined;
+  let workers: Worker[] = [];
+  const teams = options.teams ?? [];
+  const dataConverter = sternaDataConverter();
+  const namespaces = teams.length > 0 ? new NamespaceClients({ system: TEST_SYSTEM_NAMESPACE, teams, mode: 'namespaces' }, (namespace) => new Client({ connection: env.connection, namespace, dataConverter })) : undefined;
+  /** The namespace each run was started in. */
+  const startedIn = new Map<string, string>();
   let checks: Awaited<ReturnType<typeof buildCheckTargets>> | undefined;
-  let running: Promise<void> | undefined;
+  let running: Promise<unknown> | undefined;
   const spawned: Spawned[] = [];
   const address = await testServerAddress();
   // A spawned worker loads a prebuilt bundle, as `npm run worker` does: this run's own.
@@ -86,21 +104,31 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
     dir,
     bucketsDir,
     gce,
+    namespaces,
     async start(spec, workflowId) {
       counter += 1;
-      return env.client.workflow.start('trainingRun', { taskQueue, workflowId: workflowId ?? `${taskQueue}-run-${counter}`, args: [spec] });
+      const id = workflowId ?? `${taskQueue}-run-${counter}`;
+      if (namespaces) startedIn.set(id, teams[counter % teams.length]!);
+      return stack.clientOf(id).workflow.start('trainingRun', { taskQueue, workflowId: id, args: [spec] });
+    },
+    clientOf(workflowId) {
+      const namespace = startedIn.get(workflowId);
+      return namespaces && namespace ? namespaces.of(namespace) : env.client;
     },
     async startWorker() {
       // The checks before each run read the emulator as a worker reads GCE (Temporal's own check is the test server's).
       checks ??= await buildCheckTargets({ gce, storage: { endpoint: emulator.endpoint } }, undefined);
-      worker = await sternaTestWorker(taskQueue, { gce: provider }, { checks: checks.targets, storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER, logs: { localBucketsDir: bucketsDir } });
-      running = worker.run();
+      const extra = { checks: checks.targets, storage: BucketLocator.forEmulator(emulator.endpoint), datasets: buildDatasetChecker({ endpoint: emulator.endpoint }, bucketsDir), observer: STACK_OBSERVER, logs: { localBucketsDir: bucketsDir } };
+      workers = namespaces
+        ? (await createSternaWorkers({ connection: env.nativeConnection, namespaces, taskQueue, providers: { gce: provider }, workflowBundle: await workflowBundle(require.resolve('../../workflows')), dataConverter, ...extra })).map((w) => w.worker)
+        : [await sternaTestWorker(taskQueue, { gce: provider }, extra)];
+      running = Promise.all(workers.map((w) => w.run()));
     },
     async stopWorker() {
-      if (!worker) return;
-      worker.shutdown();
+      if (workers.length === 0) return;
+      for (const w of workers) w.shutdown();
       await running;
-      worker = undefined;
+      workers = [];
     },
     spawnWorker(extraEnv = {}) {
       const child = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'main.js')], {
@@ -108,7 +136,8 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
         env: {
           ...process.env,
           TEMPORAL_ADDRESS: address,
-          TEMPORAL_NAMESPACE: env.namespace,
+          TEMPORAL_NAMESPACE: namespaces ? TEST_SYSTEM_NAMESPACE : env.namespace,
+          ...(namespaces ? { STERNA_TEAM_NAMESPACES: teams.join(',') } : {}),
           STERNA_TASK_QUEUE: taskQueue,
           STERNA_GCE_PROJECT: PROJECT,
           STERNA_GCE_ENDPOINT: `http://127.0.0.1:${emulator.port}`,

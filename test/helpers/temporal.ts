@@ -17,6 +17,10 @@ let started: Promise<{ server: TemporalServer; env: TestWorkflowEnvironment }> |
 let exitHook: (() => void) | undefined;
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
+/** The test server's namespaces for a stack with a namespace per team: where its fleet lives, and its teams. */
+export const TEST_SYSTEM_NAMESPACE = 'sterna-system';
+export const TEST_TEAM_NAMESPACES = ['team-a', 'team-b'] as const;
+
 export async function freePort(): Promise<number> {
   return (await anyFreePort(0))!;
 }
@@ -33,6 +37,8 @@ export async function testEnv(): Promise<TestWorkflowEnvironment> {
     // so the deploy test sees it drain.
     const server = await startTemporalServer({
       headless: true,
+      // A stack may spread its runs over team namespaces, the fleet in the system one (docs/tenancy.md).
+      namespaces: [TEST_SYSTEM_NAMESPACE, ...TEST_TEAM_NAMESPACES],
       dynamicConfig: { 'history.timerProcessorMaxTimeShift': '10ms', 'matching.wv.VersionDrainageStatusRefreshInterval': '2s', 'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '2s' },
     });
     // A parallel mocha worker has no teardown hook of its own: it stops its server as it exits.

@@ -82,13 +82,13 @@ describe('bench:chaos rules', () => {
   });
 });
 
-describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', function () {
+describe('bench:chaos, a reduced slice (50 runs over two team namespaces, 2-minute fault window)', function () {
   // A liveness bound, not a timing: the slice takes about 3 to 4 minutes alone (170-215 s in CI, session 15), more beside other suites.
   this.timeout(900_000);
 
   it('ends with no stuck run, nothing leaked after the reaper and no duplicate VM, and reports the figures as the JSON last line', async () => {
     const script = join(__dirname, '..', '..', 'bench', 'chaos', 'main.js');
-    const args = ['--runs', '50', '--minutes', '2', '--seed', '5', '--outage', '20s', '--train', '45s', '--reaper-interval', '15s', '--reaper-grace', '20s', '--json'];
+    const args = ['--runs', '50', '--minutes', '2', '--seed', '5', '--outage', '20s', '--train', '45s', '--reaper-interval', '15s', '--reaper-grace', '20s', '--team-namespaces', '2', '--json'];
     const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -101,6 +101,8 @@ describe('bench:chaos, a reduced slice (50 runs, 2-minute fault window)', functi
     for (const key of ['runs', 'completed', 'failedNamed', 'stuck', 'leakedAfterReap', 'duplicateVms', 'maxLedgerGapPct']) assert.ok(key in result, `the JSON line lacks ${key}`);
     assert.deepEqual({ stuck: result.stuck, leakedAfterReap: result.leakedAfterReap, duplicateVms: result.duplicateVms, failedOther: result.failedOther }, { stuck: 0, leakedAfterReap: 0, duplicateVms: 0, failedOther: 0 }, stderr);
     assert.equal(result.runs, 50);
+    // The runs lived in two team namespaces, the fleet (observer, reaper) in the system one.
+    assert.equal(result.teamNamespaces, 2);
     assert.ok((result.foreignVms as number) > 0, 'someone else\'s VMs held some of the runs\' names');
     assert.equal(result.foreignTouched, 0, 'and Sterna touched none of them');
     // Every started run ended one way or another, and the terminated ones left VMs the reaper took.

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { runKey } from '../../workflows/naming';
@@ -13,7 +13,9 @@ import { executionHistories, saveHistory } from '../helpers/histories';
 import { eventually } from '../helpers/processes';
 import { whereRunIs } from '../helpers/runs';
 import { exampleSpec, PROJECT, startStack, type Stack } from '../helpers/stack';
-import { workflowBundle } from '../helpers/temporal';
+import { teamQuery, teamWorkflowId } from '../../workflows/teams/contract';
+import type { TeamView } from '../../workflows/teams/rules';
+import { TEST_SYSTEM_NAMESPACE, TEST_TEAM_NAMESPACES, workflowBundle } from '../helpers/temporal';
 import { sternaDataConverter } from '../../codec/data-converter';
 
 type Run = WorkflowHandle<typeof trainingRun>;
@@ -59,7 +61,17 @@ async function preferredOffer(stack: Stack): Promise<{ zone: string; accelerator
   return first;
 }
 
-describe('trainingRun on the GCE emulator', function () {
+/** The workflow types on `taskQueue` in `client`'s namespace. */
+async function typesIn(client: Client, taskQueue: string): Promise<string[]> {
+  const types = new Set<string>();
+  for await (const w of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) types.add(w.type);
+  return [...types].sort();
+}
+
+// The runs are spread over two team namespaces and the fleet workflows live in the system
+// namespace (docs/tenancy.md), as on a platform team's cluster: every behaviour below holds
+// across namespaces. Single-namespace mode (the demo's) is what every other stack test runs.
+describe('trainingRun on the GCE emulator, runs in two team namespaces', function () {
   this.timeout(240_000);
   let stack: Stack;
   const runs: Run[] = [];
@@ -72,7 +84,7 @@ describe('trainingRun on the GCE emulator', function () {
   let uninterrupted: string | undefined;
 
   before(async () => {
-    stack = await startStack({ timeFactor: 10 });
+    stack = await startStack({ timeFactor: 10, teams: TEST_TEAM_NAMESPACES });
     await stack.startWorker();
   });
   after(async () => stack?.stop());
@@ -226,17 +238,33 @@ describe('trainingRun on the GCE emulator', function () {
 
   it('records no patch marker: a rule change is a new worker version (docs/versions.md), never a patch', async () => {
     for (const run of runs) {
-      const histories = await executionHistories(stack.env.client, run.workflowId);
+      const histories = await executionHistories(stack.clientOf(run.workflowId), run.workflowId);
       const markers = histories.map((events) => events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length);
       assert.deepEqual(markers, histories.map(() => 0), run.workflowId);
     }
   });
+
+  it('ran its runs in both team namespaces, each charged to its own, with the fleet workflows in the system namespace only', async () => {
+    const namespaces = stack.namespaces!;
+    const used = new Set(runs.map((run) => stack.clientOf(run.workflowId).options.namespace));
+    assert.deepEqual([...used].sort(), [...TEST_TEAM_NAMESPACES]);
+    for (const team of TEST_TEAM_NAMESPACES) assert.deepEqual(await typesIn(namespaces.of(team), stack.taskQueue), ['trainingRun'], team);
+    const system = await typesIn(namespaces.of(TEST_SYSTEM_NAMESPACE), stack.taskQueue);
+    assert.ok(['fleetObserver', 'teamLedger'].every((type) => system.includes(type)) && !system.includes('trainingRun'), system.join(', '));
+    // Each team's ledger (in the system namespace) holds its own namespace's runs, and only those.
+    for (const team of TEST_TEAM_NAMESPACES) {
+      const view = (await namespaces.system.workflow.getHandle(teamWorkflowId(stack.taskQueue, team)).query(teamQuery)) as TeamView;
+      const own = runs.filter((run) => stack.clientOf(run.workflowId).options.namespace === team).map((run) => run.workflowId);
+      const charged = view.runs.map((r) => r.runId);
+      assert.ok(charged.length > 0 && charged.every((id) => own.includes(id)), `${team}'s ledger charges ${charged.join(', ')}; its runs: ${own.join(', ')}`);
+    }
+  });
 });
 
-describe('trainingRun when its worker is killed', function () {
+describe('trainingRun when its worker is killed, runs in two team namespaces', function () {
   this.timeout(300_000);
   let stack: Stack;
-  before(async () => (stack = await startStack({ timeFactor: 10 })));
+  before(async () => (stack = await startStack({ timeFactor: 10, teams: TEST_TEAM_NAMESPACES })));
   after(async () => stack?.stop());
 
   for (const phase of ['provisioning', 'training'] as const) {
