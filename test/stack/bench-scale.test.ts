@@ -190,12 +190,12 @@ describe('bench:scale rules', () => {
   });
 });
 
-describe('bench:scale on the real stack (5 runs)', function () {
+describe('bench:scale on the real stack (5 runs over two team namespaces)', function () {
   this.timeout(300_000);
 
   it('runs every run to completion on one worker and reports the figures as the JSON last line', async () => {
     const script = join(__dirname, '..', '..', 'bench', 'scale', 'main.js');
-    const child = spawn(process.execPath, [script, '--runs', '5', '--duration', '20s', '--preemption-rate', '120', '--seed', '3', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [script, '--runs', '5', '--duration', '20s', '--preemption-rate', '120', '--seed', '3', '--team-namespaces', '2', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -207,7 +207,7 @@ describe('bench:scale on the real stack (5 runs)', function () {
     for (const key of ['runs', 'completed', 'workerPeakRssMb', 'apiReadsPerRunMinute', 'rateLimited', 'slotWaits', 'preemptions', 'preemptionToInsertP50S', 'preemptionToInsertP99S']) {
       assert.ok(key in result, `the JSON line lacks ${key}`);
     }
-    assert.deepEqual({ runs: result.runs, completed: result.completed, failed: result.failed, unfinished: result.unfinished }, { runs: 5, completed: 5, failed: 0, unfinished: 0 });
+    assert.deepEqual({ runs: result.runs, completed: result.completed, failed: result.failed, unfinished: result.unfinished, teamNamespaces: result.teamNamespaces }, { runs: 5, completed: 5, failed: 0, unfinished: 0, teamNamespaces: 2 });
     assert.ok(typeof result.peakRunsAlive === 'number' && result.peakRunsAlive >= 1 && result.peakRunsAlive <= 5, `peakRunsAlive ${String(result.peakRunsAlive)}`);
     assert.ok(result.design === 'per-run-looks' || result.design === 'fleet-observer', `design ${String(result.design)}`);
     for (const key of ['workerPeakRssMb', 'apiReadsPerRunMinute', 'historyEventsPerRunHour', 'workerCpuSecondsPerRunHour']) {
