@@ -48,8 +48,13 @@ export interface Stack {
   namespaces?: NamespaceClients;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
-  /** A worker in its own process, to be killed with SIGKILL like a crashed machine; `env` adds to its environment. */
-  spawnWorker(env?: NodeJS.ProcessEnv): Spawned;
+  /**
+   * A worker in its own process, to be killed with SIGKILL like a crashed machine; `env`
+   * adds to its environment. `how`: the node to run it with, through `npm run worker`'s
+   * launcher (which starts the worker process tuned) rather than the worker itself, and
+   * the name of its log file in the stack's directory.
+   */
+  spawnWorker(env?: NodeJS.ProcessEnv, how?: { node?: string; launcher?: boolean; logName?: string }): Spawned;
   stop(): Promise<void>;
 }
 
@@ -130,9 +135,9 @@ export async function startStack(options: { timeFactor?: number; trace?: string;
       await running;
       workers = [];
     },
-    spawnWorker(extraEnv = {}) {
-      const child = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'main.js')], {
-        logFile: join(dir, 'worker.log'),
+    spawnWorker(extraEnv = {}, how = {}) {
+      const child = spawnLogged(how.node ?? process.execPath, [join(repoRoot, 'build', 'workers', how.launcher ? 'start.js' : 'main.js')], {
+        logFile: join(dir, `${how.logName ?? 'worker'}.log`),
         env: {
           ...process.env,
           TEMPORAL_ADDRESS: address,

@@ -12,10 +12,8 @@ import { loadWorkerConfig } from '../../config/worker-config';
 import { DEFAULT_WORKER_HEAP_MB } from '../../workers/process-tuning';
 import type { RunResult } from '../../workflows/run/views';
 import { eventually, spawnLogged, type Spawned } from '../helpers/processes';
-import { exampleSpec, PROJECT, startStack, type Stack } from '../helpers/stack';
-import { freePort, testServerAddress } from '../helpers/temporal';
-
-const repoRoot = join(__dirname, '..', '..', '..');
+import { exampleSpec, startStack, type Stack } from '../helpers/stack';
+import { freePort } from '../helpers/temporal';
 
 interface Sample {
   metric: Record<string, string>;
@@ -57,23 +55,7 @@ describe('worker metrics, scraped by a real Prometheus', function () {
     const binary = await ensurePrometheus();
     const [metricsPort, sdkPort, prometheusPort] = [await freePort(), await freePort(), await freePort()];
     // Through `npm run worker`'s launcher, which starts the worker process tuned.
-    worker = spawnLogged(process.execPath, [join(repoRoot, 'build', 'workers', 'start.js')], {
-      logFile: join(stack.dir, 'worker.log'),
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: await testServerAddress(),
-        TEMPORAL_NAMESPACE: stack.env.namespace,
-        STERNA_TASK_QUEUE: stack.taskQueue,
-        STERNA_GCE_PROJECT: PROJECT,
-        STERNA_GCE_ENDPOINT: `http://127.0.0.1:${stack.emulator.port}`,
-        STERNA_LOCAL_BUCKETS: stack.bucketsDir,
-        STERNA_WORKFLOW_BUNDLE: join(stack.dir, 'workflow-bundle.js'),
-        STERNA_PRICES: 'catalog',
-        STERNA_METRICS_PORT: String(metricsPort),
-        STERNA_METRICS_HOST: '127.0.0.1',
-        STERNA_SDK_METRICS_PORT: String(sdkPort),
-      },
-    });
+    worker = stack.spawnWorker({ STERNA_PRICES: 'catalog', STERNA_METRICS_PORT: String(metricsPort), STERNA_METRICS_HOST: '127.0.0.1', STERNA_SDK_METRICS_PORT: String(sdkPort) }, { launcher: true });
 
     const dir = join(stack.dir, 'prometheus');
     mkdirSync(dir, { recursive: true });

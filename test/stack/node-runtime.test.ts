@@ -11,10 +11,10 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
-import { eventually, spawnLogged, type Spawned } from '../helpers/processes';
+import { eventually, type Spawned } from '../helpers/processes';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
-import { PROJECT, startStack, type Stack } from '../helpers/stack';
-import { freePort, testServerAddress } from '../helpers/temporal';
+import { startStack, type Stack } from '../helpers/stack';
+import { freePort } from '../helpers/temporal';
 
 const repoRoot = join(__dirname, '..', '..', '..');
 
@@ -135,24 +135,10 @@ describe('the Node.js runtime of Sterna and its tests', function () {
     /** Starts `npm run worker`'s launcher with `node`, and reads the worker's sterna_node_info from its metrics. */
     async function workerNode(node: string, name: string): Promise<{ version: string; major: string }> {
       const port = await freePort();
-      const logFile = join(stack.dir, `${name}.log`);
-      const worker = spawnLogged(node, [join(repoRoot, 'build', 'workers', 'start.js')], {
-        logFile,
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: await testServerAddress(),
-          TEMPORAL_NAMESPACE: stack.env.namespace,
-          STERNA_TASK_QUEUE: stack.taskQueue,
-          STERNA_GCE_PROJECT: PROJECT,
-          STERNA_GCE_ENDPOINT: `http://127.0.0.1:${stack.emulator.port}`,
-          STERNA_LOCAL_BUCKETS: stack.bucketsDir,
-          STERNA_WORKFLOW_BUNDLE: join(stack.dir, 'workflow-bundle.js'),
-          STERNA_PRICES: 'catalog',
-          STERNA_METRICS_PORT: String(port),
-          STERNA_METRICS_HOST: '127.0.0.1',
-          STERNA_SDK_METRICS_PORT: String(await freePort()),
-        },
-      });
+      const worker = stack.spawnWorker(
+        { STERNA_PRICES: 'catalog', STERNA_METRICS_PORT: String(port), STERNA_METRICS_HOST: '127.0.0.1', STERNA_SDK_METRICS_PORT: String(await freePort()) },
+        { node, launcher: true, logName: name },
+      );
       workers.push(worker);
       const info = await eventually(
         `${name}'s metrics`,
