@@ -7,7 +7,7 @@
  *
  * One registry per worker process (`sternaMetrics()`); tests may build their own.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Provisioning waits for RUNNING: seconds to many minutes. */
 const PROVISION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800];
@@ -52,8 +52,16 @@ export class SternaMetrics {
 
 let shared: SternaMetrics | undefined;
 
-/** The worker process's registry. */
+/**
+ * The worker process's registry, with prom-client's process and Node.js metrics beside
+ * Sterna's: the V8 heap (`nodejs_heap_size_used_bytes`, by space), memory outside it
+ * (`nodejs_external_memory_bytes`), GC pauses and event loop lag. A worker's footprint is
+ * bound by its heap limit and its cache of runs (docs/workers.md): these say which part grows.
+ */
 export function sternaMetrics(): SternaMetrics {
-  shared ??= new SternaMetrics();
+  if (!shared) {
+    shared = new SternaMetrics();
+    collectDefaultMetrics({ register: shared.registry });
+  }
   return shared;
 }

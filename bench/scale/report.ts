@@ -21,6 +21,12 @@ export function formatScaleReport(r: ScaleResult): string {
     `  runs alive at once, peak               ${r.peakRunsAlive} (guests running, peak: ${r.peakGuestsRunning ?? 'n/a'}, worker RSS then ${fmt(r.workerRssAtPeakGuestsMb, 0)} MB)`,
     `  wall time, run-hours                   ${fmt(r.wallSeconds, 0)} s, ${fmt(r.runHours, 2)}`,
     `  worker peak RSS (median)               ${fmt(r.workerPeakRssMb)} MB (${fmt(r.workerMedianRssMb)} MB)`,
+    ...(r.workerMemory
+      ? [
+          `  worker V8 heap used / reserved, max    ${r.workerMemory.heapUsedMaxMb} / ${r.workerMemory.heapTotalMaxMb} MB; external ${r.workerMemory.externalMaxMb} MB`,
+          `  at its largest RSS sample              ${r.workerMemory.atPeakRss.rssMb} MB = heap ${r.workerMemory.atPeakRss.heapTotalMb} + external ${r.workerMemory.atPeakRss.externalMb} + native ${r.workerMemory.atPeakRss.otherMb}`,
+        ]
+      : []),
     `  worker CPU                             ${fmt(r.workerCpuSeconds)} s = ${fmt(r.workerCpuSecondsPerRunHour)} s per run-hour (${fmt(r.workerCores, 2)} cores)`,
     `  dev server / emulator CPU              ${fmt(r.temporalCpuSeconds)} s (${fmt(r.temporalCores, 2)} cores) / ${fmt(r.emulatorCpuSeconds)} s (${fmt(r.emulatorCores, 2)} cores); dev server peak RSS ${fmt(r.temporalPeakRssMb, 0)} MB`,
     `  cloud reads per run per minute         ${fmt(r.apiReadsPerRunMinute, 2)} (whole run), ${fmt(r.steadyReadsPerRunMinute, 2)} (steady, ${fmt(r.steadySeconds, 0)} s)`,

@@ -39,6 +39,7 @@ import type { ScaleOptions } from './options';
 import { PreemptionInjector } from './preemptions';
 import { ProcessSampler, type ProcessUsage } from './proc';
 import { SlotSampler, type ActivitySlots } from './slots';
+import { MemorySampler, type WorkerMemory } from './memory';
 import { freePort } from '../../processes/ports';
 import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, SYSTEM_NAMESPACE, teamNamespaces, workflowBundlePath, type Child } from '../common/stack';
 import { DEFAULT_OPERATIONS_KEPT } from '../../emulator/operations';
@@ -114,6 +115,8 @@ export interface ScaleResult {
   slotWaits: number;
   /** The worker's activity slots, sampled every second: free slots never at 0 means no activity waited for one. */
   activitySlots?: ActivitySlots;
+  /** The worker's V8 heap and external memory beside its RSS, from its process metrics (every 5 s). */
+  workerMemory?: WorkerMemory;
   history: HistorySummary;
   preemptions: number;
   preemptionsUnreplaced: number;
@@ -167,7 +170,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
   const children: Child[] = [];
   let temporal: TemporalServer | undefined;
   let connection: Connection | undefined;
-  const samplers: (ProcessSampler | SlotSampler)[] = [];
+  const samplers: { startMeasuring(): void; stop(): unknown }[] = [];
   let keepForPostMortem = false;
   try {
     log(`work dir ${workDir}`);
@@ -211,7 +214,8 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const temporalSampler = new ProcessSampler(temporal.pid);
     const emulatorSampler = new ProcessSampler(emulator.child.pid);
     const slotSampler = new SlotSampler(sdkMetricsPort);
-    samplers.push(workerSampler, temporalSampler, emulatorSampler, slotSampler);
+    const memorySampler = new MemorySampler(metricsPort);
+    samplers.push(workerSampler, temporalSampler, emulatorSampler, slotSampler, memorySampler);
 
     connection = await Connection.connect({ address: temporal.address });
     // The fleet's namespace, and the runs' (each team's, in turn).
@@ -387,6 +391,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       historyEventsPerRun: round(history.events / Math.max(1, history.runsAnalysed), 0),
       slotWaits: history.slotWaits,
       activitySlots: slotSampler.figures(),
+      workerMemory: memorySampler.figures(),
       history,
       preemptions: latencies.preemptions,
       preemptionsUnreplaced: latencies.unreplaced,

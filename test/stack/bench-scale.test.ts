@@ -11,6 +11,7 @@ import type { ApiUsageView } from '../../emulator/admin-client';
 import { apiFigures, executionFacts, peakOverlap, preemptionLatencies, replacementSteps, runFacts, summarizeHistories, windowFigures, type HistoryEvent } from '../../bench/scale/analysis';
 import { parseScaleOptions, ScaleOptionError } from '../../bench/scale/options';
 import { activitySlotsOf } from '../../bench/scale/slots';
+import { memoryOf } from '../../bench/scale/memory';
 
 const at = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
 
@@ -178,6 +179,20 @@ describe('bench:scale rules', () => {
     assert.equal(activitySlotsOf(text.split('\n').filter((l) => !l.includes('slots_used')).join('\n')), undefined);
   });
 
+  it("splits the worker's memory from prom-client's process metrics, in MB, and reads nothing from a text without them", () => {
+    const MB = 2 ** 20;
+    const text = [
+      '# TYPE process_resident_memory_bytes gauge',
+      `process_resident_memory_bytes ${900 * MB}`,
+      `nodejs_heap_size_total_bytes ${600 * MB}`,
+      `nodejs_heap_size_used_bytes ${512 * MB}`,
+      `nodejs_heap_space_size_used_bytes{space="old"} ${400 * MB}`,
+      'nodejs_external_memory_bytes 1.048576e+8',
+    ].join('\n');
+    assert.deepEqual(memoryOf(text), { rssMb: 900, heapUsedMb: 512, heapTotalMb: 600, externalMb: 100 });
+    assert.equal(memoryOf('sterna_runs{phase="training"} 3'), undefined);
+  });
+
   it('refuses bad flags naming the flag and what it takes', () => {
     const base = { runs: '5', duration: '1m', preemptionRate: '2', seed: '1', checkpointEvery: '60', observer: 'auto' };
     assert.throws(() => parseScaleOptions({ ...base, runs: '0' }), (err: Error) => err instanceof ScaleOptionError && /^--runs: expected a whole number from 1/.test(err.message));
@@ -219,5 +234,8 @@ describe('bench:scale on the real stack (5 runs over two team namespaces)', func
     const slots = result.activitySlots as { freeMin: number; usedMax: number; samples: number } | undefined;
     assert.ok(slots && slots.samples > 0 && slots.freeMin > 0 && slots.usedMax >= 1, `activitySlots ${JSON.stringify(slots)}`);
     if ((result.preemptions as number) > 0) assert.equal(typeof result.preemptionToInsertP50S, 'number');
+    // The worker's own process metrics were read: its heap and what lies outside it.
+    const memory = result.workerMemory as { heapUsedMaxMb: number; samples: number } | undefined;
+    assert.ok(memory && memory.samples > 0 && memory.heapUsedMaxMb > 0, `workerMemory ${JSON.stringify(memory)}`);
   });
 });

@@ -1,0 +1,86 @@
+/**
+ * Where the worker's memory is: its V8 heap (used and reserved) and the memory V8 knows
+ * of outside it (`external`: buffers, the SDK's payloads), from the process metrics the
+ * worker exposes (prom-client's defaults on its Sterna metrics port), sampled beside its
+ * RSS. What RSS holds beyond heap and external is native: the Temporal SDK core, malloc.
+ */
+import { sdkText } from '../../workers/metrics';
+
+export interface WorkerMemory {
+  /** The largest V8 heap in use (MB) in one sample. */
+  heapUsedMaxMb: number;
+  /** The largest V8 heap reserved (MB). */
+  heapTotalMaxMb: number;
+  /** The largest external memory (MB). */
+  externalMaxMb: number;
+  /** The sample with the largest RSS, split: heap reserved, external, and the rest (MB). */
+  atPeakRss: { rssMb: number; heapTotalMb: number; externalMb: number; otherMb: number };
+  samples: number;
+}
+
+const MB = 2 ** 20;
+
+/** One reading of the process metrics in an exposition text; undefined without them. */
+export function memoryOf(text: string): { rssMb: number; heapUsedMb: number; heapTotalMb: number; externalMb: number } | undefined {
+  const value = (name: string) => {
+    const m = new RegExp(`^${name} (\\d+(?:\\.\\d+)?(?:e\\+?\\d+)?)$`, 'm').exec(text);
+    return m ? Number(m[1]) / MB : undefined;
+  };
+  const rssMb = value('process_resident_memory_bytes');
+  const heapUsedMb = value('nodejs_heap_size_used_bytes');
+  const heapTotalMb = value('nodejs_heap_size_total_bytes');
+  const externalMb = value('nodejs_external_memory_bytes');
+  if (rssMb === undefined || heapUsedMb === undefined || heapTotalMb === undefined || externalMb === undefined) return undefined;
+  return { rssMb, heapUsedMb, heapTotalMb, externalMb };
+}
+
+export class MemorySampler {
+  private figures$: WorkerMemory | undefined;
+  private readonly timer: NodeJS.Timeout;
+  private inFlight = false;
+
+  constructor(
+    private readonly metricsPort: number,
+    everyMs = 5000,
+  ) {
+    this.timer = setInterval(() => void this.sample(), everyMs);
+    this.timer.unref();
+  }
+
+  private async sample(): Promise<void> {
+    if (this.inFlight) return;
+    this.inFlight = true;
+    try {
+      // A server not up yet, or a worker gone, answers '': a missed sample.
+      const m = memoryOf(await sdkText(this.metricsPort));
+      if (!m) return;
+      const f = this.figures$;
+      const atPeak = !f || m.rssMb > f.atPeakRss.rssMb ? { rssMb: m.rssMb, heapTotalMb: m.heapTotalMb, externalMb: m.externalMb, otherMb: m.rssMb - m.heapTotalMb - m.externalMb } : f.atPeakRss;
+      this.figures$ = {
+        heapUsedMaxMb: Math.max(f?.heapUsedMaxMb ?? 0, m.heapUsedMb),
+        heapTotalMaxMb: Math.max(f?.heapTotalMaxMb ?? 0, m.heapTotalMb),
+        externalMaxMb: Math.max(f?.externalMaxMb ?? 0, m.externalMb),
+        atPeakRss: atPeak,
+        samples: (f?.samples ?? 0) + 1,
+      };
+    } finally {
+      this.inFlight = false;
+    }
+  }
+
+  /** Figures from here on. */
+  startMeasuring(): void {
+    this.figures$ = undefined;
+  }
+
+  figures(): WorkerMemory | undefined {
+    const f = this.figures$;
+    if (!f) return undefined;
+    const r = (x: number) => Math.round(x);
+    return { heapUsedMaxMb: r(f.heapUsedMaxMb), heapTotalMaxMb: r(f.heapTotalMaxMb), externalMaxMb: r(f.externalMaxMb), atPeakRss: { rssMb: r(f.atPeakRss.rssMb), heapTotalMb: r(f.atPeakRss.heapTotalMb), externalMb: r(f.atPeakRss.externalMb), otherMb: r(f.atPeakRss.otherMb) }, samples: f.samples };
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
