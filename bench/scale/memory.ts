@@ -1,19 +1,21 @@
 /**
- * Where the worker's memory is: its V8 heap (used and reserved) and the memory V8 knows
- * of outside it (`external`: buffers, the SDK's payloads), from the process metrics the
- * worker exposes (prom-client's defaults on its Sterna metrics port), sampled beside its
- * RSS. What RSS holds beyond heap and external is native: the Temporal SDK core, malloc.
+ * Where the worker's memory is, from the process metrics it exposes (prom-client's
+ * defaults on its Sterna metrics port), sampled beside its RSS: the main thread's V8 heap
+ * (activities, the cloud clients; used and reserved) and the memory V8 knows of outside it
+ * (`external`: buffers). The rest of RSS is what the main thread's heap statistics cannot
+ * see: the workflow thread's own V8 heap (where the cached runs live, sdk-typescript
+ * #1843), the Temporal SDK core, and malloc's own.
  */
 import { sdkText } from '../../workers/metrics';
 
 export interface WorkerMemory {
-  /** The largest V8 heap in use (MB) in one sample. */
+  /** The main thread's largest V8 heap in use (MB) in one sample. */
   heapUsedMaxMb: number;
   /** The largest V8 heap reserved (MB). */
   heapTotalMaxMb: number;
   /** The largest external memory (MB). */
   externalMaxMb: number;
-  /** The sample with the largest RSS, split: heap reserved, external, and the rest (MB). */
+  /** The sample with the largest RSS, split: the main thread's heap reserved, external, and the rest (the workflow thread's heap, core, malloc) (MB). */
   atPeakRss: { rssMb: number; heapTotalMb: number; externalMb: number; otherMb: number };
   samples: number;
 }

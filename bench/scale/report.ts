@@ -23,8 +23,8 @@ export function formatScaleReport(r: ScaleResult): string {
     `  worker peak RSS (median)               ${fmt(r.workerPeakRssMb)} MB (${fmt(r.workerMedianRssMb)} MB)`,
     ...(r.workerMemory
       ? [
-          `  worker V8 heap used / reserved, max    ${r.workerMemory.heapUsedMaxMb} / ${r.workerMemory.heapTotalMaxMb} MB; external ${r.workerMemory.externalMaxMb} MB`,
-          `  at its largest RSS sample              ${r.workerMemory.atPeakRss.rssMb} MB = heap ${r.workerMemory.atPeakRss.heapTotalMb} + external ${r.workerMemory.atPeakRss.externalMb} + native ${r.workerMemory.atPeakRss.otherMb}`,
+          `  worker main-thread heap used/reserved  ${r.workerMemory.heapUsedMaxMb} / ${r.workerMemory.heapTotalMaxMb} MB (max); external ${r.workerMemory.externalMaxMb} MB`,
+          `  at its largest RSS sample              ${r.workerMemory.atPeakRss.rssMb} MB = main heap ${r.workerMemory.atPeakRss.heapTotalMb} + external ${r.workerMemory.atPeakRss.externalMb} + the rest ${r.workerMemory.atPeakRss.otherMb} (workflow thread's heap, SDK core, malloc)`,
         ]
       : []),
     `  worker CPU                             ${fmt(r.workerCpuSeconds)} s = ${fmt(r.workerCpuSecondsPerRunHour)} s per run-hour (${fmt(r.workerCores, 2)} cores)`,
