@@ -189,7 +189,6 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   }
 }
 
-/** The Temporal server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
 /** The fleet's namespace when the runs are spread over team namespaces (docs/tenancy.md). */
 export const SYSTEM_NAMESPACE = 'sterna-system';
 
@@ -198,6 +197,7 @@ export function teamNamespaces(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `team-${i + 1}`);
 }
 
+/** The Temporal server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */
 export async function startTemporal(workDir: string, persistent?: { dbFile: string; port?: number }, namespaces?: string[]): Promise<TemporalServer> {
   const options = { headless: true, logFile: join(workDir, 'temporal.log'), readyTimeoutMs: 120_000, dbFile: persistent?.dbFile, namespaces };
   // A restart must come back on the port its clients know; a first start may take any.
