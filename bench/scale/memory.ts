@@ -6,7 +6,7 @@
  * see: the workflow thread's own V8 heap (where the cached runs live, sdk-typescript
  * #1843), the Temporal SDK core, and malloc's own.
  */
-import { sdkText } from '../../workers/metrics';
+import { ExpositionSampler } from './exposition';
 
 export interface WorkerMemory {
   /** The main thread's largest V8 heap in use (MB) in one sample. */
@@ -36,53 +36,29 @@ export function memoryOf(text: string): { rssMb: number; heapUsedMb: number; hea
   return { rssMb, heapUsedMb, heapTotalMb, externalMb };
 }
 
-export class MemorySampler {
-  private figures$: WorkerMemory | undefined;
-  private readonly timer: NodeJS.Timeout;
-  private inFlight = false;
+type Reading = NonNullable<ReturnType<typeof memoryOf>>;
 
-  constructor(
-    private readonly metricsPort: number,
-    everyMs = 5000,
-  ) {
-    this.timer = setInterval(() => void this.sample(), everyMs);
-    this.timer.unref();
+function foldMemory(f: WorkerMemory | undefined, m: Reading): WorkerMemory {
+  const atPeakRss = !f || m.rssMb > f.atPeakRss.rssMb ? { rssMb: m.rssMb, heapTotalMb: m.heapTotalMb, externalMb: m.externalMb, otherMb: m.rssMb - m.heapTotalMb - m.externalMb } : f.atPeakRss;
+  return {
+    heapUsedMaxMb: Math.max(f?.heapUsedMaxMb ?? 0, m.heapUsedMb),
+    heapTotalMaxMb: Math.max(f?.heapTotalMaxMb ?? 0, m.heapTotalMb),
+    externalMaxMb: Math.max(f?.externalMaxMb ?? 0, m.externalMb),
+    atPeakRss,
+    samples: (f?.samples ?? 0) + 1,
+  };
+}
+
+/** The worker's memory split, sampled every 5 s from its Sterna metrics port; figures in whole MB. */
+export class MemorySampler extends ExpositionSampler<Reading, WorkerMemory> {
+  constructor(metricsPort: number, everyMs = 5000) {
+    super(metricsPort, memoryOf, foldMemory, everyMs);
   }
 
-  private async sample(): Promise<void> {
-    if (this.inFlight) return;
-    this.inFlight = true;
-    try {
-      // A server not up yet, or a worker gone, answers '': a missed sample.
-      const m = memoryOf(await sdkText(this.metricsPort));
-      if (!m) return;
-      const f = this.figures$;
-      const atPeak = !f || m.rssMb > f.atPeakRss.rssMb ? { rssMb: m.rssMb, heapTotalMb: m.heapTotalMb, externalMb: m.externalMb, otherMb: m.rssMb - m.heapTotalMb - m.externalMb } : f.atPeakRss;
-      this.figures$ = {
-        heapUsedMaxMb: Math.max(f?.heapUsedMaxMb ?? 0, m.heapUsedMb),
-        heapTotalMaxMb: Math.max(f?.heapTotalMaxMb ?? 0, m.heapTotalMb),
-        externalMaxMb: Math.max(f?.externalMaxMb ?? 0, m.externalMb),
-        atPeakRss: atPeak,
-        samples: (f?.samples ?? 0) + 1,
-      };
-    } finally {
-      this.inFlight = false;
-    }
-  }
-
-  /** Figures from here on. */
-  startMeasuring(): void {
-    this.figures$ = undefined;
-  }
-
-  figures(): WorkerMemory | undefined {
-    const f = this.figures$;
+  override figures(): WorkerMemory | undefined {
+    const f = super.figures();
     if (!f) return undefined;
     const r = (x: number) => Math.round(x);
     return { heapUsedMaxMb: r(f.heapUsedMaxMb), heapTotalMaxMb: r(f.heapTotalMaxMb), externalMaxMb: r(f.externalMaxMb), atPeakRss: { rssMb: r(f.atPeakRss.rssMb), heapTotalMb: r(f.atPeakRss.heapTotalMb), externalMb: r(f.atPeakRss.externalMb), otherMb: r(f.atPeakRss.otherMb) }, samples: f.samples };
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
   }
 }

@@ -6,7 +6,7 @@
  * above zero, no activity task can wait for a slot: the core polls for one whenever a
  * slot is free, so a slow start is the poll or the worker's threads, not the limit.
  */
-import { sdkText } from '../../workers/metrics';
+import { ExpositionSampler } from './exposition';
 
 const GAUGE = /^temporal_worker_task_slots_(available|used)\{([^}]*)\} (\d+(?:\.\d+)?)$/gm;
 
@@ -31,49 +31,9 @@ export function activitySlotsOf(text: string): { free: number; used: number } | 
   return free === undefined || used === undefined ? undefined : { free, used };
 }
 
-export class SlotSampler {
-  private freeMin = Infinity;
-  private usedMax = 0;
-  private samples = 0;
-  private readonly timer: NodeJS.Timeout;
-  private inFlight = false;
-
-  constructor(
-    private readonly sdkMetricsPort: number,
-    everyMs = 1000,
-  ) {
-    this.timer = setInterval(() => void this.sample(), everyMs);
-    this.timer.unref();
-  }
-
-  private async sample(): Promise<void> {
-    if (this.inFlight) return;
-    this.inFlight = true;
-    try {
-      // An exporter not up yet, or a worker gone, answers '': a missed sample, not a figure.
-      const slots = activitySlotsOf(await sdkText(this.sdkMetricsPort));
-      if (slots) {
-        this.freeMin = Math.min(this.freeMin, slots.free);
-        this.usedMax = Math.max(this.usedMax, slots.used);
-        this.samples += 1;
-      }
-    } finally {
-      this.inFlight = false;
-    }
-  }
-
-  /** Figures from here on (start-up excluded). */
-  startMeasuring(): void {
-    this.freeMin = Infinity;
-    this.usedMax = 0;
-    this.samples = 0;
-  }
-
-  figures(): ActivitySlots | undefined {
-    return this.samples === 0 ? undefined : { freeMin: this.freeMin, usedMax: this.usedMax, samples: this.samples };
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
+/** The activity slots, sampled every second from the worker's SDK exporter. */
+export class SlotSampler extends ExpositionSampler<{ free: number; used: number }, ActivitySlots> {
+  constructor(sdkMetricsPort: number, everyMs = 1000) {
+    super(sdkMetricsPort, activitySlotsOf, (f, slots) => ({ freeMin: Math.min(f?.freeMin ?? Infinity, slots.free), usedMax: Math.max(f?.usedMax ?? 0, slots.used), samples: (f?.samples ?? 0) + 1 }), everyMs);
   }
 }
