@@ -98,31 +98,49 @@ class CutGrpcClient extends gax.fallback.GrpcClient {
 
 const cutGax = { ...gax, fallback: { ...gax.fallback, GrpcClient: CutGrpcClient } };
 
-type ClientConfig = { interfaces: Record<string, { retry_codes?: Record<string, string[]>; methods: Record<string, { retry_codes_name?: string }> }> };
+type ClientConfig = { interfaces: Record<string, { retry_codes?: Record<string, string[]>; methods: Record<string, { retry_codes_name?: string; timeout_millis?: number }> }> };
+
+/** How long Sterna waits for one Compute call before it abandons it and tries again (transient.ts). */
+export const READ_TIMEOUT_MS = 30_000;
+/** GCE's operations.wait answers within about two minutes even when the operation is not done. */
+export const WAIT_TIMEOUT_MS = 150_000;
 
 /**
- * A client configuration under which no method of `service` is retried by google-gax.
+ * The client configuration of `service`: google-gax retries none of its methods, and each
+ * method's call ends when Sterna stops waiting for it.
  *
- * google-gax 6 reports a REST error with the gRPC code it maps the HTTP status to (a 503
- * or a refused connection is UNAVAILABLE, a 504 DEADLINE_EXCEEDED), so its own retry now
- * matches them and re-sends every idempotent Compute call (get, list, getGuestAttributes,
- * wait) for up to 600 s; gax 5's REST errors carried HTTP statuses, which its retry never
- * matched. Sterna rides out transient errors in one place, transient.ts: bounded, jittered,
- * aware of GCE's rate quotas, and under the caller's own deadline (`withDeadline`). A
- * second loop underneath would hide an outage inside one call for ten minutes and keep
- * calling after that deadline gave up, so these clients have none.
+ * No retry: google-gax 6 reports a REST error with the gRPC code it maps the HTTP status
+ * to (a 503 or a refused connection is UNAVAILABLE, a 504 DEADLINE_EXCEEDED), so its own
+ * retry now matches them and re-sends every idempotent Compute call (get, list,
+ * getGuestAttributes, wait) for up to 600 s; gax 5's REST errors carried HTTP statuses,
+ * which its retry never matched. Sterna rides out transient errors in one place,
+ * transient.ts: bounded, jittered, aware of GCE's rate quotas, and under the caller's own
+ * deadline (`withDeadline`). A second loop underneath would hide an outage inside one call
+ * for ten minutes and keep calling after that deadline gave up, so these clients have none.
+ *
+ * The timeout: google-gax 6 arms an `AbortSignal.timeout` for each call's deadline and never
+ * disarms it when the answer comes, and its listener holds the call's callback and so the
+ * decoded answer until the timer fires. With the package's deadline (600 s) a worker kept
+ * every answer of the last ten minutes (at 2,000 runs, 650 MB of its heap: docs/benchmarks/scale.md).
+ * The deadline Sterna gives a call itself (30 s; `wait` 150 s; an insert its own, per call)
+ * is the one google-gax gets, so it holds an answer no longer than Sterna would have waited.
  */
-export function noRetryConfig(service: (typeof COMPUTE_SERVICES)[number]): ClientConfig {
+export function callConfig(service: (typeof COMPUTE_SERVICES)[number]): ClientConfig {
   const file = `./${service.replace(/(?<=[a-z])([A-Z])/g, '_$1').toLowerCase()}_client_config.json`;
   const config = createRequire(require.resolve('@google-cloud/compute/build/src/v1'))(file) as ClientConfig;
   const name = `google.cloud.compute.v1.${service}`;
   const methods = config.interfaces[name]?.methods;
   if (!methods) throw new Error(`@google-cloud/compute: no client configuration for ${name} in ${file}`);
-  return { interfaces: { [name]: { retry_codes: { none: [] }, methods: Object.fromEntries(Object.keys(methods).map((method) => [method, { retry_codes_name: 'none' }])) } } };
+  const timeoutOf = (method: string) => (service === 'ZoneOperations' && method === 'Wait' ? WAIT_TIMEOUT_MS : READ_TIMEOUT_MS);
+  return {
+    interfaces: {
+      [name]: { retry_codes: { none: [] }, methods: Object.fromEntries(Object.keys(methods).map((method) => [method, { retry_codes_name: 'none', timeout_millis: timeoutOf(method) }])) },
+    },
+  };
 }
 
 export function computeClients(options: ComputeClientOptions): ComputeClients {
-  const settings = (service: (typeof COMPUTE_SERVICES)[number]): ComputeClientOptions => ({ ...options, clientConfig: noRetryConfig(service) });
+  const settings = (service: (typeof COMPUTE_SERVICES)[number]): ComputeClientOptions => ({ ...options, clientConfig: callConfig(service) });
   return {
     instances: new InstancesClient(settings('Instances'), cutGax),
     operations: new ZoneOperationsClient(settings('ZoneOperations'), cutGax),

@@ -19,7 +19,7 @@ import type { protos } from '@google-cloud/compute';
 // The v1 clients alone: the package's index also loads the v1small and v1beta clients and a
 // 30 MB generated protos module, about 60 MB of worker heap that no call of ours uses.
 import type { AcceleratorTypesClient, InstancesClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
-import { computeClients, type ComputeClientOptions } from './gce-clients';
+import { computeClients, READ_TIMEOUT_MS, WAIT_TIMEOUT_MS, type ComputeClientOptions } from './gce-clients';
 import { FLEX_START_EXPECTED_WAIT_SECONDS } from '../../config/catalog';
 import type { PriceBook } from '../../config/price-book';
 import { type AgentSnapshot, type AgentValues, DEFAULT_MASTER_PORT, failure, FailureType, gangRelease, gangSize, gangSnapshot, gangStartedAt, isOwnedBy, KEEP_UNTIL_LABEL, namedFailureOf, nodeRefs, nodeRequest, type Offer, type Owner, regionOf, type ResourceRef, type SetAgentInputOutcome } from '../../workflows/api';
@@ -132,15 +132,15 @@ export function insertAnswerWithinMs(insertTimeoutMs: number): number {
 }
 const INSERT_ANSWER_MARGIN_MS = 5_000;
 
-/** The `X-Server-Timeout` system parameter (whole seconds): GCE fails the request rather than process it later. */
-function serverTimeoutHeader(ms: number) {
-  return { otherArgs: { headers: { 'X-Server-Timeout': String(Math.ceil(ms / 1000)) } } };
+/**
+ * An insert's call options: the `X-Server-Timeout` system parameter (whole seconds), so GCE
+ * fails the request rather than process it later, and the client's own deadline for its
+ * answer (gce-clients.ts `callConfig` says why google-gax must be given it).
+ */
+function insertCallOptions(insertTimeoutMs: number) {
+  return { timeout: insertAnswerWithinMs(insertTimeoutMs), otherArgs: { headers: { 'X-Server-Timeout': String(Math.ceil(insertTimeoutMs / 1000)) } } };
 }
 
-/** Client-side deadlines: a hung call is abandoned and retried rather than waited on for ever. */
-const READ_TIMEOUT_MS = 30_000;
-/** GCE's operations.wait answers within about two minutes even when the operation is not done. */
-const WAIT_TIMEOUT_MS = 150_000;
 /** Every Sterna resource carries the run label (workflows/naming.ts). */
 const FLEET_FILTER = 'labels.sterna-run:*';
 /** The metadata attribute holding the run's workflow id (activities/agent/script.ts). */
@@ -481,8 +481,8 @@ export class GceProvider implements ComputeProvider {
       // so a cancelled provision ends only when nothing it sent can still land.
       const instanceResource = this.instanceResource(request);
       // A retried insert of a create that did land answers 409, and is adopted below.
-      const serverTimeout = serverTimeoutHeader(this.insertTimeoutMs);
-      const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }, serverTimeout), insertAnswerWithinMs(this.insertTimeoutMs), signal);
+      const callOptions = insertCallOptions(this.insertTimeoutMs);
+      const [op] = await this.api(`insert ${request.name}`, () => this.instances.insert({ project, zone, instanceResource }, callOptions), callOptions.timeout, signal);
       onProgress('inserting');
       abortIfAsked(signal);
       await this.waitForOperation(zone, operationName(op), onProgress, signal, request.offer.provisioningModel === 'FLEX_START');

@@ -9,10 +9,16 @@
  * descriptor file first (about 22 MB of heap, shared by the package's modules), so what
  * differs is the Root the clients build from it.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Command } from 'commander';
+import { PassThroughClient } from 'google-auth-library';
 import { AcceleratorTypesClient, InstancesClient, ProjectsClient, RegionsClient, ZoneOperationsClient, ZonesClient } from '@google-cloud/compute/build/src/v1';
-import { computeClients, type ComputeClientOptions } from '../../activities/providers/gce-clients';
+import { computeClients, READ_TIMEOUT_MS, type ComputeClientOptions } from '../../activities/providers/gce-clients';
+import { startEmulatorProcess } from '../common/stack';
 
 const KINDS = ['stock', 'sterna'] as const;
 type Kind = (typeof KINDS)[number];
@@ -43,24 +49,95 @@ function child(kind: Kind): Sample {
   return { kind, heapMb: (after.heapUsed - before.heapUsed) / 1e6, rssMb: after.rss / 1e6, buildMs };
 }
 
+interface Held {
+  kind: Kind;
+  /** Heap held over the heap before the calls, after a full collection: once the calls ended. */
+  heldNowMb: number;
+  /** The same once Sterna's read deadline (READ_TIMEOUT_MS) has passed since the last call. */
+  heldAfterDeadlineMb: number;
+}
+
+const HELD_BATCH = 50;
+
+function fullGcHeapUsed(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run the child with --expose-gc');
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+async function childHeld(kind: Kind, endpoint: string, calls: number): Promise<Held> {
+  const url = new URL(endpoint);
+  const options: ComputeClientOptions = { apiEndpoint: url.hostname, port: Number(url.port), protocol: 'http', authClient: new PassThroughClient(), fallback: true };
+  const regions = kind === 'sterna' ? computeClients(options).regions : new RegionsClient(options);
+  const call = () => regions.get({ project: 'bench-client', region: 'us-central1' });
+  // The first call loads what every call shares (the service stub, the auth client).
+  await call();
+  const before = fullGcHeapUsed();
+  for (let done = 0; done < calls; done += HELD_BATCH) await Promise.all(Array.from({ length: Math.min(HELD_BATCH, calls - done) }, call));
+  const now = fullGcHeapUsed();
+  await new Promise((resolve) => setTimeout(resolve, READ_TIMEOUT_MS + 5_000));
+  const after = fullGcHeapUsed();
+  await regions.close();
+  return { kind, heldNowMb: (now - before) / 1e6, heldAfterDeadlineMb: (after - before) / 1e6 };
+}
+
+async function held(calls: number, json: boolean): Promise<void> {
+  const workDir = mkdtempSync(join(tmpdir(), 'bench-client-'));
+  const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir: join(workDir, 'buckets'), steps: 1, checkpointEvery: 1, rateQuotas: false });
+  try {
+    // Both kinds at once, each in its own process: the wait past the deadline is the same for both.
+    const samples = await Promise.all(
+      KINDS.map(async (kind) => {
+        const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', __filename, '--child-held', kind, '--endpoint', emulator.endpoint, '--calls', String(calls)], { env: { ...process.env, METADATA_SERVER_DETECTION: 'none' } });
+        return JSON.parse(stdout.trim().split('\n').pop()!) as Held;
+      }),
+    );
+    const of = (kind: Kind) => {
+      const { heldNowMb, heldAfterDeadlineMb } = samples.find((s) => s.kind === kind)!;
+      return { heldNowMb, heldAfterDeadlineMb };
+    };
+    const result = { calls, waitedS: (READ_TIMEOUT_MS + 5_000) / 1000, stock: of('stock'), sterna: of('sterna') };
+    console.log(`heap held by ${calls} ended regions.get calls (MB)   stock    sterna`);
+    console.log(`  once the calls ended              ${result.stock.heldNowMb.toFixed(1).padStart(10)}${result.sterna.heldNowMb.toFixed(1).padStart(10)}`);
+    console.log(`  ${result.waitedS} s later                       ${result.stock.heldAfterDeadlineMb.toFixed(1).padStart(10)}${result.sterna.heldAfterDeadlineMb.toFixed(1).padStart(10)}`);
+    if (json) console.log(JSON.stringify(result));
+  } finally {
+    await emulator.child.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
 function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const o = new Command()
     .name('bench:client')
     .option('--rounds <n>', 'child processes per kind', '5')
+    .option('--held', 'measure how long the clients hold ended calls\' answers instead')
+    .option('--calls <n>', 'with --held: regions.get calls per kind', '2000')
     .option('--json', 'print one JSON object as the last line')
     .option('--child <kind>', 'internal: measure one kind in this process')
+    .option('--child-held <kind>', 'internal: measure one kind\'s held answers in this process')
+    .option('--endpoint <url>', 'internal: the emulator of --child-held')
     .parse()
-    .opts<{ rounds: string; json?: boolean; child?: Kind }>();
+    .opts<{ rounds: string; held?: boolean; calls: string; json?: boolean; child?: Kind; childHeld?: Kind; endpoint?: string }>();
+  for (const kind of [o.child, o.childHeld]) if (kind !== undefined && !KINDS.includes(kind)) throw new Error(`the kind must be one of ${KINDS.join(', ')}`);
+  const calls = Number(o.calls);
+  if (!Number.isInteger(calls) || calls < 1) throw new Error(`--calls must be a whole number, at least 1 (got ${o.calls})`);
   if (o.child) {
-    if (!KINDS.includes(o.child)) throw new Error(`--child must be one of ${KINDS.join(', ')}`);
     console.log(JSON.stringify(child(o.child)));
     return;
   }
+  if (o.childHeld) {
+    if (!o.endpoint) throw new Error('--child-held needs --endpoint');
+    console.log(JSON.stringify(await childHeld(o.childHeld, o.endpoint, calls)));
+    return;
+  }
+  if (o.held) return held(calls, o.json === true);
   const rounds = Number(o.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number, at least 1 (got ${o.rounds})`);
   const samples: Sample[] = [];
@@ -85,9 +162,7 @@ function main(): void {
   if (o.json) console.log(JSON.stringify(result));
 }
 
-try {
-  main();
-} catch (err) {
+main().catch((err: unknown) => {
   console.error(`bench:client: ${err instanceof Error ? err.message : String(err)}`);
   process.exitCode = 1;
-}
+});

@@ -97,6 +97,8 @@ export interface EmulatorSettings {
   /** Real VM processes running the agent (bench:logs) instead of synthetic guests; steps and checkpointEvery are then unused. */
   guest?: 'process' | 'synthetic';
   timeFactor?: number;
+  /** false: count API calls but never answer 403 rateLimitExceeded (bench:client's bursts of reads). */
+  rateQuotas?: boolean;
 }
 
 /** The bucket the benchmarks' runs checkpoint to (gs://sterna-bench/...). */
@@ -115,6 +117,7 @@ export async function startEmulatorProcess(workDir: string, settings: EmulatorSe
       ? ['--guest', 'process']
       : ['--guest', 'synthetic', '--synthetic-steps', String(settings.steps), '--synthetic-step-seconds', '1', '--synthetic-checkpoint-every', String(settings.checkpointEvery)]),
     ...(settings.timeFactor !== undefined ? ['--time-factor', String(settings.timeFactor)] : []),
+    ...(settings.rateQuotas === false ? ['--no-rate-quotas'] : []),
     // Preemption -> insert is read from the operations afterwards: keep all of them.
     ...(settings.operationsKept !== undefined ? ['--operations-kept', String(settings.operationsKept)] : []),
     '--buckets-dir', settings.bucketsDir,

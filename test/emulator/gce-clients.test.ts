@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
 import * as gax from 'google-gax';
-import { computeClients, computeDescriptors, COMPUTE_SERVICES, packageDescriptors, type ComputeClients } from '../../activities/providers/gce-clients';
+import { computeClients, computeDescriptors, COMPUTE_SERVICES, packageDescriptors, READ_TIMEOUT_MS, WAIT_TIMEOUT_MS, type ComputeClients } from '../../activities/providers/gce-clients';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 
 const V1 = 'google.cloud.compute.v1';
@@ -102,6 +102,42 @@ describe('GCE provider: Compute clients on the descriptors their services reach'
       } finally {
         await stock.close();
         await stockOps.close();
+      }
+    });
+
+    it("arms each call's deadline at Sterna's own wait for it, not the package's 600 s (google-gax holds the answer until then)", async () => {
+      const project = 'cut-clients';
+      const zone = 'us-central1-a';
+      const armed: number[] = [];
+      const timeout = AbortSignal.timeout.bind(AbortSignal);
+      AbortSignal.timeout = (ms: number) => {
+        armed.push(ms);
+        return timeout(ms);
+      };
+      const armedBy = async (call: () => Promise<unknown>) => {
+        armed.length = 0;
+        await call();
+        return [...armed];
+      };
+      try {
+        const [read] = await armedBy(() => clients.regions.get({ project, region: 'us-central1' }));
+        const [list] = await armedBy(() => clients.zones.list({ project }));
+        const [insert] = await armedBy(() =>
+          clients.instances.insert(
+            { project, zone, instanceResource: { name: 'vm-deadline', machineType: `zones/${zone}/machineTypes/e2-standard-2`, disks: [{ boot: true, initializeParams: { sourceImage: 'img' } }] } },
+            { timeout: 95_000 },
+          ),
+        );
+        const [[op]] = await clients.operations.list({ project, zone });
+        const [wait] = await armedBy(() => clients.operations.wait({ project, zone, operation: op.name! }));
+        // The signal is armed with what is left of the deadline when the request is sent.
+        const near = (ms: number | undefined, deadline: number, what: string) => assert.ok(ms !== undefined && ms <= deadline && ms > deadline - 5_000, `${what}: armed ${ms} ms, deadline ${deadline}`);
+        near(read, READ_TIMEOUT_MS, 'regions.get');
+        near(list, READ_TIMEOUT_MS, 'zones.list');
+        near(insert, 95_000, "instances.insert with the call's own timeout");
+        near(wait, WAIT_TIMEOUT_MS, 'zoneOperations.wait');
+      } finally {
+        AbortSignal.timeout = timeout;
       }
     });
   });
