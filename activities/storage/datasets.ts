@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { GoogleAuth, PassThroughClient } from 'google-auth-library';
 import type { DatasetAnswer } from '../../workflows/api';
-import { describeProblem, GCS_ENDPOINT, STORAGE_READ_SCOPE, type AuthorizedRequester } from './index';
+import { describeProblem, GCS_ENDPOINT, STORAGE_READ_SCOPE, type AuthorizedRequester } from './buckets';
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
