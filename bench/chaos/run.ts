@@ -13,10 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InstancesClient } from '@google-cloud/compute';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { type Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { PassThroughClient } from 'google-auth-library';
 import { useEphemeralKeyIfNone } from '../../codec/keys';
-import { sternaDataConverter } from '../../codec/data-converter';
 import { readTraceFile } from '../../emulator/spot-trace';
 import { quotaMetric, zonesWith } from '../../config/catalog';
 import { executionToken, FailureType, nonRetryableFailureTypes, OwnerLabel, regionOf, resourceName, runKey, type RunResult, type RunSpecInput, statusQuery } from '../../workflows/api';
@@ -28,7 +27,7 @@ import { backgroundFaults, duplicateVms, faultPlan, foreignNameRuns, ledgerGapPc
 import { preemptible } from '../scale/preemptions';
 import { mapLimited } from '../../activities/map-limited';
 import { ACCELERATOR, failureName, machineLabel, preemptionToInsert, PROJECT } from '../scale/run';
-import { startEmulatorProcess, startTemporal, startWorkerProcess, SYSTEM_NAMESPACE, teamNamespaces, workflowBundlePath, type Child } from '../common/stack';
+import { BenchNamespaces, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from '../common/stack';
 
 /**
  * What a healthy run may still wait once the faults are over, on top of twice the window
@@ -143,9 +142,8 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     log(`work dir ${workDir}`);
     const bundle = await workflowBundlePath(workDir);
     // With team namespaces, the fleet lives in the system one and the runs in the teams' (docs/tenancy.md).
-    const teams = teamNamespaces(o.teamNamespaces);
-    const namespaces = teams.length > 0 ? [SYSTEM_NAMESPACE, ...teams] : undefined;
-    temporal = await startTemporal(workDir, { dbFile }, namespaces);
+    const namespaces = new BenchNamespaces(o.teamNamespaces);
+    temporal = await startTemporal(workDir, { dbFile }, namespaces.created);
     const port = Number(temporal.address.split(':').pop());
     log(`Temporal dev server ${temporal.address}, state in ${dbFile}`);
     const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: trainSeconds, checkpointEvery });
@@ -160,7 +158,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     const startWorker = () =>
       startWorkerProcess(workDir, {
         address: temporal!.address,
-        namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal!.namespace,
+        namespace: namespaces.fleet(temporal!),
         taskQueue,
         project: PROJECT,
         emulatorEndpoint: emulator.endpoint,
@@ -170,7 +168,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
         extraEnv: {
           STERNA_REAPER_INTERVAL_SECONDS: String(o.reaperIntervalSeconds),
           STERNA_REAPER_GRACE_SECONDS: String(o.reaperGraceSeconds),
-          ...(teams.length > 0 ? { STERNA_TEAM_NAMESPACES: teams.join(',') } : {}),
+          ...namespaces.workerEnv(),
         },
       });
     worker = await startWorker();
@@ -178,8 +176,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
     connection = await Connection.connect({ address: temporal.address });
     // Payloads are encrypted as in production: the client must decode what the worker wrote.
     // The fleet's namespace (the reaper's passes), and the runs' (each team's, in turn).
-    const client = new Client({ connection, namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal.namespace, dataConverter: sternaDataConverter() });
-    const runClients = teams.length > 0 ? teams.map((namespace) => new Client({ connection: connection!, namespace, dataConverter: sternaDataConverter() })) : [client];
+    const { fleet: client, runs: runClients } = namespaces.clients(connection, temporal);
     const runClient = (index: number) => runClients[index % runClients.length]!;
     /** A run's handle in its own namespace. */
     const handleOf = (workflowId: string) => (runs.find((r) => r?.workflowId === workflowId)?.client ?? client).workflow.getHandle(workflowId);
@@ -297,7 +294,7 @@ export async function runChaosBench(o: ChaosOptions, log: (line: string) => void
       log(`${secs(t0)} s: restarting the dev server (SQLite ${dbFile})`);
       const from = Date.now();
       await temporal!.stop();
-      temporal = await startTemporal(workDir, { dbFile, port }, namespaces);
+      temporal = await startTemporal(workDir, { dbFile, port }, namespaces.created);
       restarting = false;
       await recovered(sample, from, 'server-restart');
     });

@@ -7,6 +7,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client, type Connection } from '@temporalio/client';
+import { sternaDataConverter } from '../../codec/data-converter';
 import { startTemporalServer, type TemporalServer } from '../../processes/temporal-server-process';
 import { guardProcessGroup, stopGuard, stopProcessGroup } from '../../processes/process-guard';
 import { bundleWorkflows } from '../../workers/bundle';
@@ -198,6 +200,41 @@ export const SYSTEM_NAMESPACE = 'sterna-system';
 /** The namespaces of `n` teams (`--team-namespaces n`): team-1 ... team-n. */
 export function teamNamespaces(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `team-${i + 1}`);
+}
+
+/**
+ * Where a benchmark's workflows live (`--team-namespaces n`): with teams, the fleet in the
+ * system namespace and the runs spread over team-1 ... team-n, one worker serving all
+ * (docs/tenancy.md); without, everything in the server's own namespace.
+ */
+export class BenchNamespaces {
+  readonly teams: string[];
+
+  constructor(teamCount: number) {
+    this.teams = teamNamespaces(teamCount);
+  }
+
+  /** What the server must create besides its own namespace. */
+  get created(): string[] | undefined {
+    return this.teams.length > 0 ? [SYSTEM_NAMESPACE, ...this.teams] : undefined;
+  }
+
+  /** The worker's own namespace: the fleet's. */
+  fleet(server: TemporalServer): string {
+    return this.teams.length > 0 ? SYSTEM_NAMESPACE : server.namespace;
+  }
+
+  /** The worker's environment for the team namespaces it serves beside the fleet's. */
+  workerEnv(): Record<string, string> {
+    return this.teams.length > 0 ? { STERNA_TEAM_NAMESPACES: this.teams.join(',') } : {};
+  }
+
+  /** Clients that encrypt as production does: the fleet's namespace, and the runs' (each team's, in turn). */
+  clients(connection: Connection, server: TemporalServer): { fleet: Client; runs: Client[] } {
+    const of = (namespace: string) => new Client({ connection, namespace, dataConverter: sternaDataConverter() });
+    const fleet = of(this.fleet(server));
+    return { fleet, runs: this.teams.length > 0 ? this.teams.map(of) : [fleet] };
+  }
 }
 
 /** The Temporal server; with `dbFile` it keeps its state there (SQLite), so it can be restarted on `port`. */

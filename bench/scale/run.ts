@@ -8,7 +8,7 @@ import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ZoneOperationsClient } from '@google-cloud/compute';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { type Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { quotaMetric, zonesWith } from '../../config/catalog';
 import { checkSpec, regionOf, type RunSpecInput, seededRandom } from '../../workflows/api';
@@ -41,10 +41,10 @@ import { ProcessSampler, type ProcessUsage } from './proc';
 import { SlotSampler, type ActivitySlots } from './slots';
 import { MemorySampler, type WorkerMemory } from './memory';
 import { freePort } from '../../processes/ports';
-import { OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, SYSTEM_NAMESPACE, teamNamespaces, workflowBundlePath, type Child } from '../common/stack';
+import { BenchNamespaces, OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from '../common/stack';
 import { DEFAULT_OPERATIONS_KEPT } from '../../emulator/operations';
 import { useEphemeralKeyIfNone } from '../../codec/keys';
-import { sternaDataConverter, sternaPayloadCodec } from '../../codec/data-converter';
+import { sternaPayloadCodec } from '../../codec/data-converter';
 
 export const PROJECT = 'sterna-bench';
 export const ACCELERATOR = 'nvidia-l4';
@@ -177,8 +177,8 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const bundle = await workflowBundlePath(workDir);
     log(`workflow bundle ${bundle.path}${bundle.built ? ' (made now: the prebuilt one was missing or older than build/workflows)' : ''}`);
     // With team namespaces, the fleet lives in the system one and the runs in the teams' (docs/tenancy.md).
-    const teams = teamNamespaces(o.teamNamespaces);
-    temporal = await startTemporal(workDir, undefined, teams.length > 0 ? [SYSTEM_NAMESPACE, ...teams] : undefined);
+    const namespaces = new BenchNamespaces(o.teamNamespaces);
+    temporal = await startTemporal(workDir, undefined, namespaces.created);
     log(`Temporal dev server ${temporal.address} (pid ${temporal.pid})`);
     const emulator = await startEmulatorProcess(workDir, { stateDir: join(workDir, 'emulator'), bucketsDir, steps: Math.round(o.durationSeconds), checkpointEvery: o.checkpointEverySteps, operationsKept: operationsFor(o) });
     children.push(emulator.child);
@@ -192,7 +192,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const sdkMetricsPort = (await freePort(0))!;
     const worker = await startWorkerProcess(workDir, {
       address: temporal.address,
-      namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal.namespace,
+      namespace: namespaces.fleet(temporal),
       taskQueue,
       project: PROJECT,
       emulatorEndpoint: emulator.endpoint,
@@ -205,7 +205,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
         STERNA_METRICS_HOST: '127.0.0.1',
         STERNA_METRICS_PORT: String(metricsPort),
         STERNA_SDK_METRICS_PORT: String(sdkMetricsPort),
-        ...(teams.length > 0 ? { STERNA_TEAM_NAMESPACES: teams.join(',') } : {}),
+        ...namespaces.workerEnv(),
       },
     });
     children.push(worker);
@@ -218,9 +218,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     samplers.push(workerSampler, temporalSampler, emulatorSampler, slotSampler, memorySampler);
 
     connection = await Connection.connect({ address: temporal.address });
-    // The fleet's namespace, and the runs' (each team's, in turn).
-    const client = new Client({ connection, namespace: teams.length > 0 ? SYSTEM_NAMESPACE : temporal.namespace, dataConverter: sternaDataConverter() });
-    const runClients = teams.length > 0 ? teams.map((namespace) => new Client({ connection: connection!, namespace, dataConverter: sternaDataConverter() })) : [client];
+    const { fleet: client, runs: runClients } = namespaces.clients(connection, temporal);
 
     // --- measurement ---------------------------------------------------------------
     for (const s of samplers) s.startMeasuring();

@@ -4,7 +4,7 @@
  * timeout, so a hang seen once in CI says where it hung.
  */
 import { strict as assert } from 'node:assert';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { statusQuery } from '../../workflows/messages';
 import type { RunStatus } from '../../workflows/run/views';
@@ -47,4 +47,11 @@ export async function failureOf(handle: WorkflowHandle): Promise<ApplicationFail
   );
   assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
   return err.cause;
+}
+
+/** The workflow types on `taskQueue` in `client`'s namespace, sorted. */
+export async function typesIn(client: Client, taskQueue: string): Promise<string[]> {
+  const types = new Set<string>();
+  for await (const w of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) types.add(w.type);
+  return [...types].sort();
 }

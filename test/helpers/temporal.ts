@@ -11,6 +11,7 @@ import type { Providers } from '../../activities';
 import { createSternaWorker, type SternaWorkerOptions } from '../../workers/worker';
 import { freePort as anyFreePort } from '../../processes/ports';
 import { sternaDataConverter } from '../../codec/data-converter';
+import { SYSTEM_NAMESPACE } from '../../bench/common/stack';
 import { startTemporalServer, type TemporalServer } from '../../processes/temporal-server-process';
 
 let started: Promise<{ server: TemporalServer; env: TestWorkflowEnvironment }> | undefined;
@@ -18,7 +19,7 @@ let exitHook: (() => void) | undefined;
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
 /** The test server's namespaces for a stack with a namespace per team: where its fleet lives, and its teams. */
-export const TEST_SYSTEM_NAMESPACE = 'sterna-system';
+export const TEST_SYSTEM_NAMESPACE = SYSTEM_NAMESPACE;
 export const TEST_TEAM_NAMESPACES = ['team-a', 'team-b'] as const;
 
 export async function freePort(): Promise<number> {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { runKey } from '../../workflows/naming';
@@ -11,7 +11,7 @@ import type { RunStatus } from '../../workflows/run/views';
 import type { trainingRun } from '../../workflows/run/training-run';
 import { executionHistories, saveHistory } from '../helpers/histories';
 import { eventually } from '../helpers/processes';
-import { whereRunIs } from '../helpers/runs';
+import { typesIn, whereRunIs } from '../helpers/runs';
 import { exampleSpec, PROJECT, startStack, type Stack } from '../helpers/stack';
 import { teamQuery, teamWorkflowId } from '../../workflows/teams/contract';
 import type { TeamView } from '../../workflows/teams/rules';
@@ -59,13 +59,6 @@ async function preferredOffer(stack: Stack): Promise<{ zone: string; accelerator
   const offers = await stack.provider.findOffers({ accelerators: spec.resources.accelerators as never, provisioningModels: ['SPOT'] });
   const [first] = rankOffers(offers, [], { nowMs: Date.now(), cooldownSeconds: 1800, expectedHours: 1, models: ['SPOT'] });
   return first;
-}
-
-/** The workflow types on `taskQueue` in `client`'s namespace. */
-async function typesIn(client: Client, taskQueue: string): Promise<string[]> {
-  const types = new Set<string>();
-  for await (const w of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) types.add(w.type);
-  return [...types].sort();
 }
 
 // The runs are spread over two team namespaces and the fleet workflows live in the system

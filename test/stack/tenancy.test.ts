@@ -48,16 +48,16 @@ import { ProvisioningModel, type Offer } from '../../workflows/types';
 import type { RunResult, RunStatus } from '../../workflows/run/views';
 import { startTestEmulator, type TestEmulator } from '../helpers/emulator';
 import { spawnLogged } from '../helpers/processes';
+import { typesIn } from '../helpers/runs';
 import { exampleSpec, PROJECT } from '../helpers/stack';
-import { uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { TEST_SYSTEM_NAMESPACE, TEST_TEAM_NAMESPACES, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 
 const execFileP = promisify(execFile);
 
 /** gRPC's status code for a caller without the permission. */
 const PERMISSION_DENIED = 7;
-const SYSTEM = 'sterna-system';
-const TEAM_A = 'team-a';
-const TEAM_B = 'team-b';
+const SYSTEM = TEST_SYSTEM_NAMESPACE;
+const [TEAM_A, TEAM_B] = TEST_TEAM_NAMESPACES;
 
 const base64url = (value: object | Buffer) => (Buffer.isBuffer(value) ? value : Buffer.from(JSON.stringify(value))).toString('base64url');
 
@@ -244,14 +244,9 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
     );
     assert.equal(asked?.team, TEAM_A);
     // The fleet workflows it used live in the system namespace, and none of them in A's.
-    const typesIn = async (client: Client) => {
-      const types = new Set<string>();
-      for await (const w of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) types.add(w.type);
-      return [...types].sort();
-    };
-    const system = await typesIn(admin);
+    const system = await typesIn(admin, taskQueue);
     assert.ok(system.includes('teamLedger') && system.includes('fleetObserver'), system.join(', '));
-    assert.deepEqual(await typesIn(await clientFor(TEAM_A, tokens.admin)), ['trainingRun']);
+    assert.deepEqual(await typesIn(await clientFor(TEAM_A, tokens.admin), taskQueue), ['trainingRun']);
   });
 
   it('refuses a fleet workflow a team starts in its own namespace: a forged ledger naming B cannot signal B\'s run', async () => {
@@ -306,10 +301,8 @@ describe('tenancy: a team is a namespace, enforced by Temporal\'s JWT authorizat
       const run = await asB.workflow.start('trainingRun', { taskQueue: tq, workflowId: `${tq}-b-run`, args: [{ ...exampleSpec(), labels: { project: 'tenancy' } }] });
       const result = (await run.result()) as RunResult;
       assert.equal(result.status, 'completed', readFileSync(logFile, 'utf8'));
-      const admin = await clientFor(SYSTEM, tokens.admin);
-      const types = new Set<string>();
-      for await (const w of admin.workflow.list({ query: `TaskQueue = '${tq}'` })) types.add(w.type);
-      for (const type of ['fleetObserver', 'priceBook', 'teamLedger']) assert.ok(types.has(type), `${type} in the system namespace: ${[...types].join(', ')}`);
+      const types = await typesIn(await clientFor(SYSTEM, tokens.admin), tq);
+      for (const type of ['fleetObserver', 'priceBook', 'teamLedger']) assert.ok(types.includes(type), `${type} in the system namespace: ${types.join(', ')}`);
       const log = readFileSync(logFile, 'utf8');
       assert.match(log, new RegExp(`namespaces: system ${SYSTEM}, teams ${TEAM_A}, ${TEAM_B}`));
     } finally {
