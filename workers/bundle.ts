@@ -48,13 +48,30 @@ export async function bundleWorkflows(path = workflowsPath(), webpackConfigHook?
   return { ...bundle, code: withoutLibrarySources(bundle.code) };
 }
 
-const INLINE_MAP = '//# sourceMappingURL=data:application/json;charset=utf-8;base64,';
+/** Where the SDK's bundler puts the bundle's source map: the last line, inline. */
+export const INLINE_MAP = '//# sourceMappingURL=data:application/json;charset=utf-8;base64,';
+
+export interface InlineSourceMap {
+  sources: string[];
+  sourcesContent?: (string | null)[];
+  mappings: string;
+}
+
+/** `code` before its inline source map, and the map. */
+function splitInlineMap(code: string): { body: string; map: InlineSourceMap } {
+  const at = code.lastIndexOf(INLINE_MAP);
+  if (at < 0) throw new Error('the workflow bundle has no inline source map where the SDK puts it; workers/bundle.ts needs updating for this @temporalio/worker');
+  return { body: code.slice(0, at), map: JSON.parse(Buffer.from(code.slice(at + INLINE_MAP.length).trimEnd(), 'base64').toString()) as InlineSourceMap };
+}
+
+/** The bundle's inline source map. */
+export function inlineSourceMapOf(code: string): InlineSourceMap {
+  return splitInlineMap(code).map;
+}
 
 /** `code` with its inline source map's text of node_modules sources dropped (mappings and names kept). */
 export function withoutLibrarySources(code: string): string {
-  const at = code.lastIndexOf(INLINE_MAP);
-  if (at < 0) throw new Error('the workflow bundle has no inline source map where the SDK puts it; workers/bundle.ts needs updating for this @temporalio/worker');
-  const map = JSON.parse(Buffer.from(code.slice(at + INLINE_MAP.length).trimEnd(), 'base64').toString()) as { sources: string[]; sourcesContent?: (string | null)[] };
+  const { body, map } = splitInlineMap(code);
   const sourcesContent = map.sourcesContent?.map((text, i) => (map.sources[i].includes('/node_modules/') ? null : text));
-  return `${code.slice(0, at)}${INLINE_MAP}${Buffer.from(JSON.stringify({ ...map, sourcesContent })).toString('base64')}\n`;
+  return `${body}${INLINE_MAP}${Buffer.from(JSON.stringify({ ...map, sourcesContent })).toString('base64')}\n`;
 }

@@ -35,16 +35,20 @@ function build(kind: Kind, options: ComputeClientOptions): unknown {
   return [new InstancesClient(options), new ZoneOperationsClient(options), new RegionsClient(options), new ZonesClient(options), new AcceleratorTypesClient(options), new ProjectsClient(options)];
 }
 
-function child(kind: Kind): Sample {
+/** The process's memory after a full collection (children run with --expose-gc). */
+function afterFullGc(): NodeJS.MemoryUsage {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run the child with --expose-gc');
   gc();
-  const before = process.memoryUsage();
+  return process.memoryUsage();
+}
+
+function child(kind: Kind): Sample {
+  const before = afterFullGc();
   const t0 = performance.now();
   const clients = build(kind, { apiEndpoint: '127.0.0.1', port: 1, protocol: 'http', fallback: true });
   const buildMs = performance.now() - t0;
-  gc();
-  const after = process.memoryUsage();
+  const after = afterFullGc();
   if (!clients) throw new Error('no clients');
   return { kind, heapMb: (after.heapUsed - before.heapUsed) / 1e6, rssMb: after.rss / 1e6, buildMs };
 }
@@ -58,13 +62,8 @@ interface Held {
 }
 
 const HELD_BATCH = 50;
-
-function fullGcHeapUsed(): number {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run the child with --expose-gc');
-  gc();
-  return process.memoryUsage().heapUsed;
-}
+/** How long after the last call the heap is read again: past Sterna's read deadline. */
+const HELD_WAIT_MS = READ_TIMEOUT_MS + 5_000;
 
 async function childHeld(kind: Kind, endpoint: string, calls: number): Promise<Held> {
   const url = new URL(endpoint);
@@ -73,11 +72,11 @@ async function childHeld(kind: Kind, endpoint: string, calls: number): Promise<H
   const call = () => regions.get({ project: 'bench-client', region: 'us-central1' });
   // The first call loads what every call shares (the service stub, the auth client).
   await call();
-  const before = fullGcHeapUsed();
+  const before = afterFullGc().heapUsed;
   for (let done = 0; done < calls; done += HELD_BATCH) await Promise.all(Array.from({ length: Math.min(HELD_BATCH, calls - done) }, call));
-  const now = fullGcHeapUsed();
-  await new Promise((resolve) => setTimeout(resolve, READ_TIMEOUT_MS + 5_000));
-  const after = fullGcHeapUsed();
+  const now = afterFullGc().heapUsed;
+  await new Promise((resolve) => setTimeout(resolve, HELD_WAIT_MS));
+  const after = afterFullGc().heapUsed;
   await regions.close();
   return { kind, heldNowMb: (now - before) / 1e6, heldAfterDeadlineMb: (after - before) / 1e6 };
 }
@@ -97,7 +96,7 @@ async function held(calls: number, json: boolean): Promise<void> {
       const { heldNowMb, heldAfterDeadlineMb } = samples.find((s) => s.kind === kind)!;
       return { heldNowMb, heldAfterDeadlineMb };
     };
-    const result = { calls, waitedS: (READ_TIMEOUT_MS + 5_000) / 1000, stock: of('stock'), sterna: of('sterna') };
+    const result = { calls, waitedS: HELD_WAIT_MS / 1000, stock: of('stock'), sterna: of('sterna') };
     console.log(`heap held by ${calls} ended regions.get calls (MB)   stock    sterna`);
     console.log(`  once the calls ended              ${result.stock.heldNowMb.toFixed(1).padStart(10)}${result.sterna.heldNowMb.toFixed(1).padStart(10)}`);
     console.log(`  ${result.waitedS} s later                       ${result.stock.heldAfterDeadlineMb.toFixed(1).padStart(10)}${result.sterna.heldAfterDeadlineMb.toFixed(1).padStart(10)}`);

@@ -4,29 +4,15 @@
  */
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync } from 'node:fs';
-import { WORKFLOW_BUNDLE, withoutLibrarySources } from '../../workers/bundle';
-
-const PREFIX = '//# sourceMappingURL=data:application/json;charset=utf-8;base64,';
-
-interface SourceMap {
-  sources: string[];
-  sourcesContent?: (string | null)[];
-  mappings: string;
-}
-
-function mapOf(code: string): SourceMap {
-  const at = code.lastIndexOf(PREFIX);
-  assert.ok(at > 0, 'the bundle ends with an inline source map');
-  return JSON.parse(Buffer.from(code.slice(at + PREFIX.length).trim(), 'base64').toString()) as SourceMap;
-}
+import { INLINE_MAP, inlineSourceMapOf, WORKFLOW_BUNDLE, withoutLibrarySources } from '../../workers/bundle';
 
 describe('the workflow bundle\'s source map', () => {
   it('drops the text of node_modules sources and keeps every source, mapping and Sterna\'s own text', () => {
     const map = { version: 3, sources: ['/repo/workflows/run/machine.ts', '/repo/node_modules/zod/index.ts'], sourcesContent: ['export const step = 1;', 'export const z = 2;'], names: [], mappings: 'AAAA;AACA' };
-    const code = `var step = 1;\n${PREFIX}${Buffer.from(JSON.stringify(map)).toString('base64')}`;
+    const code = `var step = 1;\n${INLINE_MAP}${Buffer.from(JSON.stringify(map)).toString('base64')}`;
     const out = withoutLibrarySources(code);
     assert.ok(out.startsWith('var step = 1;\n'), 'the code is unchanged');
-    assert.deepEqual(mapOf(out), { ...map, sourcesContent: ['export const step = 1;', null] });
+    assert.deepEqual(inlineSourceMapOf(out), { ...map, sourcesContent: ['export const step = 1;', null] });
   });
 
   it('refuses a bundle whose map is not where the SDK puts it, rather than ship it unchanged', () => {
@@ -35,7 +21,7 @@ describe('the workflow bundle\'s source map', () => {
 
   it('as npm run build writes it: the text of Sterna\'s sources only', function () {
     if (!existsSync(WORKFLOW_BUNDLE)) this.skip();
-    const map = mapOf(readFileSync(WORKFLOW_BUNDLE, 'utf8'));
+    const map = inlineSourceMapOf(readFileSync(WORKFLOW_BUNDLE, 'utf8'));
     const withText = map.sources.filter((_, i) => map.sourcesContent?.[i]);
     assert.ok(withText.some((s) => s.endsWith('/workflows/run/machine.ts')), 'the run\'s reducer keeps its text');
     assert.deepEqual(withText.filter((s) => s.includes('/node_modules/')), []);
