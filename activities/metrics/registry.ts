@@ -8,6 +8,7 @@
  * One registry per worker process (`sternaMetrics()`); tests may build their own.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ThreadHeaps } from './thread-heaps';
 
 /** Provisioning waits for RUNNING: seconds to many minutes. */
 const PROVISION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800];
@@ -56,12 +57,41 @@ let shared: SternaMetrics | undefined;
  * The worker process's registry, with prom-client's process and Node.js metrics beside
  * Sterna's: the V8 heap (`nodejs_heap_size_used_bytes`, by space), memory outside it
  * (`nodejs_external_memory_bytes`), GC pauses and event loop lag. A worker's footprint is
- * bound by its heap limit and its cache of runs (docs/workers.md): these say which part grows.
+ * bound by its heap limit and its cache of runs (docs/workers.md): these say which part grows,
+ * with the workflow threads' heaps (thread-heaps.ts), where the cached runs live.
  */
 export function sternaMetrics(): SternaMetrics {
   if (!shared) {
     shared = new SternaMetrics();
     collectDefaultMetrics({ register: shared.registry });
+    registerThreadHeaps(shared.registry);
   }
   return shared;
+}
+
+/**
+ * `sterna_thread_heap_used_bytes` and `sterna_thread_heap_total_bytes` by `thread`: the V8
+ * heap of each of the process's worker threads (the SDK's workflow threads), read at scrape.
+ */
+export function registerThreadHeaps(registry: Registry, heaps = new ThreadHeaps()): void {
+  let reading: Promise<Awaited<ReturnType<ThreadHeaps['read']>>> | undefined;
+  // prom-client collects a scrape's metrics at once: one question to the threads serves both gauges.
+  const read = () =>
+    (reading ??= heaps.read().finally(() => {
+      reading = undefined;
+    }));
+  const gauge = (name: string, help: string, pick: (h: { usedBytes: number; totalBytes: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['thread'],
+      registers: [registry],
+      async collect() {
+        const threads = await read();
+        this.reset();
+        for (const t of threads) this.set({ thread: t.threadId }, pick(t));
+      },
+    });
+  gauge('sterna_thread_heap_used_bytes', "V8 heap in use in each of the worker's threads (the workflow threads, where the cached runs live; nodejs_heap_* is the main thread's)", (h) => h.usedBytes);
+  gauge('sterna_thread_heap_total_bytes', "V8 heap reserved by each of the worker's threads", (h) => h.totalBytes);
 }

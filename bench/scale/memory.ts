@@ -2,9 +2,9 @@
  * Where the worker's memory is, from the process metrics it exposes (prom-client's
  * defaults on its Sterna metrics port), sampled beside its RSS: the main thread's V8 heap
  * (activities, the cloud clients; used and reserved) and the memory V8 knows of outside it
- * (`external`: buffers). The rest of RSS is what the main thread's heap statistics cannot
- * see: the workflow thread's own V8 heap (where the cached runs live, sdk-typescript
- * #1843), the Temporal SDK core, and malloc's own.
+ * (`external`: buffers), and the workflow threads' V8 heaps (where the cached runs live,
+ * sdk-typescript #1843; `sterna_thread_heap_*`, activities/metrics/thread-heaps.ts). The
+ * rest of RSS is the Temporal SDK core, malloc's own, and code.
  */
 import { ExpositionSampler } from './exposition';
 
@@ -15,35 +15,41 @@ export interface WorkerMemory {
   heapTotalMaxMb: number;
   /** The largest external memory (MB). */
   externalMaxMb: number;
-  /** The sample with the largest RSS, split: the main thread's heap reserved, external, and the rest (the workflow thread's heap, core, malloc) (MB). */
-  atPeakRss: { rssMb: number; heapTotalMb: number; externalMb: number; otherMb: number };
+  /** The workflow threads' V8 heap in use (MB), summed over the threads, at most in one sample. */
+  threadsHeapUsedMaxMb: number;
+  /** The sample with the largest RSS, split: the main thread's heap reserved, external, the workflow threads' heaps reserved, and the rest (core, malloc, code) (MB). */
+  atPeakRss: { rssMb: number; heapTotalMb: number; externalMb: number; threadsHeapTotalMb: number; otherMb: number };
   samples: number;
 }
 
 const MB = 2 ** 20;
+const NUMBER = String.raw`\d+(?:\.\d+)?(?:e\+?\d+)?`;
 
 /** One reading of the process metrics in an exposition text; undefined without them. */
-export function memoryOf(text: string): { rssMb: number; heapUsedMb: number; heapTotalMb: number; externalMb: number } | undefined {
+export function memoryOf(text: string): { rssMb: number; heapUsedMb: number; heapTotalMb: number; externalMb: number; threadsHeapUsedMb: number; threadsHeapTotalMb: number } | undefined {
   const value = (name: string) => {
-    const m = new RegExp(`^${name} (\\d+(?:\\.\\d+)?(?:e\\+?\\d+)?)$`, 'm').exec(text);
+    const m = new RegExp(`^${name} (${NUMBER})$`, 'm').exec(text);
     return m ? Number(m[1]) / MB : undefined;
   };
+  // Summed over the threads (`{thread="N"}`); none when the worker has no workflow thread yet.
+  const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (${NUMBER})$`, 'gm'))].reduce((total, m) => total + Number(m[1]) / MB, 0);
   const rssMb = value('process_resident_memory_bytes');
   const heapUsedMb = value('nodejs_heap_size_used_bytes');
   const heapTotalMb = value('nodejs_heap_size_total_bytes');
   const externalMb = value('nodejs_external_memory_bytes');
   if (rssMb === undefined || heapUsedMb === undefined || heapTotalMb === undefined || externalMb === undefined) return undefined;
-  return { rssMb, heapUsedMb, heapTotalMb, externalMb };
+  return { rssMb, heapUsedMb, heapTotalMb, externalMb, threadsHeapUsedMb: sum('sterna_thread_heap_used_bytes'), threadsHeapTotalMb: sum('sterna_thread_heap_total_bytes') };
 }
 
 type Reading = NonNullable<ReturnType<typeof memoryOf>>;
 
 function foldMemory(f: WorkerMemory | undefined, m: Reading): WorkerMemory {
-  const atPeakRss = !f || m.rssMb > f.atPeakRss.rssMb ? { rssMb: m.rssMb, heapTotalMb: m.heapTotalMb, externalMb: m.externalMb, otherMb: m.rssMb - m.heapTotalMb - m.externalMb } : f.atPeakRss;
+  const atPeakRss = !f || m.rssMb > f.atPeakRss.rssMb ? { rssMb: m.rssMb, heapTotalMb: m.heapTotalMb, externalMb: m.externalMb, threadsHeapTotalMb: m.threadsHeapTotalMb, otherMb: m.rssMb - m.heapTotalMb - m.externalMb - m.threadsHeapTotalMb } : f.atPeakRss;
   return {
     heapUsedMaxMb: Math.max(f?.heapUsedMaxMb ?? 0, m.heapUsedMb),
     heapTotalMaxMb: Math.max(f?.heapTotalMaxMb ?? 0, m.heapTotalMb),
     externalMaxMb: Math.max(f?.externalMaxMb ?? 0, m.externalMb),
+    threadsHeapUsedMaxMb: Math.max(f?.threadsHeapUsedMaxMb ?? 0, m.threadsHeapUsedMb),
     atPeakRss,
     samples: (f?.samples ?? 0) + 1,
   };
@@ -59,6 +65,14 @@ export class MemorySampler extends ExpositionSampler<Reading, WorkerMemory> {
     const f = super.figures();
     if (!f) return undefined;
     const r = (x: number) => Math.round(x);
-    return { heapUsedMaxMb: r(f.heapUsedMaxMb), heapTotalMaxMb: r(f.heapTotalMaxMb), externalMaxMb: r(f.externalMaxMb), atPeakRss: { rssMb: r(f.atPeakRss.rssMb), heapTotalMb: r(f.atPeakRss.heapTotalMb), externalMb: r(f.atPeakRss.externalMb), otherMb: r(f.atPeakRss.otherMb) }, samples: f.samples };
+    const p = f.atPeakRss;
+    return {
+      heapUsedMaxMb: r(f.heapUsedMaxMb),
+      heapTotalMaxMb: r(f.heapTotalMaxMb),
+      externalMaxMb: r(f.externalMaxMb),
+      threadsHeapUsedMaxMb: r(f.threadsHeapUsedMaxMb),
+      atPeakRss: { rssMb: r(p.rssMb), heapTotalMb: r(p.heapTotalMb), externalMb: r(p.externalMb), threadsHeapTotalMb: r(p.threadsHeapTotalMb), otherMb: r(p.otherMb) },
+      samples: f.samples,
+    };
   }
 }

@@ -24,7 +24,8 @@ export function formatScaleReport(r: ScaleResult): string {
     ...(r.workerMemory
       ? [
           `  worker main-thread heap used/reserved  ${r.workerMemory.heapUsedMaxMb} / ${r.workerMemory.heapTotalMaxMb} MB (max); external ${r.workerMemory.externalMaxMb} MB`,
-          `  at its largest RSS sample              ${r.workerMemory.atPeakRss.rssMb} MB = main heap ${r.workerMemory.atPeakRss.heapTotalMb} + external ${r.workerMemory.atPeakRss.externalMb} + the rest ${r.workerMemory.atPeakRss.otherMb} (workflow thread's heap, SDK core, malloc)`,
+          `  workflow threads' heap used            ${r.workerMemory.threadsHeapUsedMaxMb} MB (max, summed over the threads)`,
+          `  at its largest RSS sample              ${r.workerMemory.atPeakRss.rssMb} MB = main heap ${r.workerMemory.atPeakRss.heapTotalMb} + external ${r.workerMemory.atPeakRss.externalMb} + workflow threads' heaps ${r.workerMemory.atPeakRss.threadsHeapTotalMb} + the rest ${r.workerMemory.atPeakRss.otherMb} (SDK core, malloc, code)`,
         ]
       : []),
     `  worker CPU                             ${fmt(r.workerCpuSeconds)} s = ${fmt(r.workerCpuSecondsPerRunHour)} s per run-hour (${fmt(r.workerCores, 2)} cores)`,

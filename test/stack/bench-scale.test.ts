@@ -188,8 +188,12 @@ describe('bench:scale rules', () => {
       `nodejs_heap_size_used_bytes ${512 * MB}`,
       `nodejs_heap_space_size_used_bytes{space="old"} ${400 * MB}`,
       'nodejs_external_memory_bytes 1.048576e+8',
+      `sterna_thread_heap_used_bytes{thread="1"} ${150 * MB}`,
+      `sterna_thread_heap_used_bytes{thread="2"} ${30 * MB}`,
+      `sterna_thread_heap_total_bytes{thread="1"} ${160 * MB}`,
+      `sterna_thread_heap_total_bytes{thread="2"} ${40 * MB}`,
     ].join('\n');
-    assert.deepEqual(memoryOf(text), { rssMb: 900, heapUsedMb: 512, heapTotalMb: 600, externalMb: 100 });
+    assert.deepEqual(memoryOf(text), { rssMb: 900, heapUsedMb: 512, heapTotalMb: 600, externalMb: 100, threadsHeapUsedMb: 180, threadsHeapTotalMb: 200 });
     assert.equal(memoryOf('sterna_runs{phase="training"} 3'), undefined);
   });
 
@@ -235,7 +239,9 @@ describe('bench:scale on the real stack (5 runs over two team namespaces)', func
     assert.ok(slots && slots.samples > 0 && slots.freeMin > 0 && slots.usedMax >= 1, `activitySlots ${JSON.stringify(slots)}`);
     if ((result.preemptions as number) > 0) assert.equal(typeof result.preemptionToInsertP50S, 'number');
     // The worker's own process metrics were read: its heap and what lies outside it.
-    const memory = result.workerMemory as { heapUsedMaxMb: number; samples: number } | undefined;
+    const memory = result.workerMemory as { heapUsedMaxMb: number; threadsHeapUsedMaxMb: number; samples: number } | undefined;
     assert.ok(memory && memory.samples > 0 && memory.heapUsedMaxMb > 0, `workerMemory ${JSON.stringify(memory)}`);
+    // And the workflow thread's, where the runs are cached.
+    assert.ok(memory.threadsHeapUsedMaxMb > 0, `workerMemory ${JSON.stringify(memory)}`);
   });
 });
