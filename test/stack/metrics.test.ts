@@ -98,6 +98,9 @@ describe('worker metrics, scraped by a real Prometheus', function () {
     // The SDK's runtime metrics, on the same target.
     const sdk = await query(api, 'count({job="sterna-worker", __name__=~"temporal_.+"})');
     assert.ok(Number(sdk[0]?.value[1]) > 0, 'the Temporal SDK runtime metrics are scraped through the same endpoint');
+    // The workflow thread, where the run was cached, has its own heap beside the main thread's.
+    const threads = await query(api, 'sterna_thread_heap_used_bytes{job="sterna-worker"}');
+    assert.ok(threads.length >= 1 && threads.every((t) => Number(t.value[1]) > 0), `workflow threads' heaps ${JSON.stringify(threads)}`);
 
     // The worker runs in the launcher's child with the tuned flags, and stops gracefully on the launcher's SIGTERM.
     const [workerPid] = readFileSync(`/proc/${worker.child.pid}/task/${worker.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
