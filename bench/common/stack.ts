@@ -154,6 +154,8 @@ export interface WorkerSettings {
   maxCachedWorkflows?: number;
   /** More worker settings (e.g. STERNA_REAPER_*), for benchmarks that need them. */
   extraEnv?: Record<string, string>;
+  /** Write the worker's CPU profiles here (`node --cpu-prof`: a file per thread when it exits). */
+  cpuProfileDir?: string;
 }
 
 /**
@@ -184,7 +186,8 @@ export async function startWorkerProcess(workDir: string, s: WorkerSettings): Pr
   if (s.maxCachedWorkflows !== undefined) env.STERNA_MAX_CACHED_WORKFLOWS = String(s.maxCachedWorkflows);
   if (s.heapMb !== undefined) env.STERNA_WORKER_HEAP_MB = String(s.heapMb);
   const tuned = workerProcess(env);
-  const child = spawnChild('Sterna worker', [...tuned.nodeFlags, join(BUILD, 'workers', 'main.js')], tuned.env, join(workDir, 'worker.log'));
+  const profiling = s.cpuProfileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${s.cpuProfileDir}`] : [];
+  const child = spawnChild('Sterna worker', [...tuned.nodeFlags, ...profiling, join(BUILD, 'workers', 'main.js')], tuned.env, join(workDir, 'worker.log'));
   try {
     await waitForLine(child, /sterna worker on task queue/, 120_000);
     return child;

@@ -28,6 +28,7 @@ const program = new Command('bench:scale')
   .option('--worker-cache <n>', 'not default tuning: workflows the worker keeps cached (STERNA_MAX_CACHED_WORKFLOWS)')
   .option('--history-sample <n>', 'read the histories of at most n runs (default: all)')
   .option('--team-namespaces <n>', 'spread the runs over n team namespaces, the fleet in a system namespace (0: one namespace for all)', '0')
+  .option('--cpu-profile <dir>', "write the worker's CPU profiles there (node --cpu-prof, a file per thread) and report its CPU by package and function")
   .option('--keep', 'keep the work directory (logs, emulator state)')
   .option('--json', 'print the result as one JSON object on the last line');
 

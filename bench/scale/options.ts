@@ -2,6 +2,7 @@
  * The scale benchmark's settings, validated once so a typo fails naming the flag and
  * how to fix it, before any process starts.
  */
+import { resolve } from 'node:path';
 import { formatDuration, isDurationString, parseDurationSeconds } from '../../workflows/api';
 
 /** Which watching design to measure: the fleet observer, or each run looking at its own VM. */
@@ -44,6 +45,8 @@ export interface ScaleOptions {
    * and the runs spread evenly over N team namespaces (docs/tenancy.md), one worker process serving all.
    */
   teamNamespaces: number;
+  /** Write the worker's CPU profiles (`node --cpu-prof`, one per thread) here and summarize them in the result. */
+  cpuProfileDir?: string;
 }
 
 export class ScaleOptionError extends Error {
@@ -96,6 +99,7 @@ export interface ScaleFlags {
   workerHeapMb?: string;
   workerCache?: string;
   teamNamespaces?: string;
+  cpuProfile?: string;
   keep?: boolean;
   json?: boolean;
 }
@@ -121,6 +125,7 @@ export function parseScaleOptions(flags: ScaleFlags): ScaleOptions {
     workerCache: flags.workerCache !== undefined ? wholeNumber('worker-cache', flags.workerCache, 0) : undefined,
     historySample: flags.historySample !== undefined ? wholeNumber('history-sample', flags.historySample, 1) : undefined,
     teamNamespaces: flags.teamNamespaces !== undefined ? wholeNumber('team-namespaces', flags.teamNamespaces, 0, 16) : 0,
+    cpuProfileDir: flags.cpuProfile !== undefined ? resolve(flags.cpuProfile) : undefined,
     keep: flags.keep ?? false,
     json: flags.json ?? false,
   };

@@ -47,6 +47,13 @@ export function formatScaleReport(r: ScaleResult): string {
     `  preemption -> insert p50/p99/max       ${fmt(r.preemptionToInsertP50S, 2)} / ${fmt(r.preemptionToInsertP99S, 2)} / ${fmt(r.preemptionToInsertMaxS, 2)} s`,
     `  its steps, p50 / p99 s (${r.replacementPath.paths} preempted runs' histories):`,
     ...r.replacementPath.steps.map((s) => `    ${s.step.padEnd(38)} ${fmt(s.p50S, 2)} / ${fmt(s.p99S, 2)}`),
+    ...(r.workerCpuProfile ?? []).flatMap((t) => [
+      '',
+      `  worker CPU profile ${t.file}: ${t.sampledSeconds} s on the CPU, self time by package:`,
+      ...t.byPackage.slice(0, 12).map((p) => `    ${p.name.padEnd(40)} ${fmt(p.seconds, 1).padStart(8)} s  ${fmt(100 * p.share, 1).padStart(5)} %`),
+      '  by function:',
+      ...t.byFunction.slice(0, 15).map((f) => `    ${fmt(f.seconds, 1).padStart(8)} s  ${fmt(100 * f.share, 1).padStart(5)} %  ${f.name}`),
+    ]),
     '',
     `  Compute API calls by method (${r.api.calls} in ${fmt(r.api.elapsedSeconds, 0)} s):`,
     ...methods,

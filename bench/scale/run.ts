@@ -36,6 +36,7 @@ import {
 } from './analysis';
 import { ClosureWatcher } from './closures';
 import type { ScaleOptions } from './options';
+import { summarizeProfiles, type ThreadProfile } from '../common/cpu-profile';
 import { PreemptionInjector } from './preemptions';
 import { ProcessSampler, type ProcessUsage } from './proc';
 import { SlotSampler, type ActivitySlots } from './slots';
@@ -125,6 +126,8 @@ export interface ScaleResult {
   preemptionToInsertMaxS?: number;
   /** Where a preempted run's way to its replacement's create went, step by step (of `paths` preemptions seen in the histories read). */
   replacementPath: { paths: number; steps: StepFigures[] };
+  /** With `--cpu-profile`: the worker's CPU by package and function, a thread each (its main thread first). */
+  workerCpuProfile?: ThreadProfile[];
   machine: string;
   date: string;
 }
@@ -201,6 +204,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       observer: { startOnBoot: wantObserver, intervalSeconds: o.observerIntervalSeconds },
       heapMb: o.workerHeapMb,
       maxCachedWorkflows: o.workerCache,
+      cpuProfileDir: o.cpuProfileDir,
       extraEnv: {
         STERNA_METRICS_HOST: '127.0.0.1',
         STERNA_METRICS_PORT: String(metricsPort),
@@ -344,6 +348,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     const rateLimitedByMethod = Object.fromEntries(Object.entries(api.methods).filter(([, m]) => m.rateLimited > 0).map(([k, m]) => [k, m.rateLimited]));
     const runHours = runMinutes / 60;
     const wallSeconds = (tEnd - t0) / 1000;
+    const workerCpuProfile = o.cpuProfileDir !== undefined ? await profiledWorker(worker, o.cpuProfileDir, log) : undefined;
     return {
       runs: o.runs,
       completed: runs.filter((r) => r.outcome === 'completed').length,
@@ -397,6 +402,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       preemptionToInsertP99S: optionalRound(percentile(latencies.seconds, 99), 2),
       preemptionToInsertMaxS: optionalRound(latencies.seconds.length ? Math.max(...latencies.seconds) : undefined, 2),
       replacementPath: replacement,
+      workerCpuProfile,
       machine: machineLabel(),
       date: new Date(t0).toISOString(),
     };
@@ -408,6 +414,18 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
     if (o.keep || keepForPostMortem) log(`kept ${workDir}`);
     else rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Stops the worker so that it writes its CPU profiles (Node writes them as the process
+ * exits, which a SIGKILL prevents: hence the long grace), then reads them.
+ */
+async function profiledWorker(worker: Child, dir: string, log: (line: string) => void): Promise<ThreadProfile[]> {
+  await worker.stop(120_000);
+  const profiles = summarizeProfiles(dir);
+  if (profiles.length === 0) throw new Error(`--cpu-profile: the worker wrote no profile into ${dir} (it ended with ${worker.ended() ?? 'no exit'}); see its log`);
+  log(`worker CPU profiles in ${dir}: ${profiles.map((p) => `${p.file} ${p.sampledSeconds} s`).join(', ')}`);
+  return profiles;
 }
 
 /**
