@@ -25,6 +25,7 @@ export function formatScaleReport(r: ScaleResult): string {
       ? [
           `  worker main-thread heap used/reserved  ${r.workerMemory.heapUsedMaxMb} / ${r.workerMemory.heapTotalMaxMb} MB (max); external ${r.workerMemory.externalMaxMb} MB`,
           `  workflow threads' heap used            ${r.workerMemory.threadsHeapUsedMaxMb} MB (max, summed over the threads)`,
+          `  main thread's GC, seconds by kind      ${Object.entries(r.workerMemory.gcSeconds).map(([kind, s]) => `${kind} ${fmt(s)}`).join(', ') || 'n/a'}`,
           `  at its largest RSS sample              ${r.workerMemory.atPeakRss.rssMb} MB = main heap ${r.workerMemory.atPeakRss.heapTotalMb} + external ${r.workerMemory.atPeakRss.externalMb} + workflow threads' heaps ${r.workerMemory.atPeakRss.threadsHeapTotalMb} + the rest ${r.workerMemory.atPeakRss.otherMb} (SDK core, malloc, code)`,
         ]
       : []),

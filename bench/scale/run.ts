@@ -394,7 +394,7 @@ export async function runScaleBench(o: ScaleOptions, log: (line: string) => void
       historyEventsPerRun: round(history.events / Math.max(1, history.runsAnalysed), 0),
       slotWaits: history.slotWaits,
       activitySlots: slotSampler.figures(),
-      workerMemory: memorySampler.figures(),
+      workerMemory: memorySampler.measured(),
       history,
       preemptions: latencies.preemptions,
       preemptionsUnreplaced: latencies.unreplaced,

@@ -192,8 +192,11 @@ describe('bench:scale rules', () => {
       `sterna_thread_heap_used_bytes{thread="2"} ${30 * MB}`,
       `sterna_thread_heap_total_bytes{thread="1"} ${160 * MB}`,
       `sterna_thread_heap_total_bytes{thread="2"} ${40 * MB}`,
+      'nodejs_gc_duration_seconds_bucket{le="0.001",kind="minor"} 10',
+      'nodejs_gc_duration_seconds_sum{kind="minor"} 12.5',
+      'nodejs_gc_duration_seconds_sum{kind="major"} 3.25',
     ].join('\n');
-    assert.deepEqual(memoryOf(text), { rssMb: 900, heapUsedMb: 512, heapTotalMb: 600, externalMb: 100, threadsHeapUsedMb: 180, threadsHeapTotalMb: 200 });
+    assert.deepEqual(memoryOf(text), { rssMb: 900, heapUsedMb: 512, heapTotalMb: 600, externalMb: 100, threadsHeapUsedMb: 180, threadsHeapTotalMb: 200, gcSeconds: { minor: 12.5, major: 3.25 } });
     assert.equal(memoryOf('sterna_runs{phase="training"} 3'), undefined);
   });
 
