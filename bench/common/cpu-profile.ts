@@ -9,9 +9,7 @@ import { join } from 'node:path';
 
 /** The parts of Chrome DevTools' `Profiler.Profile` this reads. */
 interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
-  startTime: number;
-  endTime: number;
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
   samples: number[];
   timeDeltas: number[];
 }
@@ -77,7 +75,7 @@ export function summarizeProfile(profile: CpuProfile, file: string, top = 25): T
   return { file, sampledSeconds: Math.round(sampled / 1e4) / 100, idleSeconds: Math.round(idle / 1e4) / 100, byPackage: ranked(byPackage, sampled, top), byFunction: ranked(byFunction, sampled, top) };
 }
 
-/** Every `.cpuprofile` in `dir`, largest sampled time first (a worker's main thread, then its workflow thread). */
+/** Every `.cpuprofile` in `dir`, most time on the CPU first (at 2,000 runs the workflow thread's, then the main thread's: the thread id is in the file name). */
 export function summarizeProfiles(dir: string, top = 25): ThreadProfile[] {
   return readdirSync(dir)
     .filter((name) => name.endsWith('.cpuprofile'))

@@ -36,12 +36,12 @@ import {
 } from './analysis';
 import { ClosureWatcher } from './closures';
 import type { ScaleOptions } from './options';
-import { summarizeProfiles, type ThreadProfile } from '../common/cpu-profile';
 import { PreemptionInjector } from './preemptions';
 import { ProcessSampler, type ProcessUsage } from './proc';
 import { SlotSampler, type ActivitySlots } from './slots';
 import { MemorySampler, type WorkerMemory } from './memory';
 import { freePort } from '../../processes/ports';
+import { summarizeProfiles, type ThreadProfile } from '../common/cpu-profile';
 import { BenchNamespaces, OBSERVER_WORKFLOW_TYPE, observerAvailable, startEmulatorProcess, startTemporal, startWorkerProcess, workflowBundlePath, type Child } from '../common/stack';
 import { DEFAULT_OPERATIONS_KEPT } from '../../emulator/operations';
 import { useEphemeralKeyIfNone } from '../../codec/keys';
@@ -126,7 +126,7 @@ export interface ScaleResult {
   preemptionToInsertMaxS?: number;
   /** Where a preempted run's way to its replacement's create went, step by step (of `paths` preemptions seen in the histories read). */
   replacementPath: { paths: number; steps: StepFigures[] };
-  /** With `--cpu-profile`: the worker's CPU by package and function, a thread each (its main thread first). */
+  /** With `--cpu-profile`: the worker's CPU by package and function, a thread each, most time on the CPU first. */
   workerCpuProfile?: ThreadProfile[];
   machine: string;
   date: string;
